@@ -1,0 +1,98 @@
+"""Strict, early input checks shared by tokenizers and estimators.
+
+Every error names the offending column, value or shape, so a user never has to read a
+torch traceback to learn that a column went missing.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import pandas as pd
+
+
+def as_frame(X, *, what: str = "X") -> tuple[pd.DataFrame, bool]:
+    """Return ``(frame, had_names)`` for a DataFrame or a 2-D array-like.
+
+    Arrays get columns ``x0 .. x{k-1}``; ``had_names`` is True only for DataFrames.
+    """
+    if isinstance(X, pd.DataFrame):
+        frame, had_names = X, True
+        if not all(isinstance(c, str) for c in frame.columns):
+            # sklearn's rule: feature names are only recorded when every name is a string.
+            frame = frame.set_axis([f"x{i}" for i in range(frame.shape[1])], axis=1)
+            had_names = False
+    else:
+        if isinstance(X, pd.Series) or (hasattr(X, "ndim") and X.ndim == 1) or _is_flat_list(X):
+            raise ValueError(
+                f"{what} must be 2-D (n_samples, n_features); got a 1-D input. "
+                "Reshape a single feature with X.reshape(-1, 1)."
+            )
+        array = np.asarray(X)
+        if array.ndim != 2:
+            raise ValueError(f"{what} must be 2-D (n_samples, n_features); got shape {array.shape}")
+        if array.dtype.kind == "c":
+            raise ValueError(f"{what} holds complex numbers, which tabformer does not accept")
+        frame, had_names = pd.DataFrame(array, columns=[f"x{i}" for i in range(array.shape[1])]), False
+        if array.dtype == object:
+            frame = frame.infer_objects()
+    if frame.shape[0] == 0:
+        raise ValueError(f"{what} has 0 samples (shape {frame.shape}); at least 1 is required.")
+    if frame.shape[1] == 0:
+        raise ValueError(f"{what} has 0 features (shape {frame.shape}); at least 1 is required.")
+    return frame, had_names
+
+
+def _is_flat_list(X) -> bool:
+    return isinstance(X, (list, tuple)) and len(X) > 0 and all(
+        isinstance(v, (numbers.Number, str)) or v is None for v in X
+    )
+
+
+def is_numeric_dtype(dtype) -> bool:
+    """Numbers but not booleans: a bool column is categorical."""
+    return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+
+
+def is_categorical_dtype(dtype) -> bool:
+    """Strings (object, ``str``, ``StringDtype``), pandas categories and booleans."""
+    return (
+        pd.api.types.is_object_dtype(dtype)
+        or pd.api.types.is_string_dtype(dtype)
+        or isinstance(dtype, pd.CategoricalDtype)
+        or pd.api.types.is_bool_dtype(dtype)
+    )
+
+
+def check_target(y, n_samples: int, *, numeric: bool):
+    """Check y's length and values; return it as a numpy array.
+
+    Raises on a length mismatch, and for numeric targets on NaN or inf, naming the
+    first offending row.
+    """
+    if y is None:
+        raise ValueError("y is required: this estimator is supervised (got y=None)")
+    y_array = np.asarray(y.to_numpy() if isinstance(y, (pd.Series, pd.DataFrame)) else y)
+    if y_array.ndim == 0:
+        raise ValueError(f"y must be an array of targets, got the scalar {y_array!r}")
+    if len(y_array) != n_samples:
+        raise ValueError(f"X has {n_samples} samples but y has {len(y_array)}; they must match")
+    if numeric:
+        try:
+            y_array = y_array.astype(np.float64)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"regression targets must be numbers: {error}") from None
+        bad = ~np.isfinite(y_array)
+        if bad.any():
+            row = int(np.argwhere(bad)[0][0])
+            raise ValueError(
+                f"y holds {int(bad.sum())} NaN or infinite value(s) (first at row {row}: "
+                f"{y_array.reshape(len(y_array), -1)[row].tolist()}); drop or impute them first"
+            )
+    else:
+        missing = pd.isna(y_array) if y_array.ndim == 1 else np.zeros(len(y_array), bool)
+        if np.any(missing):
+            row = int(np.argwhere(missing)[0][0])
+            raise ValueError(f"y holds {int(np.sum(missing))} missing label(s) (first at row {row})")
+    return y_array

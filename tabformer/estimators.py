@@ -1,0 +1,517 @@
+"""scikit-learn estimators over the shared encoder, trained through skorch.
+
+Each estimator is a skorch net whose ``fit`` first fits a fresh clone of its tokenizer
+on ``X`` (so nothing leaks across CV folds), tokenizes ``X`` once, and then lets skorch
+train ``TabFormerModel(embedder, encoder, head)`` on the cached token arrays.
+
+Parameters route by prefix, skorch style: ``tokenizer__*`` to the tokenizer,
+``encoder__*`` to :class:`~tabformer.encoder.TransformerEncoder`, ``head__*`` to the head,
+and skorch's own (``lr``, ``max_epochs``, ``batch_size``, ``device``, ``optimizer__*``,
+``callbacks__*``...).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+
+import numpy as np
+import torch
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import LabelEncoder
+from sklearn.utils.validation import check_is_fitted
+from skorch import NeuralNet, NeuralNetClassifier, NeuralNetRegressor
+from skorch.callbacks import EarlyStopping
+from torch.utils.data import Subset
+
+from ._data import TensorDictDataset, collate_batched
+from ._validation import check_target
+from .encoder import TransformerEncoder
+from .heads import ClassificationHead, RegressionHead
+from .model import TabFormerModel
+from .tokenizers import make_tokenizer
+
+__all__ = ["TabFormerClassifier", "TabFormerRegressor"]
+
+_SHARED_PARAMS_DOC = """
+    Parameters
+    ----------
+    tokenizer : str or tokenizer instance, default="auto"
+        How ``X`` becomes tokens: ``"auto"`` (a table, for now), ``"tabular"``, or an
+        unfitted tokenizer instance (cloned at every ``fit``). Set its parameters with
+        ``tokenizer__<name>``.
+    encoder : None, TransformerEncoder or path, default=None
+        ``None`` builds a fresh :class:`~tabformer.encoder.TransformerEncoder` from the
+        ``encoder__*`` parameters (``encoder__d_model``, ``encoder__n_layers``,
+        ``encoder__n_heads``, ``encoder__dropout``...). A module, or a file written by
+        :meth:`TransformerEncoder.save`, warm-starts from its weights (copied, never
+        modified).
+    freeze_encoder : bool, default=False
+        Train only the tokenizer's embedder and the head; the encoder stays fixed.
+    lr : float, default=1e-3
+        AdamW learning rate (``optimizer__weight_decay`` etc. route to AdamW).
+    max_epochs : int, default=100
+        Upper bound; early stopping usually ends training much sooner.
+    batch_size : int, default=256
+    validation_fraction : float or None, default=0.1
+        Share of the training rows held out (stratified for classifiers) to monitor
+        ``valid_loss`` for early stopping. Ignored when ``train_split`` is given.
+        ``None`` or ``0`` trains on every row for ``max_epochs``.
+    patience : int or None, default=8
+        Stop after this many epochs without a better ``valid_loss``, and restore the
+        best weights. ``None`` disables early stopping.
+    random_state : int or None, default=None
+        Seeds weight init, shuffling and the validation split: CPU fits repeat exactly.
+    train_split : "auto", callable or None, default="auto"
+        skorch's ``train_split``; ``"auto"`` uses ``validation_fraction``.
+    device : str, default="cpu"
+        ``"cuda"`` trains on a GPU through skorch.
+    verbose : int, default=1
+        1 prints skorch's per-epoch table; 0 is silent.
+    **kwargs
+        Routed parameters: ``tokenizer__*``, ``encoder__*``, ``head__*`` and skorch's.
+"""
+
+
+class _TabFormerNet:
+    """Behaviour shared by the classifier and the regressor (a mixin before skorch's net)."""
+
+    prefixes_ = NeuralNet.prefixes_ + ["tokenizer", "encoder", "head"]
+
+    # ------------------------------------------------------------ building
+    def _encoder_params(self) -> dict:
+        params = self.get_params_for("encoder")
+        params.setdefault("positions", getattr(self.tokenizer_, "default_positions", None))
+        return params
+
+    def build_encoder(self) -> TransformerEncoder:
+        """The encoder to train: fresh from ``encoder__*``, or a copy of ``encoder``."""
+        if self.encoder is None:
+            return TransformerEncoder(**self._encoder_params())
+        if isinstance(self.encoder, (str, os.PathLike)):
+            return TransformerEncoder.load(self.encoder)
+        if isinstance(self.encoder, TransformerEncoder):
+            if self.get_params_for("encoder"):
+                raise ValueError(
+                    "encoder__* parameters configure a new encoder; they cannot change the "
+                    f"pretrained encoder passed as `encoder` (got {sorted(self.get_params_for('encoder'))})"
+                )
+            return copy.deepcopy(self.encoder)
+        raise TypeError(
+            f"encoder must be None, a TransformerEncoder or a path to one, got {type(self.encoder).__name__}"
+        )
+
+    def initialize_module(self):
+        encoder = self.build_encoder()
+        embedder = self.tokenizer_.build_embedder(encoder.d_model)
+        head = self.build_head(encoder.d_model)
+        kwargs = self.get_params_for("module")
+        self.module_ = self.module(embedder=embedder, encoder=encoder, head=head, freeze_encoder=self.freeze_encoder, **kwargs)
+        return self
+
+    def get_default_callbacks(self):
+        callbacks = list(super().get_default_callbacks())
+        if self.patience is not None and self._uses_validation():
+            callbacks.append(
+                ("early_stopping", EarlyStopping(monitor="valid_loss", patience=self.patience, load_best=True, sink=self._sink))
+            )
+        return callbacks
+
+    def _sink(self, message):
+        if self.verbose:
+            print(message)
+
+    def _uses_validation(self) -> bool:
+        if self.train_split == "auto":
+            return bool(self.validation_fraction)
+        return self.train_split is not None
+
+    # ------------------------------------------------------------- data
+    def get_split_datasets(self, X, y=None, **fit_params):
+        if self.train_split != "auto":
+            return super().get_split_datasets(X, y, **fit_params)
+        dataset = self.get_dataset(X, y)
+        if not self.validation_fraction:
+            return dataset, None
+        indices = np.arange(len(dataset))
+        stratify = self._stratify_labels(y)
+        train_idx, valid_idx = train_test_split(
+            indices, test_size=self.validation_fraction, random_state=self._split_seed(), stratify=stratify
+        )
+        return Subset(dataset, train_idx), Subset(dataset, valid_idx)
+
+    def _stratify_labels(self, y):
+        return None
+
+    def _split_seed(self):
+        return None if self.random_state is None else int(self.random_state) + 1
+
+    def get_iterator(self, dataset, training=False):
+        prefix = "iterator_train" if training else "iterator_valid"
+        if self._is_batched(dataset) and "collate_fn" not in self.get_params_for(prefix):
+            kwargs = self.get_params_for(prefix)
+            kwargs.setdefault("batch_size", self.batch_size)
+            if kwargs["batch_size"] == -1:
+                kwargs["batch_size"] = len(dataset)
+            if training:
+                kwargs.setdefault("shuffle", True)
+            iterator = self.iterator_train if training else self.iterator_valid
+            return iterator(dataset, collate_fn=collate_batched, **kwargs)
+        return super().get_iterator(dataset, training=training)
+
+    @staticmethod
+    def _is_batched(dataset) -> bool:
+        inner = dataset.dataset if isinstance(dataset, Subset) else dataset
+        return isinstance(inner, TensorDictDataset)
+
+    def tokenize(self, X) -> dict:
+        """Tokenize ``X`` with the fitted tokenizer (dict of numpy arrays)."""
+        check_is_fitted(self, "tokenizer_")
+        if isinstance(X, torch.utils.data.Dataset):
+            # skorch's scoring callbacks call predict on the already tokenized validation set.
+            return X
+        return self.tokenizer_.transform(X)
+
+    # -------------------------------------------------------------- fit
+    def fit(self, X, y=None, **fit_params):
+        """Fit the tokenizer on ``X``, tokenize once, and train the network.
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,) (or (n_samples, n_targets) for regression)
+        **fit_params : passed to skorch's ``fit``.
+
+        Returns
+        -------
+        self
+        """
+        if self.warm_start and getattr(self, "initialized_", False) and hasattr(self, "tokenizer_"):
+            return self.partial_fit(X, y, **fit_params)
+        # Cheap checks on y come before the (possibly slow) tokenizer fit.
+        y_encoded = self._fit_target(y, _num_samples(X))
+        tokenizer = make_tokenizer(self.tokenizer, X).set_params(**self.get_params_for("tokenizer"))
+        with self._seeded():
+            self.tokenizer_ = tokenizer.fit(X)
+            batch = self.tokenizer_.transform(X)
+            self._record_features()
+            self.initialize()
+            NeuralNet.partial_fit(self, batch, y_encoded, _routing_method="fit", **fit_params)
+        return self
+
+    def partial_fit(self, X, y=None, classes=None, **fit_params):
+        """Continue training on ``X`` with the fitted tokenizer (fits everything if unfitted)."""
+        if not hasattr(self, "tokenizer_") or not self.initialized_:
+            return self.fit(X, y, **fit_params)
+        batch = self.tokenize(X)
+        y_encoded = self._encode_target(check_target(y, self._n_rows(batch), numeric=self._numeric_target))
+        with self._seeded():
+            NeuralNet.partial_fit(self, batch, y_encoded, **fit_params)
+        return self
+
+    @staticmethod
+    def _n_rows(batch: dict) -> int:
+        return len(next(iter(batch.values())))
+
+    def _record_features(self):
+        self.n_features_in_ = getattr(self.tokenizer_, "n_features_in_", None)
+        names = getattr(self.tokenizer_, "feature_names_in_", None)
+        if names is not None:
+            self.feature_names_in_ = names
+        elif "feature_names_in_" in vars(self):
+            del self.feature_names_in_
+
+    def _seeded(self):
+        """Fork the global torch RNG and seed it, so a fit is reproducible and leaves
+        the caller's random state alone."""
+        fork = torch.random.fork_rng(devices=[])
+        if self.random_state is None:
+            return fork
+
+        class _Seeded:
+            def __enter__(inner):
+                fork.__enter__()
+                torch.manual_seed(int(self.random_state))
+
+            def __exit__(inner, *exc):
+                return fork.__exit__(*exc)
+
+        return _Seeded()
+
+    def forward_features(self, X, return_attention: bool = False):
+        """Encoder output for ``X``: the CLS embedding of every row, shape (n_samples, d_model).
+
+        With ``return_attention=True`` also returns a list (one per layer) of arrays of
+        shape (n_samples, n_heads, 1+T, 1+T).
+        """
+        check_is_fitted(self, "tokenizer_")
+        dataset = TensorDictDataset(self.tokenize(X))
+        self.module_.eval()
+        cls, maps = [], []
+        with torch.no_grad():
+            for batch, _ in self.get_iterator(dataset, training=False):
+                batch = {k: v.to(self.device) for k, v in batch.items()}
+                out = self.module_.forward_features(return_attention=return_attention, **batch)
+                hidden, attention = out if return_attention else (out, None)
+                cls.append(hidden[:, 0].float().cpu().numpy())
+                if return_attention:
+                    maps.append([a.float().cpu().numpy() for a in attention])
+        embeddings = np.concatenate(cls)
+        if not return_attention:
+            return embeddings
+        return embeddings, [np.concatenate([m[layer] for m in maps]) for layer in range(len(maps[0]))]
+
+    def __sklearn_is_fitted__(self):
+        return hasattr(self, "tokenizer_") and bool(getattr(self, "initialized_", False)) and hasattr(self, "module_")
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        tags.non_deterministic = self.random_state is None
+        return tags
+
+
+def _num_samples(X) -> int:
+    if hasattr(X, "shape") and len(getattr(X, "shape")) > 0:
+        return int(X.shape[0])
+    try:
+        return len(X)
+    except TypeError:
+        raise TypeError(f"X must be a DataFrame, an array or a list of samples, got {type(X).__name__}") from None
+
+
+def _init_shared(net, tokenizer, encoder, freeze_encoder, validation_fraction, patience, random_state):
+    net.tokenizer = tokenizer
+    net.encoder = encoder
+    net.freeze_encoder = freeze_encoder
+    net.validation_fraction = validation_fraction
+    net.patience = patience
+    net.random_state = random_state
+
+
+class TabFormerClassifier(_TabFormerNet, NeuralNetClassifier):
+    __doc__ = (
+        """Transformer classifier over tokenized inputs, with a CLS-token head.
+
+    Labels may be of any type (strings included); binary and multiclass.
+    """
+        + _SHARED_PARAMS_DOC
+        + """
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    tokenizer_ : fitted tokenizer
+    module_ : TabFormerModel
+    history_ : skorch History (per-epoch losses, timings)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str (DataFrame input only)
+
+    Examples
+    --------
+    >>> from tabformer import TabFormerClassifier
+    >>> from tabformer.datasets import load_adult
+    >>> X, y = load_adult()                                     # doctest: +SKIP
+    >>> clf = TabFormerClassifier(random_state=0).fit(X, y)     # doctest: +SKIP
+    >>> clf.predict_proba(X[:3]).shape                          # doctest: +SKIP
+    (3, 2)
+    """
+    )
+
+    _numeric_target = False
+
+    def __init__(
+        self,
+        tokenizer="auto",
+        encoder=None,
+        *,
+        freeze_encoder=False,
+        module=TabFormerModel,
+        criterion=torch.nn.CrossEntropyLoss,
+        optimizer=torch.optim.AdamW,
+        lr=1e-3,
+        max_epochs=100,
+        batch_size=256,
+        train_split="auto",
+        validation_fraction=0.1,
+        patience=8,
+        random_state=None,
+        dataset=TensorDictDataset,
+        verbose=1,
+        device="cpu",
+        **kwargs,
+    ):
+        super().__init__(
+            module=module,
+            criterion=criterion,
+            optimizer=optimizer,
+            lr=lr,
+            max_epochs=max_epochs,
+            batch_size=batch_size,
+            train_split=train_split,
+            dataset=dataset,
+            verbose=verbose,
+            device=device,
+            **kwargs,
+        )
+        _init_shared(self, tokenizer, encoder, freeze_encoder, validation_fraction, patience, random_state)
+
+    @property
+    def classes_(self):
+        try:
+            return self.label_encoder_.classes_
+        except AttributeError:
+            raise AttributeError(f"{type(self).__name__} is not fitted yet: it has no classes_") from None
+
+    def _fit_target(self, y, n_samples):
+        y = check_target(y, n_samples, numeric=False)
+        if y.ndim != 1:
+            if y.ndim == 2 and y.shape[1] == 1:
+                y = y.ravel()
+            else:
+                raise ValueError(f"y must be 1-D class labels for a classifier, got shape {y.shape}")
+        self.label_encoder_ = LabelEncoder().fit(y)
+        if len(self.label_encoder_.classes_) < 2:
+            raise ValueError(
+                f"y has a single class ({self.label_encoder_.classes_[0]!r}); a classifier needs at least 2"
+            )
+        return self._encode_target(y)
+
+    def _encode_target(self, y):
+        y = np.asarray(y).ravel()
+        unknown = set(np.unique(y)) - set(self.label_encoder_.classes_)
+        if unknown:
+            raise ValueError(f"y holds label(s) {sorted(unknown, key=str)} not seen in fit; classes are {list(self.classes_)}")
+        return self.label_encoder_.transform(y).astype(np.int64)
+
+    def _stratify_labels(self, y):
+        counts = np.bincount(np.asarray(y))
+        n_valid = int(np.ceil(self.validation_fraction * len(y))) if self.validation_fraction < 1 else self.validation_fraction
+        # Stratifying needs two rows of every class and room for every class in the holdout.
+        return y if counts.min() >= 2 and n_valid >= len(counts) else None
+
+    def build_head(self, d_model):
+        return ClassificationHead(d_model, len(self.classes_), **self.get_params_for("head"))
+
+    def predict_proba(self, X):
+        """Class probabilities, shape (n_samples, n_classes), columns in ``classes_`` order."""
+        check_is_fitted(self)
+        return NeuralNetClassifier.predict_proba(self, self.tokenize(X))
+
+    def predict(self, X):
+        """Most probable class label per row, shape (n_samples,)."""
+        indices = self.predict_proba(X).argmax(axis=1)
+        if isinstance(X, torch.utils.data.Dataset):
+            # skorch's valid_acc scores the internal validation set, whose y is encoded.
+            return indices
+        return self.classes_[indices]
+
+    def check_data(self, X, y):
+        # Labels were validated and encoded in fit; skorch's inference of classes from
+        # the encoded ints would only shadow ours.
+        pass
+
+
+class TabFormerRegressor(_TabFormerNet, NeuralNetRegressor):
+    __doc__ = (
+        """Transformer regressor over tokenized inputs, with a CLS-token head.
+
+    Targets may be 1-D or 2-D (several outputs); they are standardised internally
+    (``standardize_target``) and predictions are returned on the original scale.
+    """
+        + _SHARED_PARAMS_DOC
+        + """
+    standardize_target : bool, default=True
+        Train on ``(y - mean) / std`` per target, which keeps the default learning rate
+        sensible whatever the target's units.
+
+    Attributes
+    ----------
+    target_mean_, target_scale_ : ndarray of shape (n_targets,)
+    tokenizer_, module_, history_, n_features_in_, feature_names_in_ : as the classifier
+
+    Examples
+    --------
+    >>> from tabformer import TabFormerRegressor
+    >>> from tabformer.datasets import load_diamonds
+    >>> X, y = load_diamonds()                                  # doctest: +SKIP
+    >>> TabFormerRegressor(random_state=0).fit(X, y).predict(X[:2]).shape  # doctest: +SKIP
+    (2,)
+    """
+    )
+
+    _numeric_target = True
+
+    def __init__(
+        self,
+        tokenizer="auto",
+        encoder=None,
+        *,
+        freeze_encoder=False,
+        standardize_target=True,
+        module=TabFormerModel,
+        criterion=torch.nn.MSELoss,
+        optimizer=torch.optim.AdamW,
+        lr=1e-3,
+        max_epochs=100,
+        batch_size=256,
+        train_split="auto",
+        validation_fraction=0.1,
+        patience=8,
+        random_state=None,
+        dataset=TensorDictDataset,
+        verbose=1,
+        device="cpu",
+        **kwargs,
+    ):
+        super().__init__(
+            module=module,
+            criterion=criterion,
+            optimizer=optimizer,
+            lr=lr,
+            max_epochs=max_epochs,
+            batch_size=batch_size,
+            train_split=train_split,
+            dataset=dataset,
+            verbose=verbose,
+            device=device,
+            **kwargs,
+        )
+        _init_shared(self, tokenizer, encoder, freeze_encoder, validation_fraction, patience, random_state)
+        self.standardize_target = standardize_target
+
+    def _fit_target(self, y, n_samples):
+        y = check_target(y, n_samples, numeric=True)
+        if y.ndim > 2:
+            raise ValueError(f"y must be 1-D or 2-D, got shape {y.shape}")
+        self.target_ndim_ = y.ndim
+        y2d = y.reshape(len(y), -1)
+        self.n_targets_ = y2d.shape[1]
+        if self.standardize_target:
+            self.target_mean_ = y2d.mean(axis=0)
+            scale = y2d.std(axis=0)
+            self.target_scale_ = np.where(scale > 0, scale, 1.0)
+        else:
+            self.target_mean_ = np.zeros(self.n_targets_)
+            self.target_scale_ = np.ones(self.n_targets_)
+        return self._encode_target(y)
+
+    def _encode_target(self, y):
+        y2d = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
+        if y2d.shape[1] != self.n_targets_:
+            raise ValueError(f"y has {y2d.shape[1]} target(s), the regressor was fitted with {self.n_targets_}")
+        return ((y2d - self.target_mean_) / self.target_scale_).astype(np.float32)
+
+    def build_head(self, d_model):
+        return RegressionHead(d_model, self.n_targets_, **self.get_params_for("head"))
+
+    def predict(self, X):
+        """Predicted targets: shape (n_samples,) if fitted on 1-D y, else (n_samples, n_targets)."""
+        check_is_fitted(self)
+        scaled = NeuralNetRegressor.predict(self, self.tokenize(X)).reshape(-1, self.n_targets_)
+        y = scaled * self.target_scale_ + self.target_mean_
+        return y.ravel() if self.target_ndim_ == 1 else y
+
+    def check_data(self, X, y):
+        pass

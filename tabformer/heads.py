@@ -1,0 +1,50 @@
+"""Heads that read the encoder's output ``h`` of shape ``(B, 1+T, D)``."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+__all__ = ["ClassificationHead", "RegressionHead"]
+
+
+class ClassificationHead(nn.Module):
+    """Logits from the CLS embedding ``h[:, 0]``: ``Linear(act(LayerNorm(h_cls)))``.
+
+    The normalisation and activation before the output layer follow FT-Transformer's head;
+    with a post-LN encoder the input is already normalised and the extra LayerNorm is
+    harmless.
+
+    Parameters
+    ----------
+    d_model : int
+    n_outputs : int
+        Number of classes (logits) or regression targets.
+    hidden : int or None, default=None
+        Width of an optional hidden layer before the output layer.
+    dropout : float, default=0.0
+    activation : {"relu", "gelu"}, default="relu"
+    """
+
+    def __init__(self, d_model: int, n_outputs: int, hidden: int | None = None, dropout: float = 0.0, activation: str = "relu"):
+        super().__init__()
+        activations = {"relu": nn.ReLU, "gelu": nn.GELU}
+        if activation not in activations:
+            raise ValueError(f"head activation must be one of {sorted(activations)}, got {activation!r}")
+        layers = [nn.LayerNorm(d_model), activations[activation]()]
+        width = d_model
+        if hidden:
+            layers += [nn.Linear(d_model, hidden), activations[activation]()]
+            width = hidden
+        if dropout:
+            layers.append(nn.Dropout(dropout))
+        layers.append(nn.Linear(width, n_outputs))
+        self.net = nn.Sequential(*layers)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        """``hidden`` (B, 1+T, D) -> output (B, n_outputs)."""
+        return self.net(hidden[:, 0])
+
+
+class RegressionHead(ClassificationHead):
+    """The CLS head with one output per regression target (same layers, other loss)."""

@@ -1,0 +1,41 @@
+"""What every tokenizer is: a host half (sklearn ``fit``/``transform`` to numpy) and a
+device half (``build_embedder(d_model)`` returning an ``nn.Module``).
+
+``transform`` returns a dict of numpy arrays, one row per sample, computed once per fit;
+the embedder's ``forward(**batch)`` returns ``(tokens (B, T, D), mask (B, T) bool)`` with
+``True`` marking real tokens.
+"""
+
+from __future__ import annotations
+
+from sklearn.base import BaseEstimator, TransformerMixin
+
+# Special ids shared by every discrete tokenizer (the BERT layout a vocab.txt-loaded
+# WordPiece vocabulary remaps to). Tabular categorical columns use their own small layout,
+# documented in tabular.py, because each column has a separate embedding table.
+PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
+SPECIAL_TOKENS = {"[PAD]": PAD, "[UNK]": UNK, "[CLS]": CLS, "[SEP]": SEP, "[MASK]": MASK}
+
+
+class BaseTokenizer(TransformerMixin, BaseEstimator):
+    """Base class of tabformer tokenizers.
+
+    Subclasses implement ``fit(X)``, ``transform(X) -> dict[str, ndarray]`` and
+    ``build_embedder(d_model) -> nn.Module``. ``positions_`` tells the estimator which
+    positional embedding the encoder should add when the user leaves
+    ``encoder__positions`` unset (``None`` for tables, whose columns have no order).
+    """
+
+    #: default ``encoder__positions`` for this kind of input
+    default_positions: str | None = None
+
+    def build_embedder(self, d_model: int):  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.categorical = True
+        tags.input_tags.string = True
+        tags.transformer_tags.preserves_dtype = []
+        return tags

@@ -1,0 +1,342 @@
+"""Tables: one token per column (TabTransformer for categories, FT-Transformer for numbers).
+
+Categorical column ``j`` owns a small id space: ``0`` = missing, ``1`` = a category not
+seen in ``fit``, ``2..`` = the fitted categories. Both special ids are per column and
+learned, so a missing ``workclass`` and a missing ``occupation`` can mean different
+things, and an unseen value is never silently mapped onto a real category.
+
+Numeric column ``j`` becomes ``x * W_j + b_j`` (FT-Transformer's per-column linear
+embedding; ``b_j`` doubles as the column's identity) or, with
+``numeric_embedding="periodic"``, ``ReLU(Linear_j([sin(2π c_j x), cos(2π c_j x)]))``
+(Gorishniy et al., 2022, "PLR"). NaN is replaced by a learned per-column "missing"
+token, never by zero.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.preprocessing import QuantileTransformer, StandardScaler
+from sklearn.utils.validation import check_is_fitted
+from torch import nn
+
+from .._validation import as_frame, is_categorical_dtype, is_numeric_dtype
+from .base import BaseTokenizer
+
+MISSING_ID, UNSEEN_ID, FIRST_CATEGORY_ID = 0, 1, 2
+
+__all__ = ["TabularTokenizer", "TabularEmbedder"]
+
+
+def _dtype_family(dtype) -> str:
+    return "numeric" if is_numeric_dtype(dtype) else "categorical" if is_categorical_dtype(dtype) else "other"
+
+
+def _sorted_categories(values: pd.Series) -> pd.Index:
+    unique = pd.unique(values.dropna())
+    try:
+        return pd.Index(sorted(unique))
+    except TypeError:  # mixed types (e.g. 1 and "a") cannot be ordered; order by text
+        return pd.Index(sorted(unique, key=str))
+
+
+class TabularTokenizer(BaseTokenizer):
+    """Turn a table into one token per column.
+
+    Parameters
+    ----------
+    categorical_columns : list of str or None, default=None
+        Columns to treat as categorical. ``None`` detects them: object, string,
+        category and bool dtypes.
+    numeric_columns : list of str or None, default=None
+        Columns to treat as numeric. ``None`` detects them: numeric dtypes (not bool).
+        Any column in neither list nor detected raises an error naming it.
+    numeric_transform : {"quantile", "standard", None}, default="quantile"
+        Scaling fitted on the training rows (NaN ignored). ``"quantile"`` maps each
+        column to a standard normal through its empirical quantiles (as rtdl does),
+        which tames heavy tails such as capital gains.
+    numeric_embedding : {"linear", "periodic"}, default="periodic"
+        How a number becomes a token (see the module docstring).
+    n_frequencies : int, default=16
+        Periodic embedding: frequencies per column.
+    frequency_scale : float, default=0.1
+        Periodic embedding: std of the initial frequencies; the most sensitive knob
+        of that embedding (rtdl tunes it in [0.01, 100]).
+
+    Attributes
+    ----------
+    categorical_columns_ : list of str
+    numeric_columns_ : list of str
+    categories_ : list of pandas.Index
+        Fitted categories of each categorical column, in id order (ids start at 2).
+    feature_names_in_ : ndarray of str
+        Column names seen in ``fit`` (DataFrame input only).
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> X = pd.DataFrame({"city": ["a", "b", None], "age": [20.0, None, 40.0]})
+    >>> batch = TabularTokenizer().fit(X).transform(X)
+    >>> batch["cat_ids"].ravel().tolist(), batch["num_missing"].ravel().tolist()
+    ([2, 3, 0], [False, True, False])
+    """
+
+    default_positions = None
+
+    def __init__(
+        self,
+        categorical_columns=None,
+        numeric_columns=None,
+        numeric_transform="quantile",
+        numeric_embedding="periodic",
+        n_frequencies=16,
+        frequency_scale=0.1,
+    ):
+        self.categorical_columns = categorical_columns
+        self.numeric_columns = numeric_columns
+        self.numeric_transform = numeric_transform
+        self.numeric_embedding = numeric_embedding
+        self.n_frequencies = n_frequencies
+        self.frequency_scale = frequency_scale
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y=None):
+        """Learn column kinds, categories and numeric scaling from ``X``.
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        if self.numeric_transform not in ("quantile", "standard", None):
+            raise ValueError(
+                f"numeric_transform must be 'quantile', 'standard' or None, got {self.numeric_transform!r}"
+            )
+        if self.numeric_embedding not in ("linear", "periodic"):
+            raise ValueError(
+                f"numeric_embedding must be 'linear' or 'periodic', got {self.numeric_embedding!r}"
+            )
+        frame, had_names = as_frame(X)
+        self.n_features_in_ = frame.shape[1]
+        if had_names:
+            self.feature_names_in_ = np.asarray(frame.columns, dtype=object)
+        elif hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self.categorical_columns_, self.numeric_columns_ = self._resolve_kinds(frame)
+        self.column_families_ = {c: _dtype_family(frame[c].dtype) for c in frame.columns}
+
+        self.categories_ = [_sorted_categories(frame[c]) for c in self.categorical_columns_]
+        numbers = self._numeric_block(frame)
+        for j, column in enumerate(self.numeric_columns_):
+            if np.isnan(numbers[:, j]).all():
+                raise ValueError(f"numeric column {column!r} holds no numbers at fit time (all missing)")
+        self.scaler_ = None
+        if self.numeric_columns_ and self.numeric_transform == "quantile":
+            n_quantiles = int(max(2, min(1000, frame.shape[0])))
+            self.scaler_ = QuantileTransformer(
+                n_quantiles=n_quantiles, output_distribution="normal", subsample=10**9
+            ).fit(numbers)
+        elif self.numeric_columns_ and self.numeric_transform == "standard":
+            self.scaler_ = StandardScaler().fit(numbers)
+        return self
+
+    def _resolve_kinds(self, frame: pd.DataFrame) -> tuple[list, list]:
+        columns = list(frame.columns)
+        for name, given in (("categorical_columns", self.categorical_columns), ("numeric_columns", self.numeric_columns)):
+            unknown = [c for c in (given or []) if c not in columns]
+            if unknown:
+                raise ValueError(f"{name} names column(s) {unknown} that X does not have; X has {columns}")
+        both = set(self.categorical_columns or []) & set(self.numeric_columns or [])
+        if both:
+            raise ValueError(f"column(s) {sorted(both)} are listed as both categorical and numeric")
+        categorical, numeric = [], []
+        for column in columns:
+            dtype = frame[column].dtype
+            if self.categorical_columns is not None and column in self.categorical_columns:
+                categorical.append(column)
+            elif self.numeric_columns is not None and column in self.numeric_columns:
+                numeric.append(column)
+            elif is_numeric_dtype(dtype):
+                numeric.append(column)
+            elif is_categorical_dtype(dtype):
+                categorical.append(column)
+            else:
+                raise ValueError(
+                    f"column {column!r} has dtype {dtype}, which is neither numeric nor categorical; "
+                    "convert it, or list it in categorical_columns / numeric_columns"
+                )
+        return categorical, numeric
+
+    # ------------------------------------------------------------ transform
+    def transform(self, X):
+        """Encode ``X`` as token ids and values.
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+            The same columns as in ``fit`` (any order, for a DataFrame).
+
+        Returns
+        -------
+        batch : dict of ndarray
+            ``cat_ids`` (n_samples, n_categorical) int64, ``num_values`` (n_samples,
+            n_numeric) float32 with missing entries set to 0, ``num_missing``
+            (n_samples, n_numeric) bool.
+        """
+        check_is_fitted(self, "categories_")
+        frame = self._check_columns(X)
+        n = frame.shape[0]
+        cat_ids = np.empty((n, len(self.categorical_columns_)), dtype=np.int64)
+        for j, (column, categories) in enumerate(zip(self.categorical_columns_, self.categories_)):
+            values = frame[column]
+            codes = pd.Categorical(values.astype(object), categories=categories).codes.astype(np.int64)
+            ids = codes + FIRST_CATEGORY_ID
+            ids[codes < 0] = UNSEEN_ID
+            ids[values.isna().to_numpy()] = MISSING_ID
+            cat_ids[:, j] = ids
+        numbers = self._numeric_block(frame)
+        missing = np.isnan(numbers)
+        if self.scaler_ is not None:
+            numbers = self.scaler_.transform(numbers)
+        numbers = np.where(missing, 0.0, numbers).astype(np.float32)
+        return {"cat_ids": cat_ids, "num_values": numbers, "num_missing": missing}
+
+    def _check_columns(self, X) -> pd.DataFrame:
+        frame, had_names = as_frame(X)
+        fitted_names = getattr(self, "feature_names_in_", None)
+        if fitted_names is not None:
+            if not had_names:
+                raise ValueError(
+                    f"X was fitted as a DataFrame with columns {list(fitted_names)}; pass a DataFrame "
+                    f"with those columns, not an array of shape {frame.shape}"
+                )
+            missing = [c for c in fitted_names if c not in frame.columns]
+            extra = [c for c in frame.columns if c not in set(fitted_names)]
+            if missing or extra:
+                parts = []
+                if missing:
+                    parts.append(f"missing column(s) {missing}")
+                if extra:
+                    parts.append(f"unexpected column(s) {extra}")
+                raise ValueError(
+                    f"X does not have the columns seen in fit: {'; '.join(parts)}. "
+                    f"Fitted columns: {list(fitted_names)}"
+                )
+            frame = frame[list(fitted_names)]
+        elif frame.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {frame.shape[1]} features, but the tokenizer was fitted with {self.n_features_in_}")
+        for column in frame.columns:
+            before, now = self.column_families_[column], _dtype_family(frame[column].dtype)
+            if before != now and not frame[column].isna().all():
+                raise ValueError(
+                    f"column {column!r} changed kind between fit and predict: it was {before} "
+                    f"at fit, it is {now} (dtype {frame[column].dtype}) now"
+                )
+        return frame
+
+    def _numeric_block(self, frame: pd.DataFrame) -> np.ndarray:
+        block = np.empty((frame.shape[0], len(self.numeric_columns_)), dtype=np.float64)
+        for j, column in enumerate(self.numeric_columns_):
+            try:
+                values = pd.to_numeric(frame[column], errors="raise").astype(np.float64).to_numpy()
+            except (TypeError, ValueError):
+                bad = frame[column][pd.to_numeric(frame[column], errors="coerce").isna() & frame[column].notna()]
+                raise ValueError(
+                    f"numeric column {column!r} holds non-numeric value {bad.iloc[0]!r} (row {bad.index[0]!r})"
+                ) from None
+            infinite = np.isinf(values)
+            if infinite.any():
+                row = int(np.argwhere(infinite)[0][0])
+                raise ValueError(
+                    f"numeric column {column!r} holds an infinite value at row {row}; "
+                    "replace it (NaN is accepted and gets a learned missing token)"
+                )
+            block[:, j] = values
+        return block
+
+    # --------------------------------------------------------------- device
+    @property
+    def n_tokens_(self) -> int:
+        return len(self.categorical_columns_) + len(self.numeric_columns_)
+
+    def build_embedder(self, d_model: int) -> "TabularEmbedder":
+        """Return the ``nn.Module`` that embeds this tokenizer's output in ``d_model`` dims."""
+        check_is_fitted(self, "categories_")
+        return TabularEmbedder(
+            cardinalities=[len(c) + FIRST_CATEGORY_ID for c in self.categories_],
+            n_numeric=len(self.numeric_columns_),
+            d_model=d_model,
+            numeric_embedding=self.numeric_embedding,
+            n_frequencies=self.n_frequencies,
+            frequency_scale=self.frequency_scale,
+        )
+
+    def get_feature_names_out(self, input_features=None):
+        check_is_fitted(self, "categories_")
+        return np.asarray(self.numeric_columns_ + self.categorical_columns_, dtype=object)
+
+
+def _uniform_(tensor: torch.Tensor, d_model: int) -> torch.Tensor:
+    bound = 1 / math.sqrt(d_model)
+    return nn.init.uniform_(tensor, -bound, bound)
+
+
+class TabularEmbedder(nn.Module):
+    """Embed ``cat_ids``, ``num_values`` and ``num_missing`` as ``(B, n_num + n_cat, D)`` tokens.
+
+    Parameters
+    ----------
+    cardinalities : list of int
+        Id-space size of each categorical column (categories + 2 special ids).
+    n_numeric : int
+    d_model : int
+    numeric_embedding : {"linear", "periodic"}
+    n_frequencies, frequency_scale : periodic-embedding settings
+    """
+
+    def __init__(self, cardinalities, n_numeric, d_model, numeric_embedding="periodic", n_frequencies=16, frequency_scale=0.1):
+        super().__init__()
+        self.n_categorical = len(cardinalities)
+        self.n_numeric = n_numeric
+        self.numeric_embedding = numeric_embedding
+        # One table for all columns; offsets keep each column's ids apart, which is
+        # one embedding lookup instead of a Python loop over columns.
+        offsets = np.concatenate([[0], np.cumsum(cardinalities)[:-1]]) if cardinalities else np.zeros(0)
+        self.register_buffer("category_offsets", torch.as_tensor(offsets, dtype=torch.long), persistent=False)
+        self.category_embedding = nn.Embedding(max(1, int(sum(cardinalities))), d_model)
+        _uniform_(self.category_embedding.weight, d_model)
+        self.column_embedding = nn.Parameter(_uniform_(torch.empty(self.n_categorical, d_model), d_model))
+
+        if numeric_embedding == "periodic":
+            self.frequencies = nn.Parameter(torch.randn(n_numeric, n_frequencies) * frequency_scale)
+            self.numeric_weight = nn.Parameter(_uniform_(torch.empty(n_numeric, 2 * n_frequencies, d_model), 2 * n_frequencies))
+        else:
+            self.numeric_weight = nn.Parameter(_uniform_(torch.empty(n_numeric, d_model), d_model))
+        self.numeric_bias = nn.Parameter(_uniform_(torch.empty(n_numeric, d_model), d_model))
+        self.missing_embedding = nn.Parameter(_uniform_(torch.empty(n_numeric, d_model), d_model))
+
+    def embed_numeric(self, values: torch.Tensor, missing: torch.Tensor) -> torch.Tensor:
+        if self.numeric_embedding == "periodic":
+            angles = 2 * math.pi * values[..., None] * self.frequencies  # (B, n, k)
+            features = torch.cat([torch.cos(angles), torch.sin(angles)], dim=-1)  # (B, n, 2k)
+            tokens = torch.relu(torch.einsum("bnk,nkd->bnd", features, self.numeric_weight) + self.numeric_bias)
+        else:
+            tokens = values[..., None] * self.numeric_weight + self.numeric_bias
+        return torch.where(missing[..., None], self.missing_embedding.to(tokens.dtype), tokens)
+
+    def forward(self, cat_ids=None, num_values=None, num_missing=None, **ignored):
+        parts = []
+        if self.n_numeric:
+            parts.append(self.embed_numeric(num_values, num_missing))
+        if self.n_categorical:
+            parts.append(self.category_embedding(cat_ids + self.category_offsets) + self.column_embedding)
+        tokens = torch.cat(parts, dim=1)
+        return tokens, None
