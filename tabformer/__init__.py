@@ -2,7 +2,7 @@
 
 from .encoder import TransformerEncoder
 from .estimators import TabFormerClassifier, TabFormerRegressor
-from .model import TabFormerModel
+from .model import PretrainedEncoder, TabFormerModel
 from .tokenizers import TabularTokenizer
 
 __version__ = "0.1.0"
@@ -11,6 +11,7 @@ __all__ = [
     "TabFormerClassifier",
     "TabFormerRegressor",
     "TabFormerModel",
+    "PretrainedEncoder",
     "TransformerEncoder",
     "TabularTokenizer",
     "__version__",

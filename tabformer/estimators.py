@@ -28,7 +28,7 @@ from ._data import TensorDictDataset, collate_batched
 from ._validation import check_target
 from .encoder import TransformerEncoder
 from .heads import ClassificationHead, RegressionHead
-from .model import TabFormerModel
+from .model import PretrainedEncoder, TabFormerModel
 from .tokenizers import make_tokenizer
 
 __all__ = ["TabFormerClassifier", "TabFormerRegressor"]
@@ -40,12 +40,13 @@ _SHARED_PARAMS_DOC = """
         How ``X`` becomes tokens: ``"auto"`` (a table, for now), ``"tabular"``, or an
         unfitted tokenizer instance (cloned at every ``fit``). Set its parameters with
         ``tokenizer__<name>``.
-    encoder : None, TransformerEncoder or path, default=None
+    encoder : None, TransformerEncoder, PretrainedEncoder or path, default=None
         ``None`` builds a fresh :class:`~tabformer.encoder.TransformerEncoder` from the
         ``encoder__*`` parameters (``encoder__d_model``, ``encoder__n_layers``,
         ``encoder__n_heads``, ``encoder__dropout``...). A module, or a file written by
-        :meth:`TransformerEncoder.save`, warm-starts from its weights (copied, never
-        modified).
+        its ``save``, warm-starts from its weights (copied, never modified). A
+        :class:`~tabformer.model.PretrainedEncoder` also brings its fitted tokenizer
+        and embedder, which ``fit`` then reuses instead of fitting new ones.
     freeze_encoder : bool, default=False
         Train only the tokenizer's embedder and the head; the encoder stays fixed.
     lr : float, default=1e-3
@@ -84,8 +85,20 @@ class _TabFormerNet:
         params.setdefault("positions", getattr(self.tokenizer_, "default_positions", None))
         return params
 
+    def _pretrained(self) -> PretrainedEncoder | None:
+        if isinstance(self.encoder, PretrainedEncoder):
+            return self.encoder
+        if isinstance(self.encoder, (str, os.PathLike)):
+            saved = torch.load(self.encoder, map_location="cpu", weights_only=False)
+            if isinstance(saved, dict) and saved.get("format") == "tabformer.PretrainedEncoder/1":
+                return saved["model"]
+        return None
+
     def build_encoder(self) -> TransformerEncoder:
         """The encoder to train: fresh from ``encoder__*``, or a copy of ``encoder``."""
+        pretrained = self._pretrained()
+        if pretrained is not None:
+            return copy.deepcopy(pretrained.encoder)
         if self.encoder is None:
             return TransformerEncoder(**self._encoder_params())
         if isinstance(self.encoder, (str, os.PathLike)):
@@ -103,7 +116,11 @@ class _TabFormerNet:
 
     def initialize_module(self):
         encoder = self.build_encoder()
-        embedder = self.tokenizer_.build_embedder(encoder.d_model)
+        pretrained = self._pretrained()
+        if pretrained is not None:
+            embedder = copy.deepcopy(pretrained.embedder)
+        else:
+            embedder = self.tokenizer_.build_embedder(encoder.d_model)
         head = self.build_head(encoder.d_model)
         kwargs = self.get_params_for("module")
         self.module_ = self.module(embedder=embedder, encoder=encoder, head=head, freeze_encoder=self.freeze_encoder, **kwargs)
@@ -190,9 +207,14 @@ class _TabFormerNet:
             return self.partial_fit(X, y, **fit_params)
         # Cheap checks on y come before the (possibly slow) tokenizer fit.
         y_encoded = self._fit_target(y, _num_samples(X))
-        tokenizer = make_tokenizer(self.tokenizer, X).set_params(**self.get_params_for("tokenizer"))
+        pretrained = self._pretrained()
         with self._seeded():
-            self.tokenizer_ = tokenizer.fit(X)
+            if pretrained is not None:
+                # The embedder's ids belong to the pretrained tokenizer: reuse it, fitted.
+                self.tokenizer_ = copy.deepcopy(pretrained.tokenizer)
+            else:
+                tokenizer = make_tokenizer(self.tokenizer, X).set_params(**self.get_params_for("tokenizer"))
+                self.tokenizer_ = tokenizer.fit(X)
             batch = self.tokenizer_.transform(X)
             self._record_features()
             self.initialize()
@@ -245,7 +267,7 @@ class _TabFormerNet:
         shape (n_samples, n_heads, 1+T, 1+T).
         """
         check_is_fitted(self, "tokenizer_")
-        dataset = TensorDictDataset(self.tokenize(X))
+        dataset = TensorDictDataset(X if isinstance(X, dict) else self.tokenize(X))
         self.module_.eval()
         cls, maps = [], []
         with torch.no_grad():
@@ -260,6 +282,41 @@ class _TabFormerNet:
         if not return_attention:
             return embeddings
         return embeddings, [np.concatenate([m[layer] for m in maps]) for layer in range(len(maps[0]))]
+
+    def explain(self, X, layer="all") -> "pd.DataFrame":
+        """CLS attention over the input tokens, averaged over heads, as a tidy DataFrame.
+
+        Parameters
+        ----------
+        X : input accepted by ``predict``
+        layer : "all" or int
+            Which encoder layer(s) to report (0-based).
+
+        Returns
+        -------
+        DataFrame with columns ``row`` (position in ``X``), ``layer``, ``token``
+        (index in the token sequence, CLS excluded), ``label`` (what the token is: a
+        column name for tables; tokenizers may define ``token_labels(batch)``) and
+        ``attention`` (weight the CLS query puts on that token; padding excluded, so the
+        weights of one row and layer sum to at most 1, the rest being CLS's self-attention).
+        """
+        import pandas as pd
+
+        check_is_fitted(self)
+        batch = self.tokenize(X)
+        _, maps = self.forward_features(batch, return_attention=True)
+        labels = self.tokenizer_.token_labels(batch) if hasattr(self.tokenizer_, "token_labels") else None
+        if labels is None:
+            names = list(self.tokenizer_.get_feature_names_out())
+            labels = [names] * self._n_rows(batch)
+        layers = range(len(maps)) if layer == "all" else [layer]
+        records = []
+        for layer_index in layers:
+            cls_rows = maps[layer_index].mean(axis=1)[:, 0, 1:]  # (n, T): CLS query, heads averaged
+            for row, row_labels in enumerate(labels):
+                for token, label in enumerate(row_labels):
+                    records.append((row, layer_index, token, label, float(cls_rows[row, token])))
+        return pd.DataFrame.from_records(records, columns=["row", "layer", "token", "label", "attention"])
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "tokenizer_") and bool(getattr(self, "initialized_", False)) and hasattr(self, "module_")

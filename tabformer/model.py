@@ -7,7 +7,7 @@ from torch import nn
 
 from .encoder import TransformerEncoder
 
-__all__ = ["TabFormerModel"]
+__all__ = ["TabFormerModel", "PretrainedEncoder"]
 
 
 class TabFormerModel(nn.Module):
@@ -51,3 +51,46 @@ class TabFormerModel(nn.Module):
 
     def forward(self, **batch) -> torch.Tensor:
         return self.forward_head(self.forward_features(**batch))
+
+
+class PretrainedEncoder(nn.Module):
+    """A fitted tokenizer with its trained embedder and encoder: what warm-starts a new task.
+
+    Tables only need the encoder, but for text the word embeddings live in the embedder
+    and the ids in the tokenizer's vocabulary, so all three travel together. Passing a
+    ``PretrainedEncoder`` as an estimator's ``encoder`` makes ``fit`` reuse (copies of)
+    its fitted tokenizer and embedder instead of fitting new ones.
+
+    Parameters
+    ----------
+    tokenizer : fitted tabformer tokenizer
+    embedder : nn.Module built by ``tokenizer.build_embedder``
+    encoder : TransformerEncoder
+    """
+
+    def __init__(self, tokenizer, embedder: nn.Module, encoder: TransformerEncoder):
+        super().__init__()
+        self.tokenizer = tokenizer
+        self.embedder = embedder
+        self.encoder = encoder
+
+    @property
+    def d_model(self) -> int:
+        return self.encoder.d_model
+
+    def forward(self, return_attention: bool = False, **batch):
+        tokens, mask = self.embedder(**batch)
+        return self.encoder(tokens, mask, return_attention=return_attention)
+
+    def save(self, path) -> None:
+        """Pickle tokenizer, embedder and encoder (CPU tensors) into one file."""
+        torch.save({"format": "tabformer.PretrainedEncoder/1", "model": self.cpu()}, path)
+
+    @classmethod
+    def load(cls, path, map_location="cpu") -> "PretrainedEncoder":
+        """Load a file written by :meth:`save`. It unpickles Python objects: load only
+        files you trust."""
+        saved = torch.load(path, map_location=map_location, weights_only=False)
+        if not isinstance(saved, dict) or saved.get("format") != "tabformer.PretrainedEncoder/1":
+            raise ValueError(f"{path} is not a file written by PretrainedEncoder.save")
+        return saved["model"]
