@@ -79,6 +79,15 @@ class _TabFormerNet:
 
     prefixes_ = NeuralNet.prefixes_ + ["tokenizer", "encoder", "head"]
 
+    @classmethod
+    def from_pretrained(cls, path, **params):
+        """An unfitted estimator warm-started from a local BERT folder (``config.json``,
+        ``model.safetensors``, ``vocab.txt``) or a ``PretrainedEncoder.save`` file;
+        ``params`` are the estimator's own (``lr``, ``max_epochs``, ``freeze_encoder``...)."""
+        from .pretrained import load_pretrained
+
+        return cls(encoder=load_pretrained(path), **params)
+
     # ------------------------------------------------------------ building
     def _encoder_params(self) -> dict:
         params = self.get_params_for("encoder")

@@ -6,11 +6,13 @@ from sklearn.base import clone
 
 from .base import BaseTokenizer
 from .tabular import TabularEmbedder, TabularTokenizer
+from .text import TextEmbedder, WordPieceTokenizer, looks_like_text
+from .image import PatchTokenizer, looks_like_images
 
-__all__ = ["BaseTokenizer", "TabularTokenizer", "TabularEmbedder", "TOKENIZERS", "make_tokenizer"]
+__all__ = ["BaseTokenizer", "TabularTokenizer", "TabularEmbedder", "WordPieceTokenizer", "TextEmbedder", "PatchTokenizer", "TOKENIZERS", "make_tokenizer"]
 
 #: names accepted by the estimators' ``tokenizer`` parameter
-TOKENIZERS = {"tabular": TabularTokenizer, "table": TabularTokenizer}
+TOKENIZERS = {"tabular": TabularTokenizer, "table": TabularTokenizer, "wordpiece": WordPieceTokenizer, "text": WordPieceTokenizer, "patch": PatchTokenizer, "image": PatchTokenizer}
 
 
 def make_tokenizer(spec, X=None) -> BaseTokenizer:
@@ -21,6 +23,12 @@ def make_tokenizer(spec, X=None) -> BaseTokenizer:
     """
     if isinstance(spec, str):
         if spec == "auto":
+            # Before text: a list of image file paths is also a list of str.
+            if looks_like_images(X):
+                return PatchTokenizer()
+            # A flat list/Series of str is text; a list of word lists is pre-split text.
+            if looks_like_text(X) or _is_word_lists(X):
+                return WordPieceTokenizer()
             return TabularTokenizer()
         if spec not in TOKENIZERS:
             raise ValueError(f"unknown tokenizer {spec!r}; choose 'auto', one of {sorted(TOKENIZERS)}, or pass an instance")
@@ -28,3 +36,9 @@ def make_tokenizer(spec, X=None) -> BaseTokenizer:
     if isinstance(spec, BaseTokenizer):
         return clone(spec)
     raise TypeError(f"tokenizer must be a name or a tabformer tokenizer instance, got {type(spec).__name__}")
+
+
+def _is_word_lists(X) -> bool:
+    if not isinstance(X, (list, tuple)) or not X:
+        return False
+    return isinstance(X[0], (list, tuple)) and all(isinstance(w, str) for w in X[0])

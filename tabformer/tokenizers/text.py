@@ -1,0 +1,403 @@
+"""Text: WordPiece sub-words (BERT's tokenization) on the Hugging Face ``tokenizers`` library.
+
+A text becomes ``t_1 .. t_k [SEP]`` and a pair ``a_1 .. a_k [SEP] b_1 .. b_m [SEP]``
+(segment ids 0 for the first part, 1 for the second). There is no ``[CLS]`` in the
+tokenizer output: the encoder prepends its own learned CLS token, which for loaded BERT
+weights is BERT's ``[CLS]`` word embedding plus its segment-0 embedding, so the two
+layouts compute the same thing.
+
+Ids follow the shared special layout of :mod:`tabformer.tokenizers.base` (``[PAD]`` 0,
+``[UNK]`` 1, ``[CLS]`` 2, ``[SEP]`` 3, ``[MASK]`` 4). A ``vocab.txt`` whose specials sit
+elsewhere (bert-base: 0, 100..103) is remapped by swapping each special with the token
+occupying its tabformer id; ``source_ids_`` records the permutation so that pretrained
+embedding rows can follow it.
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+
+import numpy as np
+import pandas as pd
+from sklearn.utils.validation import check_is_fitted
+from torch import nn
+
+from .base import PAD, SEP, SPECIAL_TOKENS, BaseTokenizer
+
+__all__ = ["WordPieceTokenizer", "TextEmbedder", "aggregate_subwords", "looks_like_text"]
+
+_SPECIALS_IN_ORDER = sorted(SPECIAL_TOKENS, key=SPECIAL_TOKENS.get)
+
+
+def looks_like_text(X) -> bool:
+    """True for a list/tuple/1-D array/Series whose first non-missing item is a str."""
+    if isinstance(X, str) or isinstance(X, pd.DataFrame):
+        return False
+    if isinstance(X, np.ndarray) and X.ndim != 1:
+        return False
+    if not isinstance(X, (list, tuple, np.ndarray, pd.Series)):
+        return False
+    for value in (X.tolist() if hasattr(X, "tolist") else X):
+        if value is None or (isinstance(value, float) and np.isnan(value)):
+            continue
+        return isinstance(value, str)
+    return False
+
+
+def _is_missing(value) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, numbers.Real) and np.isnan(value))
+
+
+def _check_strings(values, where: str) -> list:
+    values = list(values)
+    missing = [i for i, v in enumerate(values) if _is_missing(v)]
+    if missing:
+        raise ValueError(
+            f"{where} holds missing text (None/NaN) at row(s) {missing[:5]}{' ...' if len(missing) > 5 else ''}; "
+            "replace it with '' (an empty text, encoded as [SEP] alone) or drop those rows"
+        )
+    wrong = [(i, type(v).__name__) for i, v in enumerate(values) if not isinstance(v, str)]
+    if wrong:
+        raise ValueError(f"{where} must hold str; row {wrong[0][0]} is a {wrong[0][1]}")
+    return values
+
+
+def _check_words(values, where: str) -> list:
+    out = []
+    for i, words in enumerate(values):
+        if isinstance(words, str) or not isinstance(words, (list, tuple, np.ndarray, pd.Series)):
+            raise ValueError(f"{where}: row {i} must be a list of words, got {type(words).__name__}")
+        words = list(words)
+        bad = [w for w in words if not isinstance(w, str)]
+        if bad:
+            raise ValueError(f"{where}: row {i} holds a non-str word {bad[0]!r}")
+        out.append(words)
+    return out
+
+
+class WordPieceTokenizer(BaseTokenizer):
+    """Texts (or pairs of texts, or pre-split words) to WordPiece ids.
+
+    Parameters
+    ----------
+    vocab_size : int, default=8000
+        Size of the vocabulary trained in ``fit`` (special tokens included). Ignored
+        when ``vocab_file`` is given.
+    lowercase : bool, default=True
+        Lower-case (and strip accents) before splitting, as uncased BERT does.
+    max_length : int, default=128
+        Longest sequence the encoder will see, counting its CLS and every [SEP]; longer
+        texts are truncated (pairs: the longer part first). Shorter batches are padded
+        only to the longest row of the data given to ``transform``.
+    min_frequency : int, default=2
+        Training: minimum count for a merge to enter the vocabulary.
+    vocab_file : str or None, default=None
+        A BERT ``vocab.txt``: use its vocabulary instead of training one. It must
+        contain [PAD], [UNK], [CLS], [SEP] and [MASK].
+    text_columns : list of str or None, default=None
+        DataFrame input: the one or two text columns to read (two make sentence
+        pairs). ``None`` uses every column, which must then be one or two.
+
+    Input
+    -----
+    A list/tuple/1-D array/Series of str; a DataFrame (or 2-D array) with one or two
+    text columns; or, for tagging, a list of word lists (pre-split words). ``None``/NaN
+    texts raise a ``ValueError`` naming the rows; an empty string is valid and becomes
+    a sequence holding only [SEP] (the CLS embedding then reflects no words).
+
+    Attributes
+    ----------
+    vocab_size_ : int
+    source_ids_ : ndarray of shape (vocab_size_,) or None
+        ``vocab_file`` only: line of ``vocab.txt`` behind each tabformer id.
+    tokenizer_json_ : str
+        The whole fitted ``tokenizers`` model; pickles and deep-copies with the estimator.
+    n_features_in_ : int
+        1 for single texts, 2 for pairs.
+    feature_names_in_ : ndarray of str (DataFrame input only)
+
+    Examples
+    --------
+    >>> tok = WordPieceTokenizer(vocab_size=60, min_frequency=1).fit(["a cat sat", "a dog ran"])
+    >>> batch = tok.transform(["a cat ran"])
+    >>> sorted(batch), batch["input_ids"].shape
+    (['attention_mask', 'input_ids', 'token_type_ids'], (1, 4))
+    """
+
+    default_positions = "learned"
+
+    def __init__(self, vocab_size=8000, lowercase=True, max_length=128, min_frequency=2, vocab_file=None, text_columns=None):
+        self.vocab_size = vocab_size
+        self.lowercase = lowercase
+        self.max_length = max_length
+        self.min_frequency = min_frequency
+        self.vocab_file = vocab_file
+        self.text_columns = text_columns
+
+    # ---------------------------------------------------------------- input
+    def _parts(self, X, fitting: bool):
+        """Return ``(first, second_or_None, pretokenized)`` lists from any accepted input."""
+        if isinstance(X, str):
+            raise ValueError("X must be a collection of texts, got a single str; wrap it in a list")
+        if isinstance(X, np.ndarray) and X.ndim == 2:
+            X = pd.DataFrame(X, columns=[f"x{i}" for i in range(X.shape[1])])
+        if isinstance(X, pd.DataFrame):
+            columns = list(self.text_columns) if self.text_columns is not None else list(X.columns)
+            missing = [c for c in columns if c not in X.columns]
+            if missing:
+                raise ValueError(f"text column(s) {missing} not in X; it has {list(X.columns)}")
+            if len(columns) not in (1, 2):
+                raise ValueError(
+                    f"WordPieceTokenizer reads one text column or two (a sentence pair); X has {len(columns)} "
+                    f"columns {columns}: pick them with tokenizer__text_columns"
+                )
+            if fitting:
+                self.feature_names_in_ = np.asarray([str(c) for c in columns], dtype=object)
+            parts = [_check_strings(X[c].tolist(), f"column {c!r}") for c in columns]
+            return parts[0], (parts[1] if len(parts) == 2 else None), False
+        if fitting and "feature_names_in_" in vars(self):
+            del self.feature_names_in_
+        if not isinstance(X, (list, tuple, np.ndarray, pd.Series)):
+            raise ValueError(f"X must be a list/Series of str, a DataFrame of text columns, or a list of word lists; got {type(X).__name__}")
+        values = X.tolist() if hasattr(X, "tolist") else list(X)
+        if len(values) == 0:
+            raise ValueError("X has 0 texts; at least 1 is required")
+        first = next((v for v in values if not _is_missing(v)), None)
+        if isinstance(first, (list, tuple, np.ndarray)):
+            return _check_words(values, "X"), None, True
+        return _check_strings(values, "X"), None, False
+
+    # ---------------------------------------------------------------- backend
+    def _backend(self):
+        backend = getattr(self, "_backend_cache", None)
+        if backend is None:
+            from tokenizers import Tokenizer
+
+            backend = self._backend_cache = Tokenizer.from_str(self.tokenizer_json_)
+        return backend
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_backend_cache", None)  # rebuilt from tokenizer_json_ on first use
+        return state
+
+    def _new_backend(self, vocab=None):
+        from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
+
+        model = models.WordPiece(vocab=vocab, unk_token="[UNK]", max_input_chars_per_word=100) if vocab else models.WordPiece(unk_token="[UNK]")
+        backend = Tokenizer(model)
+        backend.normalizer = normalizers.BertNormalizer(lowercase=self.lowercase, clean_text=True, handle_chinese_chars=True)
+        backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+        backend.decoder = decoders.WordPiece()
+        return backend
+
+    def fit(self, X, y=None):
+        """Train (or load) the vocabulary.
+
+        Parameters
+        ----------
+        X : list/Series of str of shape (n_samples,), DataFrame with 1-2 text columns, or list of word lists
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        if not isinstance(self.max_length, numbers.Integral) or self.max_length < 3:
+            raise ValueError(f"max_length must be an int >= 3 (CLS, one token, SEP), got {self.max_length!r}")
+        first, second, pretokenized = self._parts(X, fitting=True)
+        self.n_features_in_ = 1 if second is None else 2
+        if self.vocab_file is not None:
+            vocab, self.source_ids_ = _read_vocab(self.vocab_file)
+            backend = self._new_backend(vocab)
+        else:
+            if not isinstance(self.vocab_size, numbers.Integral) or self.vocab_size <= len(SPECIAL_TOKENS):
+                raise ValueError(f"vocab_size must be an int > {len(SPECIAL_TOKENS)}, got {self.vocab_size!r}")
+            from tokenizers import trainers
+
+            backend = self._new_backend()
+            trainer = trainers.WordPieceTrainer(
+                vocab_size=int(self.vocab_size), min_frequency=int(self.min_frequency),
+                special_tokens=_SPECIALS_IN_ORDER, show_progress=False,
+            )
+            texts = [" ".join(w) for w in first] if pretokenized else first + (second or [])
+            backend.train_from_iterator(texts, trainer=trainer)
+            self.source_ids_ = None
+        for token, wanted in SPECIAL_TOKENS.items():
+            if backend.token_to_id(token) != wanted:  # pragma: no cover - guards the id contract
+                raise RuntimeError(f"{token} got id {backend.token_to_id(token)}, expected {wanted}")
+        self.tokenizer_json_ = backend.to_str()
+        self._backend_cache = backend
+        self.vocab_size_ = backend.get_vocab_size()
+        return self
+
+    # ------------------------------------------------------------- transform
+    def transform(self, X):
+        """Encode ``X``.
+
+        Parameters
+        ----------
+        X : as in ``fit``
+
+        Returns
+        -------
+        dict of ndarray, each of shape (n_samples, T) with ``T <= max_length - 1``:
+            ``input_ids`` (int64), ``attention_mask`` (bool, True = real token) and
+            ``token_type_ids`` (int64 segment ids); pre-split words add ``word_ids``
+            (int64, index of the word a sub-word comes from, -1 for [SEP]/padding).
+        """
+        check_is_fitted(self, "tokenizer_json_")
+        first, second, pretokenized = self._parts(X, fitting=False)
+        if (1 if second is None else 2) != self.n_features_in_:
+            raise ValueError(f"X has {1 if second is None else 2} text column(s); the tokenizer was fitted on {self.n_features_in_}")
+        backend = self._backend()
+        budget = int(self.max_length) - 1  # the encoder's CLS takes one position
+        if pretokenized:
+            encodings = backend.encode_batch(first, is_pretokenized=True, add_special_tokens=False)
+            rows = [(e.ids[: budget - 1] + [SEP], [0] * min(len(e.ids), budget - 1) + [0]) for e in encodings]
+            words = [[-1 if w is None else w for w in e.word_ids[: budget - 1]] + [-1] for e in encodings]
+        elif second is None:
+            encodings = backend.encode_batch(first, add_special_tokens=False)
+            rows = [(e.ids[: budget - 1] + [SEP], [0] * (min(len(e.ids), budget - 1) + 1)) for e in encodings]
+            words = None
+        else:
+            ids_a = [e.ids for e in backend.encode_batch(first, add_special_tokens=False)]
+            ids_b = [e.ids for e in backend.encode_batch(second, add_special_tokens=False)]
+            rows = [_pair(a, b, budget - 2) for a, b in zip(ids_a, ids_b)]
+            words = None
+        length = max(len(ids) for ids, _ in rows)
+        n = len(rows)
+        input_ids = np.full((n, length), PAD, dtype=np.int64)
+        token_type_ids = np.zeros((n, length), dtype=np.int64)
+        attention_mask = np.zeros((n, length), dtype=bool)
+        for i, (ids, types) in enumerate(rows):
+            input_ids[i, : len(ids)] = ids
+            token_type_ids[i, : len(ids)] = types
+            attention_mask[i, : len(ids)] = True
+        batch = {"input_ids": input_ids, "attention_mask": attention_mask, "token_type_ids": token_type_ids}
+        if words is not None:
+            word_ids = np.full((n, length), -1, dtype=np.int64)
+            for i, row in enumerate(words):
+                word_ids[i, : len(row)] = row
+            batch["word_ids"] = word_ids
+        return batch
+
+    # ------------------------------------------------------------- helpers
+    def build_embedder(self, d_model: int) -> "TextEmbedder":
+        """A :class:`TextEmbedder` sized to the fitted vocabulary."""
+        check_is_fitted(self, "vocab_size_")
+        return TextEmbedder(self.vocab_size_, d_model)
+
+    def convert_ids_to_tokens(self, ids) -> list:
+        """Token strings for a sequence of ids."""
+        check_is_fitted(self, "tokenizer_json_")
+        backend = self._backend()
+        return [backend.id_to_token(int(i)) for i in ids]
+
+    def token_labels(self, batch: dict) -> list:
+        """The sub-word strings of each row's real tokens (what ``explain`` labels with).
+
+        Parameters
+        ----------
+        batch : dict from :meth:`transform`
+
+        Returns
+        -------
+        list of n lists of str; row ``i`` has ``attention_mask[i].sum()`` entries.
+        """
+        ids, mask = batch["input_ids"], batch["attention_mask"]
+        return [self.convert_ids_to_tokens(np.asarray(row)[np.asarray(m, dtype=bool)]) for row, m in zip(ids, mask)]
+
+    def get_feature_names_out(self, input_features=None):
+        return np.asarray(getattr(self, "feature_names_in_", ["text"] if getattr(self, "n_features_in_", 1) == 1 else ["text_a", "text_b"]), dtype=object)
+
+
+def _pair(a: list, b: list, budget: int):
+    """``a [SEP] b [SEP]`` with the longer part truncated first (BERT's longest_first)."""
+    a, b = list(a), list(b)
+    while len(a) + len(b) > budget:
+        (a if len(a) >= len(b) else b).pop()
+    return a + [SEP] + b + [SEP], [0] * (len(a) + 1) + [1] * (len(b) + 1)
+
+
+def _read_vocab(path):
+    """Read ``vocab.txt`` (one token per line) into the tabformer special layout."""
+    if os.path.isdir(path):
+        path = os.path.join(path, "vocab.txt")
+    with open(path, encoding="utf-8") as handle:
+        tokens = [line.rstrip("\n") for line in handle]
+    while tokens and tokens[-1] == "":
+        tokens.pop()
+    position = {token: i for i, token in enumerate(tokens)}
+    missing = [t for t in SPECIAL_TOKENS if t not in position]
+    if missing:
+        raise ValueError(f"{path} lacks the special token(s) {missing}")
+    order = list(range(len(tokens)))  # tabformer id -> vocab.txt line
+    where = list(range(len(tokens)))  # vocab.txt line -> tabformer id
+    for token, wanted in SPECIAL_TOKENS.items():
+        current = where[position[token]]
+        if current != wanted:
+            line_at_wanted = order[wanted]
+            order[wanted], order[current] = position[token], line_at_wanted
+            where[position[token]], where[line_at_wanted] = wanted, current
+    vocab = {tokens[line]: new_id for new_id, line in enumerate(order)}
+    return vocab, np.asarray(order, dtype=np.int64)
+
+
+class TextEmbedder(nn.Module):
+    """Word embedding + segment embedding per sub-word; positions are the encoder's.
+
+    While training, columns that are padding in every row of the batch are cut off:
+    the dataset is padded once to its longest text, and most batches are shorter.
+    Padding never changes the output, so this only saves time. In eval mode nothing
+    is cut, so outputs of different batches line up.
+
+    Parameters
+    ----------
+    vocab_size : int
+    d_model : int
+    n_segments : int, default=2
+    """
+
+    def __init__(self, vocab_size: int, d_model: int, n_segments: int = 2):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(vocab_size, d_model)
+        self.token_type_embeddings = nn.Embedding(n_segments, d_model)
+        nn.init.normal_(self.word_embeddings.weight, std=0.02)
+        nn.init.normal_(self.token_type_embeddings.weight, std=0.02)
+
+    def forward(self, input_ids, attention_mask, token_type_ids=None, **_):
+        """``input_ids`` (B, T) -> tokens (B, T', D), mask (B, T') with T' <= T."""
+        mask = attention_mask.bool()
+        if self.training:
+            length = max(int(mask.sum(dim=1).max()), 1)
+            input_ids, mask = input_ids[:, :length], mask[:, :length]
+            token_type_ids = None if token_type_ids is None else token_type_ids[:, :length]
+        tokens = self.word_embeddings(input_ids)
+        if token_type_ids is None:
+            tokens = tokens + self.token_type_embeddings.weight[0]
+        else:
+            tokens = tokens + self.token_type_embeddings(token_type_ids)
+        return tokens, mask
+
+
+def aggregate_subwords(frame: pd.DataFrame) -> pd.DataFrame:
+    """Merge ``explain`` rows of WordPiece continuations (``##xx``) into whole words.
+
+    Parameters
+    ----------
+    frame : DataFrame from ``TabFormerClassifier.explain`` with a WordPiece tokenizer
+
+    Returns
+    -------
+    DataFrame with columns ``row``, ``layer``, ``word`` (position of the word in the
+    row), ``label`` (the word, ``##`` joined) and ``attention`` (sum over its
+    sub-words); [SEP] stays a word of its own.
+    """
+    frame = frame.sort_values(["row", "layer", "token"])
+    starts = ~frame["label"].astype(str).str.startswith("##")
+    word = starts.astype(int).groupby([frame["row"], frame["layer"]]).cumsum() - 1
+    grouped = frame.assign(word=word).groupby(["row", "layer", "word"], sort=True)
+    out = grouped.agg(label=("label", lambda s: "".join(t[2:] if t.startswith("##") else t for t in s)), attention=("attention", "sum"))
+    return out.reset_index()[["row", "layer", "word", "label", "attention"]]
