@@ -71,6 +71,8 @@ def check_target(y, n_samples: int, *, numeric: bool):
     Raises on a length mismatch, and for numeric targets on NaN or inf, naming the
     first offending row.
     """
+    if n_samples == 0:
+        raise ValueError("X has 0 samples; at least 1 is required.")
     if y is None:
         raise ValueError("y is required: this estimator is supervised (got y=None)")
     y_array = np.asarray(y.to_numpy() if isinstance(y, (pd.Series, pd.DataFrame)) else y)

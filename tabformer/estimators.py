@@ -13,6 +13,7 @@ and skorch's own (``lr``, ``max_epochs``, ``batch_size``, ``device``, ``optimize
 from __future__ import annotations
 
 import copy
+import inspect
 import os
 
 import numpy as np
@@ -74,6 +75,18 @@ _SHARED_PARAMS_DOC = """
 """
 
 
+def _construct(cls, params: dict, prefix: str, *args):
+    """``cls(*args, **params)``, with an error naming any ``prefix__`` key it does not take."""
+    accepted = set(inspect.signature(cls).parameters)
+    unknown = sorted(set(params) - accepted)
+    if unknown:
+        raise ValueError(
+            f"{', '.join(prefix + '__' + key for key in unknown)}: not a parameter of {cls.__name__}; "
+            f"valid {prefix}__ parameters: {sorted(accepted - {'d_model', 'n_outputs'})}"
+        )
+    return cls(*args, **params)
+
+
 class _TabFormerNet:
     """Behaviour shared by the classifier and the regressor (a mixin before skorch's net)."""
 
@@ -109,7 +122,7 @@ class _TabFormerNet:
         if pretrained is not None:
             return copy.deepcopy(pretrained.encoder)
         if self.encoder is None:
-            return TransformerEncoder(**self._encoder_params())
+            return _construct(TransformerEncoder, self._encoder_params(), "encoder")
         if isinstance(self.encoder, (str, os.PathLike)):
             return TransformerEncoder.load(self.encoder)
         if isinstance(self.encoder, TransformerEncoder):
@@ -458,7 +471,7 @@ class TabFormerClassifier(_TabFormerNet, NeuralNetClassifier):
         return y if counts.min() >= 2 and n_valid >= len(counts) else None
 
     def build_head(self, d_model):
-        return ClassificationHead(d_model, len(self.classes_), **self.get_params_for("head"))
+        return _construct(ClassificationHead, self.get_params_for("head"), "head", d_model, len(self.classes_))
 
     def predict_proba(self, X):
         """Class probabilities, shape (n_samples, n_classes), columns in ``classes_`` order."""
@@ -570,7 +583,7 @@ class TabFormerRegressor(_TabFormerNet, NeuralNetRegressor):
         return ((y2d - self.target_mean_) / self.target_scale_).astype(np.float32)
 
     def build_head(self, d_model):
-        return RegressionHead(d_model, self.n_targets_, **self.get_params_for("head"))
+        return _construct(RegressionHead, self.get_params_for("head"), "head", d_model, self.n_targets_)
 
     def predict(self, X):
         """Predicted targets: shape (n_samples,) if fitted on 1-D y, else (n_samples, n_targets)."""

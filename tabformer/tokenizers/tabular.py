@@ -197,7 +197,7 @@ class TabularTokenizer(BaseTokenizer):
         cat_ids = np.empty((n, len(self.categorical_columns_)), dtype=np.int64)
         for j, (column, categories) in enumerate(zip(self.categorical_columns_, self.categories_)):
             values = frame[column]
-            codes = pd.Categorical(values.astype(object), categories=categories).codes.astype(np.int64)
+            codes = categories.get_indexer(values.astype(object)).astype(np.int64)
             ids = codes + FIRST_CATEGORY_ID
             ids[codes < 0] = UNSEEN_ID
             ids[values.isna().to_numpy()] = MISSING_ID

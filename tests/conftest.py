@@ -1,0 +1,45 @@
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+# Tiny models run fastest single-threaded, and it avoids oversubscribing 2-core CI machines.
+torch.set_num_threads(1)
+
+TINY = dict(
+    encoder__d_model=16,
+    encoder__n_heads=2,
+    encoder__n_layers=1,
+    max_epochs=3,
+    batch_size=32,
+    verbose=0,
+)
+
+
+@pytest.fixture
+def tiny():
+    """Settings that keep a fit to well under a second."""
+    return dict(TINY)
+
+
+def make_table(n=120, seed=0):
+    """A small mixed table whose label depends on a number and a category."""
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame(
+        {
+            "age": rng.normal(40, 10, n),
+            "city": rng.choice(["paris", "rome", "oslo"], n),
+            "income": rng.lognormal(10, 1, n),
+            "member": rng.choice([True, False], n),
+        }
+    )
+    X.loc[X.index[::17], "age"] = np.nan
+    X.loc[X.index[::13], "city"] = None
+    score = (X["age"].fillna(40) - 40) / 10 + (X["city"] == "rome") * 1.5
+    y = np.where(score > 0.3, "yes", "no")
+    return X, y
+
+
+@pytest.fixture
+def table():
+    return make_table()

@@ -1,0 +1,128 @@
+import math
+
+import pytest
+import torch
+
+from tabformer.encoder import (
+    MultiHeadSelfAttention,
+    TransformerEncoder,
+    attention_bias_from_mask,
+    sinusoidal_table,
+)
+
+
+def naive_attention(attention: MultiHeadSelfAttention, x, mask=None):
+    """softmax(Q Kᵀ / √d_k) V per head, concatenated, through W_O — written out by hand."""
+    batch, length, d_model = x.shape
+    heads = []
+    for h in range(attention.n_heads):
+        cols = slice(h * attention.d_head, (h + 1) * attention.d_head)
+        q = x @ attention.query.weight[cols].T + attention.query.bias[cols]
+        k = x @ attention.key.weight[cols].T + attention.key.bias[cols]
+        v = x @ attention.value.weight[cols].T + attention.value.bias[cols]
+        scores = q @ k.transpose(1, 2) / math.sqrt(attention.d_head)
+        if mask is not None:
+            scores = scores.masked_fill(~mask[:, None, :], float("-inf"))
+        heads.append(torch.softmax(scores, dim=-1) @ v)
+    return attention.out(torch.cat(heads, dim=-1))
+
+
+@pytest.mark.parametrize("use_mask", [False, True])
+def test_sdpa_matches_naive_softmax_attention(use_mask):
+    torch.manual_seed(0)
+    attention = MultiHeadSelfAttention(d_model=24, n_heads=4).eval()
+    x = torch.randn(3, 7, 24)
+    mask = torch.ones(3, 7, dtype=torch.bool)
+    if use_mask:
+        mask[0, 5:] = False
+        mask[2, 3:] = False
+    bias = attention_bias_from_mask(mask, x.dtype)
+    fast, _ = attention(x, bias)
+    explicit, weights = attention(x, bias, need_weights=True)
+    reference = naive_attention(attention, x, mask if use_mask else None)
+    torch.testing.assert_close(fast, reference, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(explicit, reference, atol=1e-5, rtol=1e-5)
+    assert weights.shape == (3, 4, 7, 7)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(3, 4, 7))
+    if use_mask:
+        assert torch.all(weights[0, :, :, 5:] == 0)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("positions", [None, "learned", "sinusoidal"])
+def test_padding_does_not_change_cls(norm_first, positions):
+    torch.manual_seed(0)
+    encoder = TransformerEncoder(d_model=16, n_layers=2, n_heads=4, norm_first=norm_first, positions=positions).eval()
+    tokens = torch.randn(2, 5, 16)
+    plain = encoder(tokens, torch.ones(2, 5, dtype=torch.bool))
+    padded_tokens = torch.cat([tokens, torch.randn(2, 3, 16) * 10], dim=1)
+    mask = torch.ones(2, 8, dtype=torch.bool)
+    mask[:, 5:] = False
+    padded = encoder(padded_tokens, mask)
+    torch.testing.assert_close(padded[:, 0], plain[:, 0], atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(padded[:, 1:6], plain[:, 1:6], atol=1e-5, rtol=1e-5)
+
+
+def test_sinusoidal_values_at_known_positions():
+    table = sinusoidal_table(50, 8)
+    assert torch.allclose(table[0], torch.tensor([0.0, 1.0] * 4))
+    # PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...)
+    for pos, i in [(1, 0), (7, 1), (33, 3)]:
+        angle = pos / 10000 ** (2 * i / 8)
+        assert table[pos, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-6)
+        assert table[pos, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-6)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+def test_both_layer_norm_placements_train(norm_first):
+    torch.manual_seed(0)
+    encoder = TransformerEncoder(d_model=16, n_layers=2, n_heads=2, norm_first=norm_first, skip_first_norm=norm_first)
+    head = torch.nn.Linear(16, 1)
+    x = torch.randn(64, 4, 16)
+    target = x[:, 1, :3].sum(-1, keepdim=True)  # depends on one token: attention must route it to CLS
+    optimizer = torch.optim.Adam([*encoder.parameters(), *head.parameters()], lr=3e-3)
+    losses = []
+    for _ in range(150):
+        loss = torch.nn.functional.mse_loss(head(encoder(x)[:, 0]), target)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    assert losses[-1] < 0.2 * losses[0]
+
+
+def test_attention_maps_and_shapes():
+    encoder = TransformerEncoder(d_model=16, n_layers=3, n_heads=4).eval()
+    hidden, maps = encoder(torch.randn(2, 6, 16), return_attention=True)
+    assert hidden.shape == (2, 7, 16)
+    assert len(maps) == 3 and maps[0].shape == (2, 4, 7, 7)
+
+
+def test_cls_token_is_prepended_and_never_masked():
+    encoder = TransformerEncoder(d_model=8, n_layers=1, n_heads=2)
+    tokens, mask = encoder.prepend_cls(torch.randn(2, 3, 8), torch.zeros(2, 3, dtype=torch.bool))
+    assert tokens.shape == (2, 4, 8) and mask[:, 0].all() and not mask[:, 1:].any()
+    out = encoder.eval()(torch.randn(2, 3, 8), torch.zeros(2, 3, dtype=torch.bool))
+    assert torch.isfinite(out).all()
+
+
+def test_bad_configuration_errors():
+    with pytest.raises(ValueError, match="divisible"):
+        TransformerEncoder(d_model=10, n_heads=3)
+    with pytest.raises(ValueError, match="positions"):
+        TransformerEncoder(positions="rotary")
+    with pytest.raises(ValueError, match="width 8"):
+        TransformerEncoder(d_model=16, n_heads=2)(torch.randn(1, 2, 8))
+    with pytest.raises(ValueError, match="max_length"):
+        TransformerEncoder(d_model=8, n_heads=2, positions="learned", max_length=4)(torch.randn(1, 6, 8))
+
+
+def test_save_load_roundtrip(tmp_path):
+    encoder = TransformerEncoder(d_model=16, n_layers=2, n_heads=2, positions="learned").eval()
+    encoder.save(tmp_path / "enc.pt")
+    loaded = TransformerEncoder.load(tmp_path / "enc.pt").eval()
+    x = torch.randn(2, 3, 16)
+    torch.testing.assert_close(encoder(x), loaded(x))
+    with pytest.raises(ValueError, match="not a file written"):
+        torch.save({"x": 1}, tmp_path / "other.pt")
+        TransformerEncoder.load(tmp_path / "other.pt")
