@@ -3,16 +3,22 @@
 from .encoder import TransformerEncoder
 from .estimators import TabFormerClassifier, TabFormerRegressor
 from .model import PretrainedEncoder, TabFormerModel
-from .tokenizers import TabularTokenizer
+from .pretrainer import TabFormerPretrainer
+from .pretraining import mlm as _mlm  # noqa: F401  (registers objective='mlm')
+from .tagger import TabFormerTagger
+from .tokenizers import TabularTokenizer, WordPieceTokenizer
 
 __version__ = "0.1.0"
 
 __all__ = [
     "TabFormerClassifier",
     "TabFormerRegressor",
+    "TabFormerTagger",
+    "TabFormerPretrainer",
     "TabFormerModel",
     "PretrainedEncoder",
     "TransformerEncoder",
     "TabularTokenizer",
+    "WordPieceTokenizer",
     "__version__",
 ]

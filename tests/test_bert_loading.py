@@ -114,3 +114,30 @@ def test_pretrained_encoder_pickles_with_its_vocabulary(folder, tmp_path):
 def test_load_bert_rejects_a_folder_without_weights(tmp_path):
     with pytest.raises(FileNotFoundError, match="is not a folder"):
         load_bert(tmp_path / "nope")
+
+
+@pytest.fixture(scope="module")
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_from_pretrained_fine_tunes_classifier_and_tagger(folder, one_thread):
+    from tabformer import TabFormerClassifier, TabFormerTagger
+
+    texts = ["a wonderful film", "an awful film", "truly great", "truly bad"] * 3
+    labels = ["pos", "neg", "pos", "neg"] * 3
+    clf = TabFormerClassifier.from_pretrained(folder, max_epochs=2, lr=1e-4, batch_size=4, validation_fraction=None, verbose=0, random_state=0)
+    assert clf.encoder.encoder.config["d_model"] == 384
+    clf.fit(texts, labels)
+    assert clf.predict_proba(texts[:2]).shape == (2, 2)
+    assert clf.tokenizer_.vocab_size_ == 30522
+    losses = clf.history_[:, "train_loss"]
+    assert losses[-1] < losses[0]
+    sentences = [["Alice", "lives", "in", "Paris"], ["Bob", "visited", "Berlin"]] * 3
+    tags = [["B-PER", "O", "O", "B-LOC"], ["B-PER", "O", "B-LOC"]] * 3
+    tagger = TabFormerTagger.from_pretrained(folder, max_epochs=1, lr=1e-4, batch_size=6, validation_fraction=None, verbose=0, random_state=0)
+    tagger.fit(sentences, tags)
+    assert [len(p) for p in tagger.predict(sentences[:2])] == [4, 3]

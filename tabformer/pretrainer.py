@@ -1,0 +1,266 @@
+"""Self-supervised pretraining as an sklearn transformer, generic over objectives.
+
+``TabFormerPretrainer(objective=name)`` looks ``name`` up in
+:data:`tabformer.pretraining.OBJECTIVES` (importing ``tabformer.pretraining.<name>``
+first if it has not registered yet), builds it from the ``objective__*`` parameters,
+and lets it do the modality-specific work: ``make_dataset`` (masks, augmented views)
+and ``build_module`` (the loss module around the shared embedder and encoder). The
+pretrainer only fits the tokenizer, builds embedder + encoder, and trains.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+
+import numpy as np
+import torch
+from sklearn.base import TransformerMixin
+from sklearn.utils.validation import check_is_fitted
+from skorch import NeuralNet
+from torch import nn
+
+from ._data import TensorDictDataset, collate_batched
+from .estimators import _TabFormerNet
+from .model import PretrainedEncoder
+from .pretraining import OBJECTIVES
+from .tokenizers import make_tokenizer
+
+__all__ = ["TabFormerPretrainer", "PretrainingModel"]
+
+
+class PretrainingModel(nn.Module):
+    """Holds the shared embedder and encoder next to the objective's loss module.
+
+    ``forward(**inputs)`` is the objective's loss; ``forward_features(**batch)`` the
+    encoder output ``(B, 1+T, D)`` used by ``transform``.
+    """
+
+    def __init__(self, embedder: nn.Module, encoder: nn.Module, objective: nn.Module):
+        super().__init__()
+        self.embedder = embedder
+        self.encoder = encoder
+        self.objective = objective
+
+    def forward(self, **inputs) -> torch.Tensor:
+        return self.objective(**inputs)
+
+    def forward_features(self, **batch) -> torch.Tensor:
+        tokens, mask = self.embedder(**batch)
+        return self.encoder(tokens, mask)
+
+
+class ObjectiveLoss(nn.Module):
+    """skorch's criterion slot: the module already returns the loss."""
+
+    def forward(self, loss, target=None):
+        return loss
+
+
+def get_objective(name):
+    """The objective class registered as ``name``, importing its module on demand."""
+    if not isinstance(name, str):
+        raise TypeError(f"objective must be a registered name, got {type(name).__name__}")
+    if name not in OBJECTIVES:
+        try:
+            importlib.import_module(f"tabformer.pretraining.{name}")
+        except ImportError:
+            pass
+    if name not in OBJECTIVES:
+        raise ValueError(f"unknown objective {name!r}; registered objectives: {sorted(OBJECTIVES)}")
+    return OBJECTIVES[name]
+
+
+class TabFormerPretrainer(_TabFormerNet, TransformerMixin, NeuralNet):
+    """Pretrain embedder + encoder without labels; ``transform`` gives CLS embeddings.
+
+    Parameters
+    ----------
+    objective : str, default="mlm"
+        Name in :data:`tabformer.pretraining.OBJECTIVES` (``"mlm"``: masked tokens for
+        text; ``"simclr"``: contrastive views for images). Its parameters route as
+        ``objective__<name>`` (e.g. ``objective__mask_prob=0.15``).
+    tokenizer : str or tokenizer instance, default="auto"
+        As the classifier's; ``"auto"`` picks WordPiece for a list/Series of str.
+    encoder : None, TransformerEncoder, PretrainedEncoder or path, default=None
+        ``None`` builds a fresh encoder from ``encoder__*``; a ``PretrainedEncoder``
+        (e.g. loaded MiniLM) continues pretraining from it with its own tokenizer.
+    lr : float, default=1e-3
+    max_epochs : int, default=20
+    batch_size : int, default=128
+    validation_fraction : float or None, default=0.1
+        Rows held out to watch the objective's loss for early stopping.
+    patience : int or None, default=5
+    random_state : int or None, default=None
+        Seeds initialisation, shuffling, the split and the objective's randomness.
+    device : str, default="cpu"
+    verbose : int, default=1
+    **kwargs
+        ``tokenizer__*``, ``encoder__*``, ``objective__*`` and skorch's own parameters.
+
+    Attributes
+    ----------
+    objective_ : the objective instance used in ``fit``
+    tokenizer_ : fitted tokenizer
+    module_ : PretrainingModel
+    encoder_ : PretrainedEncoder
+        A copy of the fitted tokenizer, embedder and encoder: pass it as ``encoder=`` to
+        a classifier or tagger to warm-start it.
+    history_ : skorch History
+
+    Examples
+    --------
+    >>> pre = TabFormerPretrainer(objective="mlm", max_epochs=2, verbose=0)      # doctest: +SKIP
+    >>> emb = pre.fit(unlabeled_texts).transform(texts)                           # doctest: +SKIP
+    >>> TabFormerClassifier(encoder=pre.encoder_).fit(few_texts, few_labels)      # doctest: +SKIP
+    """
+
+    prefixes_ = _TabFormerNet.prefixes_ + ["objective"]
+
+    def __init__(
+        self,
+        objective="mlm",
+        tokenizer="auto",
+        encoder=None,
+        *,
+        module=PretrainingModel,
+        criterion=ObjectiveLoss,
+        optimizer=torch.optim.AdamW,
+        lr=1e-3,
+        max_epochs=20,
+        batch_size=128,
+        train_split="auto",
+        validation_fraction=0.1,
+        patience=5,
+        random_state=None,
+        dataset=TensorDictDataset,
+        verbose=1,
+        device="cpu",
+        **kwargs,
+    ):
+        super().__init__(
+            module=module, criterion=criterion, optimizer=optimizer, lr=lr, max_epochs=max_epochs,
+            batch_size=batch_size, train_split=train_split, dataset=dataset, verbose=verbose,
+            device=device, **kwargs,
+        )
+        self.objective = objective
+        self.tokenizer = tokenizer
+        self.encoder = encoder
+        self.validation_fraction = validation_fraction
+        self.patience = patience
+        self.random_state = random_state
+
+    # The pretrainer has no head and never freezes what it is training.
+    freeze_encoder = False
+
+    def initialize_module(self):
+        encoder = self.build_encoder()
+        pretrained = self._pretrained()
+        embedder = copy.deepcopy(pretrained.embedder) if pretrained is not None else self.tokenizer_.build_embedder(encoder.d_model)
+        loss_module = self.objective_.build_module(self.tokenizer_, embedder, encoder)
+        self.module_ = self.module(embedder=embedder, encoder=encoder, objective=loss_module, **self.get_params_for("module"))
+        return self
+
+    def get_iterator(self, dataset, training=False):
+        prefix = "iterator_train" if training else "iterator_valid"
+        kwargs = self.get_params_for(prefix)
+        kwargs.setdefault("batch_size", self.batch_size)
+        if kwargs["batch_size"] == -1:
+            kwargs["batch_size"] = len(dataset)
+        if training:
+            kwargs.setdefault("shuffle", True)
+            # An objective may ask for full batches only (SimCLR: few negatives are noise).
+            if getattr(getattr(self, "objective_", None), "drop_last", False) and len(dataset) > kwargs["batch_size"]:
+                kwargs.setdefault("drop_last", True)
+        if self._is_batched(dataset):
+            kwargs.setdefault("collate_fn", collate_batched)
+        iterator = self.iterator_train if training else self.iterator_valid
+        return iterator(dataset, **kwargs)
+
+    def fit(self, X, y=None, **fit_params):
+        """Pretrain on unlabeled ``X``.
+
+        Parameters
+        ----------
+        X : inputs the tokenizer accepts (list/Series of str for ``"mlm"``), n_samples rows
+        y : ignored (accepted so the pretrainer sits in a Pipeline)
+
+        Returns
+        -------
+        self
+        """
+        objective_class = get_objective(self.objective)
+        self.objective_ = objective_class(**self.get_params_for("objective"))
+        pretrained = self._pretrained()
+        with self._seeded():
+            if pretrained is not None:
+                self.tokenizer_ = copy.deepcopy(pretrained.tokenizer)
+            else:
+                tokenizer = make_tokenizer(self.tokenizer, X).set_params(**self.get_params_for("tokenizer"))
+                self.tokenizer_ = tokenizer.fit(X)
+            batch = self.tokenizer_.transform(X)
+            dataset = self.objective_.make_dataset(batch, self.tokenizer_, self.random_state)
+            self._record_features()
+            self.initialize()
+            NeuralNet.partial_fit(self, dataset, None, _routing_method="fit", **fit_params)
+        return self
+
+    def partial_fit(self, X, y=None, **fit_params):
+        """Continue pretraining on ``X`` with the fitted tokenizer (fits if unfitted)."""
+        if not hasattr(self, "tokenizer_") or not self.initialized_:
+            return self.fit(X, y, **fit_params)
+        dataset = self.objective_.make_dataset(self.tokenize(X), self.tokenizer_, self.random_state)
+        with self._seeded():
+            NeuralNet.partial_fit(self, dataset, None, **fit_params)
+        return self
+
+    def transform(self, X):
+        """CLS embeddings of the pretrained encoder.
+
+        Parameters
+        ----------
+        X : inputs the tokenizer accepts, n_samples rows
+
+        Returns
+        -------
+        ndarray of shape (n_samples, d_model), float32
+        """
+        check_is_fitted(self)
+        dataset = TensorDictDataset(self.tokenize(X))
+        self.module_.eval()
+        out = []
+        with torch.no_grad():
+            for batch, _ in self.get_iterator(dataset, training=False):
+                batch = {k: v.to(self.device) for k, v in batch.items()}
+                out.append(self.module_.forward_features(**batch)[:, 0].float().cpu().numpy())
+        return np.concatenate(out)
+
+    @property
+    def encoder_(self) -> PretrainedEncoder:
+        check_is_fitted(self)
+        return copy.deepcopy(PretrainedEncoder(self.tokenizer_, self.module_.embedder, self.module_.encoder)).cpu().eval()
+
+    def get_feature_names_out(self, input_features=None):
+        check_is_fitted(self)
+        return np.asarray([f"embedding{i}" for i in range(self.module_.encoder.d_model)], dtype=object)
+
+    def score(self, X, y=None):
+        """Minus the objective's loss on ``X`` (higher is better, as sklearn expects)."""
+        check_is_fitted(self)
+        dataset = self.objective_.make_dataset(self.tokenize(X), self.tokenizer_, self.random_state)
+        losses, sizes = [], []
+        self.module_.eval()
+        with torch.no_grad():
+            for batch, target in self.get_iterator(dataset, training=False):
+                batch = {k: v.to(self.device) for k, v in batch.items()}
+                losses.append(float(self.module_(**batch)))
+                sizes.append(len(target))
+        return -float(np.average(losses, weights=sizes))
+
+    def check_data(self, X, y):
+        pass
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = False
+        return tags

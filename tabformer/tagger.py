@@ -1,0 +1,317 @@
+"""Per-word sequence labelling (BIO named entities, POS...) behind sklearn ``predict``.
+
+Words are split into WordPiece sub-words; the first sub-word of a word carries the
+word's label and the rest are ignored by the loss (``ignore_index``), as in BERT's NER
+fine-tuning. ``predict`` reads the first sub-word's prediction back, so it returns
+exactly one tag per input word. ``score`` is entity-level F1 with the CoNLL-2000
+``conlleval`` chunk rules, implemented here (:func:`bio_entities`, :func:`entity_f1`).
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from sklearn.utils.validation import check_is_fitted
+from skorch import NeuralNet
+from torch import nn
+
+from ._data import TensorDictDataset
+from .estimators import _SHARED_PARAMS_DOC, _TabFormerNet, _init_shared
+from .model import TabFormerModel
+from .tokenizers import make_tokenizer
+
+__all__ = ["TabFormerTagger", "TokenClassificationHead", "TokenCrossEntropy", "bio_entities", "entity_f1", "IGNORE_INDEX"]
+
+#: label of sub-words (and padding, [SEP]) that take no part in the loss
+IGNORE_INDEX = -100
+
+
+# ------------------------------------------------------------------ metric
+def _split_tag(tag: str) -> tuple[str, str]:
+    if tag == "O":
+        return "O", ""
+    prefix, dash, kind = str(tag).partition("-")
+    if not dash or prefix not in ("B", "I"):
+        raise ValueError(f"tag {tag!r} is not BIO: expected 'O', 'B-<type>' or 'I-<type>'")
+    return prefix, kind
+
+
+def bio_entities(tags) -> list[tuple[int, int, str]]:
+    """Entities in one sentence's tags as ``(start, end_exclusive, type)``.
+
+    CoNLL rules (``conlleval``): an entity starts at ``B-X``, at ``I-X`` after ``O``, or
+    at ``I-X`` after a tag of another type; it ends before ``B``, ``O`` or a type change.
+    So both IOB2 and IOB1 sequences are read the way the shared-task scorer reads them.
+
+    Examples
+    --------
+    >>> bio_entities(["B-PER", "I-PER", "O", "I-LOC", "B-LOC", "I-ORG"])
+    [(0, 2, 'PER'), (3, 4, 'LOC'), (4, 5, 'LOC'), (5, 6, 'ORG')]
+    """
+    entities, start, previous, previous_kind = [], None, "O", ""
+    for i, tag in enumerate(list(tags) + ["O"]):
+        prefix, kind = _split_tag(tag)
+        ends = previous != "O" and (prefix in ("B", "O") or kind != previous_kind)
+        if ends and start is not None:
+            entities.append((start, i, previous_kind))
+            start = None
+        if prefix == "B" or (prefix == "I" and (previous == "O" or kind != previous_kind)):
+            start = i
+        previous, previous_kind = prefix, kind
+    return entities
+
+
+def entity_f1(y_true, y_pred, return_precision_recall: bool = False):
+    """Micro-averaged entity-level F1 over sentences (exact span and type match).
+
+    Parameters
+    ----------
+    y_true, y_pred : list of n lists of BIO tags, sentence ``i`` of equal length in both
+    return_precision_recall : bool, default=False
+        Return ``(precision, recall, f1)`` instead of ``f1``.
+
+    Returns
+    -------
+    float in [0, 1]; 0 when there is no entity in either (as ``conlleval`` prints).
+    """
+    y_true, y_pred = list(y_true), list(y_pred)
+    if len(y_true) != len(y_pred):
+        raise ValueError(f"y_true has {len(y_true)} sentences but y_pred has {len(y_pred)}")
+    n_true = n_pred = n_correct = 0
+    for i, (true, pred) in enumerate(zip(y_true, y_pred)):
+        if len(true) != len(pred):
+            raise ValueError(f"sentence {i}: {len(true)} true tags but {len(pred)} predicted")
+        gold, guess = set(bio_entities(true)), set(bio_entities(pred))
+        n_true, n_pred, n_correct = n_true + len(gold), n_pred + len(guess), n_correct + len(gold & guess)
+    precision = n_correct / n_pred if n_pred else 0.0
+    recall = n_correct / n_true if n_true else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return (precision, recall, f1) if return_precision_recall else f1
+
+
+# ------------------------------------------------------------------ modules
+class TokenClassificationHead(nn.Module):
+    """Logits per token from ``h[:, 1:]`` (CLS dropped): ``(B, T, n_tags)``.
+
+    Parameters
+    ----------
+    d_model : int
+    n_outputs : int
+    dropout : float, default=0.0
+    """
+
+    def __init__(self, d_model: int, n_outputs: int, dropout: float = 0.0):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout) if dropout else nn.Identity()
+        self.linear = nn.Linear(d_model, n_outputs)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.linear(self.dropout(hidden[:, 1:]))
+
+
+class TokenCrossEntropy(nn.Module):
+    """Cross-entropy over tokens whose label is not ``IGNORE_INDEX``.
+
+    The text embedder drops all-padding columns while training, so the logits may be
+    shorter than the labels; the dropped columns only hold ignored labels.
+    """
+
+    def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        target = target[:, : logits.shape[1]].long()
+        if not bool((target != IGNORE_INDEX).any()):
+            return logits.sum() * 0.0  # a batch of empty sentences: no signal, no NaN
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1), ignore_index=IGNORE_INDEX)
+
+
+def _check_sentences(X, what="X") -> list:
+    if isinstance(X, str) or not hasattr(X, "__len__"):
+        raise ValueError(f"{what} must be a list of sentences, each a list of words; got {type(X).__name__}")
+    sentences = list(X)
+    if not sentences:
+        raise ValueError(f"{what} has 0 sentences; at least 1 is required")
+    for i, words in enumerate(sentences):
+        if isinstance(words, str) or not hasattr(words, "__len__"):
+            raise ValueError(f"{what}[{i}] must be a list of words (str), got {type(words).__name__}: split the text into words first")
+    return [list(words) for words in sentences]
+
+
+class TabFormerTagger(_TabFormerNet, NeuralNet):
+    __doc__ = (
+        """Transformer sequence labeller: one tag per word (e.g. BIO named entities).
+
+    ``X`` is a list of sentences, each a list of words; ``y`` a list of tag lists of the
+    same lengths. Words are split into WordPiece sub-words; the first sub-word of each
+    word is trained on and read for its tag. Words cut off by ``tokenizer__max_length``
+    (or made of characters the normaliser removes) get ``default_tag_``.
+    """
+        + _SHARED_PARAMS_DOC.replace('default="auto"', 'default="wordpiece"')
+        + """
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_tags,)
+        Tags seen in fit, sorted.
+    default_tag_ : str
+        Tag predicted for words without a sub-word: ``"O"`` if seen, else the most frequent.
+    tokenizer_, module_, history_ : as the classifier
+
+    Examples
+    --------
+    >>> from tabformer import TabFormerTagger
+    >>> sentences = [["Alice", "visits", "Paris"], ["Bob", "stays"]]
+    >>> tags = [["B-PER", "O", "B-LOC"], ["B-PER", "O"]]
+    >>> tagger = TabFormerTagger(max_epochs=2, verbose=0).fit(sentences, tags)  # doctest: +SKIP
+    >>> [len(t) for t in tagger.predict(sentences)]                             # doctest: +SKIP
+    [3, 2]
+    """
+    )
+
+    def __init__(
+        self,
+        tokenizer="wordpiece",
+        encoder=None,
+        *,
+        freeze_encoder=False,
+        module=TabFormerModel,
+        criterion=TokenCrossEntropy,
+        optimizer=torch.optim.AdamW,
+        lr=1e-3,
+        max_epochs=100,
+        batch_size=32,
+        train_split="auto",
+        validation_fraction=0.1,
+        patience=8,
+        random_state=None,
+        dataset=TensorDictDataset,
+        verbose=1,
+        device="cpu",
+        **kwargs,
+    ):
+        super().__init__(
+            module=module, criterion=criterion, optimizer=optimizer, lr=lr, max_epochs=max_epochs,
+            batch_size=batch_size, train_split=train_split, dataset=dataset, verbose=verbose,
+            device=device, **kwargs,
+        )
+        _init_shared(self, tokenizer, encoder, freeze_encoder, validation_fraction, patience, random_state)
+
+    def build_head(self, d_model):
+        return TokenClassificationHead(d_model, len(self.classes_), **self.get_params_for("head"))
+
+    def _check_tags(self, X, y):
+        if y is None:
+            raise ValueError("TabFormerTagger needs y: one list of tags per sentence")
+        tags = _check_sentences(y, "y")
+        if len(tags) != len(X):
+            raise ValueError(f"X has {len(X)} sentences but y has {len(tags)} tag lists")
+        for i, (words, row) in enumerate(zip(X, tags)):
+            if len(words) != len(row):
+                raise ValueError(f"sentence {i} has {len(words)} words but {len(row)} tags")
+        return tags
+
+    def _align(self, batch, tags) -> np.ndarray:
+        """Word tags -> sub-word label ids (first sub-word only), shape (n, T)."""
+        index = {tag: i for i, tag in enumerate(self.classes_)}
+        word_ids = batch["word_ids"]
+        labels = np.full(word_ids.shape, IGNORE_INDEX, dtype=np.int64)
+        first = word_ids >= 0
+        first[:, 1:] &= word_ids[:, 1:] != word_ids[:, :-1]
+        for i, j in zip(*np.nonzero(first)):
+            labels[i, j] = index[tags[i][word_ids[i, j]]]
+        return labels
+
+    def fit(self, X, y=None, **fit_params):
+        """Fit the tokenizer, align word tags to sub-words, and train.
+
+        Parameters
+        ----------
+        X : list of n lists of str (words)
+        y : list of n lists of str (tags), ``len(y[i]) == len(X[i])``
+
+        Returns
+        -------
+        self
+        """
+        X = _check_sentences(X)
+        tags = self._check_tags(X, y)
+        flat = [tag for row in tags for tag in row]
+        if not flat:
+            raise ValueError("y holds no tags at all (every sentence is empty)")
+        values, counts = np.unique(np.asarray(flat, dtype=object).astype(str), return_counts=True)
+        self.classes_ = values
+        self.default_tag_ = "O" if "O" in values else str(values[counts.argmax()])
+        pretrained = self._pretrained()
+        with self._seeded():
+            if pretrained is not None:
+                self.tokenizer_ = copy.deepcopy(pretrained.tokenizer)
+            else:
+                tokenizer = make_tokenizer(self.tokenizer, X).set_params(**self.get_params_for("tokenizer"))
+                self.tokenizer_ = tokenizer.fit(X)
+            batch = self.tokenizer_.transform(X)
+            labels = self._align(batch, tags)
+            self._record_features()
+            self.initialize()
+            NeuralNet.partial_fit(self, batch, labels, _routing_method="fit", **fit_params)
+        return self
+
+    def partial_fit(self, X, y=None, classes=None, **fit_params):
+        """Continue training with the fitted tokenizer and tag set (fits if unfitted)."""
+        if not hasattr(self, "tokenizer_") or not self.initialized_:
+            return self.fit(X, y, **fit_params)
+        X = _check_sentences(X)
+        tags = self._check_tags(X, y)
+        unknown = {t for row in tags for t in row} - set(self.classes_)
+        if unknown:
+            raise ValueError(f"y holds tag(s) {sorted(unknown)} not seen in fit; tags are {list(self.classes_)}")
+        batch = self.tokenize(X)
+        with self._seeded():
+            NeuralNet.partial_fit(self, batch, self._align(batch, tags), **fit_params)
+        return self
+
+    def predict_proba(self, X):
+        """Tag probabilities per sub-word position, shape (n, T, n_tags), plus the batch.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, T, n_tags)
+        batch : dict from the tokenizer (its ``word_ids`` map positions to words)
+        """
+        check_is_fitted(self)
+        batch = self.tokenize(_check_sentences(X))
+        logits = self.forward(TensorDictDataset(batch), training=False)
+        return torch.softmax(logits, dim=-1).numpy(), batch
+
+    def predict(self, X):
+        """One tag per word.
+
+        Parameters
+        ----------
+        X : list of n lists of str
+
+        Returns
+        -------
+        list of n lists of str, ``len(result[i]) == len(X[i])``
+        """
+        X = _check_sentences(X)
+        proba, batch = self.predict_proba(X)
+        best = proba.argmax(axis=-1)
+        word_ids = batch["word_ids"]
+        out = []
+        for i, words in enumerate(X):
+            row = [self.default_tag_] * len(words)
+            filled = [False] * len(words)
+            for position, word in enumerate(word_ids[i]):
+                if word >= 0 and not filled[word]:
+                    row[word], filled[word] = str(self.classes_[best[i, position]]), True
+            out.append(row)
+        return out
+
+    def score(self, X, y, sample_weight=None):
+        """Entity-level F1 (CoNLL) of ``predict(X)`` against ``y``."""
+        if sample_weight is not None:
+            raise ValueError("TabFormerTagger.score does not support sample_weight")
+        return entity_f1(y, self.predict(X))
+
+    def check_data(self, X, y):
+        pass
