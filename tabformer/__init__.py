@@ -5,8 +5,9 @@ from .estimators import TabFormerClassifier, TabFormerRegressor
 from .model import PretrainedEncoder, TabFormerModel
 from .pretrainer import TabFormerPretrainer
 from .pretraining import mlm as _mlm  # noqa: F401  (registers objective='mlm')
+from .pretraining import simclr as _simclr  # noqa: F401  (registers objective='simclr')
 from .tagger import TabFormerTagger
-from .tokenizers import TabularTokenizer, WordPieceTokenizer
+from .tokenizers import PatchTokenizer, TabularTokenizer, WordPieceTokenizer
 
 __version__ = "0.1.0"
 
@@ -20,5 +21,6 @@ __all__ = [
     "TransformerEncoder",
     "TabularTokenizer",
     "WordPieceTokenizer",
+    "PatchTokenizer",
     "__version__",
 ]

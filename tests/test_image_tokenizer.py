@@ -143,3 +143,22 @@ def test_clone_and_unfitted_errors(grey):
     assert clone(tok).get_params() == tok.get_params()
     with pytest.raises(Exception, match="not fitted"):
         tok.transform(grey)
+
+
+def test_random_shift_translates_training_batches_only(grey):
+    from tabformer.tokenizers.image import shift_images
+
+    pixels = torch.rand(64, 1, 12, 12)
+    shifted = shift_images(pixels, 2)
+    for image, moved in zip(pixels, shifted):
+        assert any(  # every output is the input translated by some (dy, dx) in [-2, 2]^2, zero-filled
+            torch.equal(moved, torch.roll(torch.nn.functional.pad(image, (2, 2, 2, 2)), (dy, dx), (1, 2))[:, 2:-2, 2:-2])
+            for dy in range(-2, 3) for dx in range(-2, 3)
+        )
+    assert not torch.equal(shifted, pixels)
+    embedder = PatchTokenizer(patch_size=4, random_shift=2).fit(grey).build_embedder(8)
+    batch = torch.from_numpy(PatchTokenizer(patch_size=4).fit(grey).transform(grey)["pixels"])
+    embedder.eval()
+    torch.testing.assert_close(embedder(pixels=batch)[0], embedder(pixels=batch)[0])
+    embedder.train()
+    assert not torch.equal(embedder(pixels=batch)[0], embedder(pixels=batch)[0])

@@ -188,6 +188,11 @@ class PatchTokenizer(BaseTokenizer):
         from random weights; a path loads a state dict by position.
     freeze_backbone : bool, default=True
         Keep the stem's weights and BatchNorm statistics fixed (eval mode).
+    random_shift : int, default=0
+        Translate each training image by up to this many pixels in each direction
+        (zero fill), drawn afresh for every batch by the embedder in train mode only:
+        ``predict`` and ``transform`` never see it. +-2 pixels lifted a small ViT on
+        3,750 Fashion-MNIST images from 0.926 to 0.959 (ARCHITECTURE.md).
 
     Attributes
     ----------
@@ -221,6 +226,7 @@ class PatchTokenizer(BaseTokenizer):
         backbone_blocks=2,
         backbone_weights="auto",
         freeze_backbone=True,
+        random_shift=0,
     ):
         self.patch_size = patch_size
         self.image_size = image_size
@@ -230,6 +236,7 @@ class PatchTokenizer(BaseTokenizer):
         self.backbone_blocks = backbone_blocks
         self.backbone_weights = backbone_weights
         self.freeze_backbone = freeze_backbone
+        self.random_shift = random_shift
 
     # ------------------------------------------------------------------ host half
     def fit(self, X, y=None):
@@ -286,6 +293,8 @@ class PatchTokenizer(BaseTokenizer):
             _pair(self.image_size)
         if not (self.pixel_scale == "auto" or (isinstance(self.pixel_scale, (int, float)) and self.pixel_scale > 0)):
             raise ValueError(f"pixel_scale must be 'auto' or a positive number, got {self.pixel_scale!r}")
+        if not isinstance(self.random_shift, (int, np.integer)) or self.random_shift < 0:
+            raise ValueError(f"random_shift must be a non-negative int, got {self.random_shift!r}")
         if self.backbone is not None and self.backbone not in BACKBONES:
             raise ValueError(f"unknown backbone {self.backbone!r}; available offline: {sorted(BACKBONES)}")
 
@@ -362,8 +371,12 @@ class PatchTokenizer(BaseTokenizer):
         check_is_fitted(self, "grid_shape_")
         if self.backbone is not None:
             stem = load_backbone(self.backbone, self.backbone_blocks, weights=self.backbone_weights)
-            return HybridEmbedder(stem, self.grid_shape_, d_model, self.image_size_, freeze=self.freeze_backbone)
-        return PatchEmbedder(self.n_channels_, self.image_size_, self.patch_size, d_model, self.mean_, self.std_)
+            return HybridEmbedder(
+                stem, self.grid_shape_, d_model, self.image_size_, freeze=self.freeze_backbone, random_shift=self.random_shift
+            )
+        return PatchEmbedder(
+            self.n_channels_, self.image_size_, self.patch_size, d_model, self.mean_, self.std_, random_shift=self.random_shift
+        )
 
     def token_labels(self, batch) -> list[list[str]]:
         """``"r{row}c{col}"`` of every patch, for :meth:`TabFormerClassifier.explain`."""
@@ -402,6 +415,20 @@ class _PixelNorm(nn.Module):
         return (pixels - self.mean) / self.std
 
 
+def shift_images(pixels: torch.Tensor, max_shift: int) -> torch.Tensor:
+    """Translate each image by its own random offset in ``[-max_shift, max_shift]`` (zero fill)."""
+    if max_shift <= 0:
+        return pixels
+    batch, _, height, width = pixels.shape
+    padded = nn.functional.pad(pixels, (max_shift,) * 4)
+    offsets = torch.randint(0, 2 * max_shift + 1, (2, batch, 1), device=pixels.device)
+    rows = offsets[0] + torch.arange(height, device=pixels.device)  # (B, H)
+    cols = offsets[1] + torch.arange(width, device=pixels.device)  # (B, W)
+    index = torch.arange(batch, device=pixels.device)[:, None, None]
+    # Advanced indexing moves the indexed dims first: (B, H, W, C) -> (B, C, H, W).
+    return padded.permute(0, 2, 3, 1)[index, rows[:, :, None], cols[:, None, :]].permute(0, 3, 1, 2)
+
+
 class _GridPositions(nn.Module):
     """One learned embedding per grid cell, ``(1, h*w, D)``, ViT-style (std 0.02)."""
 
@@ -427,9 +454,10 @@ class PatchEmbedder(nn.Module):
     ``(tokens (B, h*w, D), None)``: images have no padding.
     """
 
-    def __init__(self, n_channels, image_size, patch_size, d_model, mean, std):
+    def __init__(self, n_channels, image_size, patch_size, d_model, mean, std, random_shift=0):
         super().__init__()
         self.image_size = tuple(image_size)
+        self.random_shift = random_shift
         self.patch_size = patch_size
         self.norm = _PixelNorm(mean, std)
         self.projection = nn.Conv2d(n_channels, d_model, kernel_size=patch_size, stride=patch_size)
@@ -438,6 +466,8 @@ class PatchEmbedder(nn.Module):
     def forward(self, pixels, **ignored):
         if tuple(pixels.shape[-2:]) != self.image_size:
             raise ValueError(f"pixels are {tuple(pixels.shape[-2:])}, the embedder expects {self.image_size}")
+        if self.training:
+            pixels = shift_images(pixels, self.random_shift)
         return self.positions(self.projection(self.norm(pixels))), None
 
 
@@ -448,9 +478,10 @@ class HybridEmbedder(nn.Module):
     normalisation of the stem's pretraining (timm's ``pretrained_cfg``).
     """
 
-    def __init__(self, stem: nn.Module, grid_shape, d_model, image_size, freeze: bool = True):
+    def __init__(self, stem: nn.Module, grid_shape, d_model, image_size, freeze: bool = True, random_shift: int = 0):
         super().__init__()
         self.stem = stem
+        self.random_shift = random_shift
         self.image_size = tuple(image_size)
         self.freeze = freeze
         config = getattr(stem, "pretrained_cfg", {}) or {}
@@ -470,6 +501,8 @@ class HybridEmbedder(nn.Module):
         return self
 
     def forward(self, pixels, **ignored):
+        if self.training:
+            pixels = shift_images(pixels, self.random_shift)
         if pixels.shape[1] == 1:
             pixels = pixels.expand(-1, 3, -1, -1)
         features = self.stem(self.norm(pixels))
