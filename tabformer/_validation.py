@@ -10,6 +10,7 @@ import numbers
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 
 def as_frame(X, *, what: str = "X") -> tuple[pd.DataFrame, bool]:
@@ -17,6 +18,11 @@ def as_frame(X, *, what: str = "X") -> tuple[pd.DataFrame, bool]:
 
     Arrays get columns ``x0 .. x{k-1}``; ``had_names`` is True only for DataFrames.
     """
+    if sp.issparse(X):
+        raise TypeError(
+            f"Sparse data was passed as {what}, but dense data is required: tabformer does not "
+            "support sparse input. Use X.toarray() or a DataFrame."
+        )
     if isinstance(X, pd.DataFrame):
         frame, had_names = X, True
         if not all(isinstance(c, str) for c in frame.columns):
@@ -26,21 +32,24 @@ def as_frame(X, *, what: str = "X") -> tuple[pd.DataFrame, bool]:
     else:
         if isinstance(X, pd.Series) or (hasattr(X, "ndim") and X.ndim == 1) or _is_flat_list(X):
             raise ValueError(
-                f"{what} must be 2-D (n_samples, n_features); got a 1-D input. "
-                "Reshape a single feature with X.reshape(-1, 1)."
+                f"Expected 2D array, got 1D array instead: {what} must be (n_samples, n_features). "
+                "Reshape your data either using X.reshape(-1, 1) if it has a single feature or "
+                "X.reshape(1, -1) if it contains a single sample."
             )
         array = np.asarray(X)
+        if array.ndim == 0:
+            raise ValueError(f"Expected 2D array, got scalar array instead: {what}={array!r}")
         if array.ndim != 2:
-            raise ValueError(f"{what} must be 2-D (n_samples, n_features); got shape {array.shape}")
+            raise ValueError(f"Expected 2D array, got {array.ndim}D array instead: {what} has shape {array.shape}")
         if array.dtype.kind == "c":
-            raise ValueError(f"{what} holds complex numbers, which tabformer does not accept")
+            raise ValueError(f"Complex data not supported: {what} holds complex numbers")
         frame, had_names = pd.DataFrame(array, columns=[f"x{i}" for i in range(array.shape[1])]), False
         if array.dtype == object:
             frame = frame.infer_objects()
     if frame.shape[0] == 0:
-        raise ValueError(f"{what} has 0 samples (shape {frame.shape}); at least 1 is required.")
+        raise ValueError(f"{what} has 0 sample(s) (shape={frame.shape}) while a minimum of 1 is required.")
     if frame.shape[1] == 0:
-        raise ValueError(f"{what} has 0 features (shape {frame.shape}); at least 1 is required.")
+        raise ValueError(f"{what} has 0 feature(s) (shape={frame.shape}) while a minimum of 1 is required.")
     return frame, had_names
 
 
@@ -72,9 +81,9 @@ def check_target(y, n_samples: int, *, numeric: bool):
     first offending row.
     """
     if n_samples == 0:
-        raise ValueError("X has 0 samples; at least 1 is required.")
+        raise ValueError("X has 0 sample(s) while a minimum of 1 is required.")
     if y is None:
-        raise ValueError("y is required: this estimator is supervised (got y=None)")
+        raise ValueError("This estimator requires y to be passed, but the target y is None")
     y_array = np.asarray(y.to_numpy() if isinstance(y, (pd.Series, pd.DataFrame)) else y)
     if y_array.ndim == 0:
         raise ValueError(f"y must be an array of targets, got the scalar {y_array!r}")
@@ -93,6 +102,13 @@ def check_target(y, n_samples: int, *, numeric: bool):
                 f"{y_array.reshape(len(y_array), -1)[row].tolist()}); drop or impute them first"
             )
     else:
+        from sklearn.utils.multiclass import type_of_target
+
+        if y_array.dtype.kind == "f" and type_of_target(y_array[~np.isnan(y_array)] if y_array.ndim == 1 else y_array) == "continuous":
+            raise ValueError(
+                "Unknown label type: continuous. A classifier needs discrete class labels; "
+                "use TabFormerRegressor for continuous targets."
+            )
         missing = pd.isna(y_array) if y_array.ndim == 1 else np.zeros(len(y_array), bool)
         if np.any(missing):
             row = int(np.argwhere(missing)[0][0])

@@ -15,9 +15,11 @@ from __future__ import annotations
 import copy
 import inspect
 import os
+import warnings
 
 import numpy as np
 import torch
+from sklearn.exceptions import DataConversionWarning
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.validation import check_is_fitted
@@ -91,6 +93,11 @@ class _TabFormerNet:
     """Behaviour shared by the classifier and the regressor (a mixin before skorch's net)."""
 
     prefixes_ = NeuralNet.prefixes_ + ["tokenizer", "encoder", "head"]
+
+    def _get_param_names(self):
+        # skorch lists every public-looking attribute; its private bookkeeping
+        # (_params_to_validate) is not a parameter and must not be cloned or set.
+        return [name for name in super()._get_param_names() if not name.startswith("_")]
 
     @classmethod
     def from_pretrained(cls, path, **params):
@@ -225,6 +232,7 @@ class _TabFormerNet:
         -------
         self
         """
+        _reject_sample_weight(self, fit_params)
         if self.warm_start and getattr(self, "initialized_", False) and hasattr(self, "tokenizer_"):
             return self.partial_fit(X, y, **fit_params)
         # Cheap checks on y come before the (possibly slow) tokenizer fit.
@@ -353,12 +361,21 @@ class _TabFormerNet:
 
 
 def _num_samples(X) -> int:
+    if hasattr(X, "__array__") and not hasattr(X, "shape"):
+        X = np.asarray(X)
     if hasattr(X, "shape") and len(getattr(X, "shape")) > 0:
         return int(X.shape[0])
     try:
         return len(X)
     except TypeError:
         raise TypeError(f"X must be a DataFrame, an array or a list of samples, got {type(X).__name__}") from None
+
+
+def _reject_sample_weight(net, fit_params):
+    # skorch would forward an unknown fit parameter to the module's forward, where it
+    # could be silently ignored; refuse it instead.
+    if "sample_weight" in fit_params:
+        raise ValueError(f"{type(net).__name__} does not support sample_weight yet; resample the rows instead")
 
 
 def _init_shared(net, tokenizer, encoder, freeze_encoder, validation_fraction, patience, random_state):
@@ -447,13 +464,18 @@ class TabFormerClassifier(_TabFormerNet, NeuralNetClassifier):
         y = check_target(y, n_samples, numeric=False)
         if y.ndim != 1:
             if y.ndim == 2 and y.shape[1] == 1:
+                warnings.warn(
+                    "A column-vector y was passed when a 1d array was expected; it was raveled.",
+                    DataConversionWarning,
+                    stacklevel=3,
+                )
                 y = y.ravel()
             else:
                 raise ValueError(f"y must be 1-D class labels for a classifier, got shape {y.shape}")
         self.label_encoder_ = LabelEncoder().fit(y)
         if len(self.label_encoder_.classes_) < 2:
             raise ValueError(
-                f"y has a single class ({self.label_encoder_.classes_[0]!r}); a classifier needs at least 2"
+                f"y has only 1 class ({self.label_encoder_.classes_[0]!r}); a classifier needs at least 2 classes"
             )
         return self._encode_target(y)
 
@@ -588,9 +610,20 @@ class TabFormerRegressor(_TabFormerNet, NeuralNetRegressor):
     def predict(self, X):
         """Predicted targets: shape (n_samples,) if fitted on 1-D y, else (n_samples, n_targets)."""
         check_is_fitted(self)
-        scaled = NeuralNetRegressor.predict(self, self.tokenize(X)).reshape(-1, self.n_targets_)
+        scaled = NeuralNet.predict_proba(self, self.tokenize(X)).reshape(-1, self.n_targets_)
         y = scaled * self.target_scale_ + self.target_mean_
         return y.ravel() if self.target_ndim_ == 1 else y
 
+    @property
+    def predict_proba(self):
+        # skorch gives every net a predict_proba; a regressor must not advertise one,
+        # or sklearn tools (and users) would treat it as a probabilistic classifier.
+        raise AttributeError("TabFormerRegressor has no predict_proba; use predict")
+
     def check_data(self, X, y):
         pass
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags

@@ -205,7 +205,7 @@ def test_column_kind_change_is_named(fitted):
     "make_y, message",
     [
         (lambda y: y[:-1], "X has 120 samples but y has 119"),
-        (lambda y: np.full(len(y), "only"), "single class"),
+        (lambda y: np.full(len(y), "only"), "only 1 class"),
         (lambda y: np.where(np.arange(len(y)) == 5, None, y), "missing label"),
     ],
 )
@@ -225,7 +225,7 @@ def test_nan_or_inf_in_regression_target(table, tiny, bad):
 
 
 def test_empty_X(tiny):
-    with pytest.raises(ValueError, match="0 samples"):
+    with pytest.raises(ValueError, match=r"0 sample\(s\)"):
         TabFormerClassifier(**tiny).fit(pd.DataFrame({"a": pd.Series([], dtype=float)}), [])
 
 
@@ -243,3 +243,15 @@ def test_cuda_fit_predict(table, tiny):
     clf = TabFormerClassifier(device="cuda", **tiny).fit(X, y)
     assert next(clf.module_.parameters()).is_cuda
     assert clf.predict_proba(X).shape == (len(X), 2)
+
+
+def test_sample_weight_is_refused_not_ignored(table, tiny):
+    X, y = table
+    with pytest.raises(ValueError, match="sample_weight"):
+        TabFormerClassifier(**tiny).fit(X, y, sample_weight=np.ones(len(y)))
+
+
+def test_regressor_has_no_predict_proba(table, tiny):
+    X, _ = table
+    reg = TabFormerRegressor(**tiny).fit(X, np.arange(len(X), dtype=float))
+    assert not hasattr(reg, "predict_proba")

