@@ -1,0 +1,29 @@
+"""The README's Python blocks run as written, so the quickstart cannot rot."""
+
+import importlib.util
+import pathlib
+import re
+
+import pytest
+
+README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
+
+
+def python_blocks():
+    return re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.S)
+
+
+def test_readme_has_the_two_commands_first():
+    text = README.read_text()
+    first_block = re.search(r"```bash\n(.*?)```", text, flags=re.S).group(1)
+    assert "make demo" in first_block and "make test" in first_block
+    assert text.index("make demo") < text.index("```python")
+
+
+def test_readme_quickstart_runs():
+    if importlib.util.find_spec("mglearn") is None:  # the data package; importing it needs matplotlib
+        pytest.skip("mglearn (Adult data) is not installed; `make test` installs it")
+    namespace = {}
+    for block in python_blocks():
+        exec(compile(block, str(README), "exec"), namespace)
+    assert 0.7 < namespace["clf"].score(namespace["X_test"], namespace["y_test"]) <= 1
