@@ -24,7 +24,8 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet, NeuralNetClassifier, NeuralNetRegressor
-from skorch.callbacks import EarlyStopping
+from skorch.callbacks import EarlyStopping, LRScheduler
+from torch.optim.lr_scheduler import CosineAnnealingLR
 from torch.utils.data import Subset
 
 from ._data import TensorDictDataset, collate_batched
@@ -54,8 +55,10 @@ _SHARED_PARAMS_DOC = """
         Train only the tokenizer's embedder and the head; the encoder stays fixed.
     lr : float, default=1e-3
         AdamW learning rate (``optimizer__weight_decay`` etc. route to AdamW).
-    max_epochs : int, default=100
-        Upper bound; early stopping usually ends training much sooner.
+    max_epochs : int, default=40
+        Upper bound; early stopping may end training sooner.
+    lr_schedule : "cosine" or None, default="cosine"
+        Cosine decay of the learning rate from ``lr`` to 0 over ``max_epochs``.
     batch_size : int, default=256
     validation_fraction : float or None, default=0.1
         Share of the training rows held out (stratified for classifiers) to monitor
@@ -157,6 +160,13 @@ class _TabFormerNet:
 
     def get_default_callbacks(self):
         callbacks = list(super().get_default_callbacks())
+        lr_schedule = getattr(self, "lr_schedule", None)  # subclasses without the parameter: constant lr
+        if lr_schedule == "cosine":
+            # Decays to zero at max_epochs, so a fit that runs to the end finishes with
+            # small, refining steps instead of stopping mid-stride at the peak rate.
+            callbacks.append(("lr_scheduler", LRScheduler(policy=CosineAnnealingLR, T_max=self.max_epochs)))
+        elif lr_schedule is not None:
+            raise ValueError(f"lr_schedule must be 'cosine' or None, got {lr_schedule!r}")
         if self.patience is not None and self._uses_validation():
             callbacks.append(
                 ("early_stopping", EarlyStopping(monitor="valid_loss", patience=self.patience, load_best=True, sink=self._sink))
@@ -378,7 +388,8 @@ def _reject_sample_weight(net, fit_params):
         raise ValueError(f"{type(net).__name__} does not support sample_weight yet; resample the rows instead")
 
 
-def _init_shared(net, tokenizer, encoder, freeze_encoder, validation_fraction, patience, random_state):
+def _init_shared(net, tokenizer, encoder, freeze_encoder, validation_fraction, patience, random_state, lr_schedule):
+    net.lr_schedule = lr_schedule
     net.tokenizer = tokenizer
     net.encoder = encoder
     net.freeze_encoder = freeze_encoder
@@ -427,8 +438,9 @@ class TabFormerClassifier(_TabFormerNet, NeuralNetClassifier):
         criterion=torch.nn.CrossEntropyLoss,
         optimizer=torch.optim.AdamW,
         lr=1e-3,
-        max_epochs=100,
+        max_epochs=40,
         batch_size=256,
+        lr_schedule="cosine",
         train_split="auto",
         validation_fraction=0.1,
         patience=8,
@@ -451,7 +463,7 @@ class TabFormerClassifier(_TabFormerNet, NeuralNetClassifier):
             device=device,
             **kwargs,
         )
-        _init_shared(self, tokenizer, encoder, freeze_encoder, validation_fraction, patience, random_state)
+        _init_shared(self, tokenizer, encoder, freeze_encoder, validation_fraction, patience, random_state, lr_schedule)
 
     @property
     def classes_(self):
@@ -555,8 +567,9 @@ class TabFormerRegressor(_TabFormerNet, NeuralNetRegressor):
         criterion=torch.nn.MSELoss,
         optimizer=torch.optim.AdamW,
         lr=1e-3,
-        max_epochs=100,
+        max_epochs=40,
         batch_size=256,
+        lr_schedule="cosine",
         train_split="auto",
         validation_fraction=0.1,
         patience=8,
@@ -579,7 +592,7 @@ class TabFormerRegressor(_TabFormerNet, NeuralNetRegressor):
             device=device,
             **kwargs,
         )
-        _init_shared(self, tokenizer, encoder, freeze_encoder, validation_fraction, patience, random_state)
+        _init_shared(self, tokenizer, encoder, freeze_encoder, validation_fraction, patience, random_state, lr_schedule)
         self.standardize_target = standardize_target
 
     def _fit_target(self, y, n_samples):
