@@ -87,6 +87,8 @@ class TabFormerPretrainer(_TabFormerNet, TransformerMixin, NeuralNet):
         (e.g. loaded MiniLM) continues pretraining from it with its own tokenizer.
     lr : float, default=1e-3
     max_epochs : int, default=20
+    lr_schedule : "cosine" or None, default="cosine"
+        Cosine decay of the learning rate to 0 over ``max_epochs``.
     batch_size : int, default=128
     validation_fraction : float or None, default=0.1
         Rows held out to watch the objective's loss for early stopping.
@@ -129,6 +131,7 @@ class TabFormerPretrainer(_TabFormerNet, TransformerMixin, NeuralNet):
         lr=1e-3,
         max_epochs=20,
         batch_size=128,
+        lr_schedule="cosine",
         train_split="auto",
         validation_fraction=0.1,
         patience=5,
@@ -149,6 +152,7 @@ class TabFormerPretrainer(_TabFormerNet, TransformerMixin, NeuralNet):
         self.validation_fraction = validation_fraction
         self.patience = patience
         self.random_state = random_state
+        self.lr_schedule = lr_schedule
 
     # The pretrainer has no head and never freezes what it is training.
     freeze_encoder = False

@@ -178,8 +178,9 @@ class TabFormerTagger(_TabFormerNet, NeuralNet):
         criterion=TokenCrossEntropy,
         optimizer=torch.optim.AdamW,
         lr=1e-3,
-        max_epochs=100,
+        max_epochs=40,
         batch_size=32,
+        lr_schedule="cosine",
         train_split="auto",
         validation_fraction=0.1,
         patience=8,
@@ -194,7 +195,7 @@ class TabFormerTagger(_TabFormerNet, NeuralNet):
             batch_size=batch_size, train_split=train_split, dataset=dataset, verbose=verbose,
             device=device, **kwargs,
         )
-        _init_shared(self, tokenizer, encoder, freeze_encoder, validation_fraction, patience, random_state)
+        _init_shared(self, tokenizer, encoder, freeze_encoder, validation_fraction, patience, random_state, lr_schedule)
 
     def build_head(self, d_model):
         return TokenClassificationHead(d_model, len(self.classes_), **self.get_params_for("head"))

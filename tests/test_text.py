@@ -173,3 +173,17 @@ def test_trimming_only_while_training(tok):
     short = {k: v[:1] for k, v in batch.items()}
     assert embedder.train()(**short)[0].shape[1] == int(short["attention_mask"].sum()) < batch["input_ids"].shape[1]
     assert embedder.eval()(**short)[0].shape[1] == batch["input_ids"].shape[1]
+
+
+def test_grid_search_over_text_classifier():
+    from sklearn.model_selection import GridSearchCV
+
+    params = {k: v for k, v in SMALL.items() if k != "encoder__n_layers"}
+    search = GridSearchCV(
+        TabFormerClassifier(tokenizer="wordpiece", max_epochs=2, **params),
+        {"encoder__n_layers": [1, 2], "tokenizer__max_length": [6, 16]}, cv=2,
+    ).fit(TEXTS, LABELS)
+    assert set(search.cv_results_["param_encoder__n_layers"]) == {1, 2}
+    best = search.best_estimator_
+    assert best.tokenizer_.max_length == best.get_params()["tokenizer__max_length"]
+    assert best.tokenizer_.transform(TEXTS)["input_ids"].shape[1] <= best.tokenizer_.max_length - 1
