@@ -198,8 +198,9 @@ class PatchTokenizer(BaseTokenizer):
     ----------
     image_size_ : (int, int)
     n_channels_ : int
-        1 (grey) or 3 (colour); grey images are replicated when the tokenizer was
-        fitted on colour ones, colour images are rejected by a grey tokenizer.
+        1 (grey) or 3 (colour). Grey images are replicated when the tokenizer was
+        fitted on colour ones; colour *arrays* are rejected by a grey tokenizer, while
+        PIL images and files are converted to the fitted mode (``"L"`` or ``"RGB"``).
     pixel_scale_ : float
     mean_, std_ : ndarray of shape (n_channels_,)
     grid_shape_ : (int, int)
