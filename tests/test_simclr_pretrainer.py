@@ -28,6 +28,9 @@ def test_fit_without_labels_then_transform_gives_cls_embeddings(digits):
     embeddings = pre.transform(X[:10])
     assert embeddings.shape == (10, 16) and np.isfinite(embeddings).all()
     assert len(pre.history_) == 2 and np.isfinite(pre.history_[-1, "train_loss"])
+    views = pre.objective_.make_dataset(pre.tokenizer_.transform(X), pre.tokenizer_, 0)
+    assert pre.get_iterator(views, training=True).drop_last  # SimCLR trains on full batches only
+    assert not pre.get_iterator(views, training=False).drop_last
     # the embeddings are the encoder's CLS output, not the projection head's
     module = pre.module_.objective
     with torch.no_grad():
