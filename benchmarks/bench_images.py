@@ -63,7 +63,8 @@ def vit_classifier(n_images, epochs, args, encoder=None, batch_size=64, lr=1e-3)
     extra = {} if encoder is not None else dict(ENCODER, tokenizer="patch", tokenizer__patch_size=7,
                                                   tokenizer__random_shift=args.shift)
     return TabFormerClassifier(
-        encoder=encoder, lr=lr, batch_size=batch_size, max_epochs=epochs, train_split=None, patience=None,
+        # lr_schedule=None: the per-batch warm-up + cosine below replaces the per-epoch default.
+        encoder=encoder, lr=lr, lr_schedule=None, batch_size=batch_size, max_epochs=epochs, train_split=None, patience=None,
         optimizer__weight_decay=0.05, callbacks=[("schedule", warmup_cosine(steps, max(1, steps // 20)))],
         random_state=args.seed, verbose=args.verbose, **extra,
     )
@@ -121,7 +122,7 @@ def pretrain_simclr(X_unlabeled, args):
         # The shift travels with the embedder into fine-tuning, as the scratch ViT gets it.
         objective="simclr", tokenizer="patch", tokenizer__patch_size=7, tokenizer__random_shift=args.shift, **ENCODER,
         objective__temperature=args.temperature, objective__crop_scale=(args.crop_min, 1.0),
-        lr=args.simclr_lr, batch_size=args.simclr_batch, max_epochs=args.simclr_epochs,
+        lr=args.simclr_lr, lr_schedule=None, batch_size=args.simclr_batch, max_epochs=args.simclr_epochs,
         train_split=None, patience=None, optimizer__weight_decay=0.05,
         callbacks=[("schedule", warmup_cosine(steps, max(1, steps // 20)))], random_state=args.seed,
         verbose=1,  # pretraining is the long step: always show progress
@@ -191,7 +192,7 @@ def run_hybrid(data, args, rows):
     clf = TabFormerClassifier(
         tokenizer="patch", tokenizer__backbone="tf_efficientnet_lite0", tokenizer__backbone_blocks=2,
         tokenizer__random_shift=args.shift, encoder__d_model=64, encoder__n_layers=2, encoder__n_heads=4,
-        encoder__norm_first=True, encoder__attention_dropout=0.0, lr=1e-3, batch_size=64, max_epochs=args.epochs,
+        encoder__norm_first=True, encoder__attention_dropout=0.0, lr=1e-3, lr_schedule=None, batch_size=64, max_epochs=args.epochs,
         train_split=None, patience=None, callbacks=[("schedule", warmup_cosine(steps, max(1, steps // 20)))],
         random_state=args.seed, verbose=args.verbose,
     )
