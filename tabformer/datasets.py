@@ -94,3 +94,11 @@ def load_diamonds(log_price: bool = True):
         frame[column] = frame[column].astype(str)
     y = frame.pop("price").astype(np.float64)
     return frame, (np.log(y) if log_price else y).rename("log_price" if log_price else "price")
+
+
+# Images ship in a Debian package and are read by their own small module; re-exported
+# here so every loader lives under tabformer.datasets. (Imported last: it needs
+# MissingDatasetError from this module.)
+from .datasets_images import FASHION_MNIST_CLASSES, load_fashion_mnist  # noqa: E402
+
+__all__ += ["load_fashion_mnist", "FASHION_MNIST_CLASSES"]

@@ -1,6 +1,6 @@
 """Image datasets that ship in Debian packages (no network needed).
 
-Kept apart from ``datasets.py`` for now; it will be merged into it.
+Re-exported by :mod:`tabformer.datasets` (``from tabformer.datasets import load_fashion_mnist``).
 """
 
 from __future__ import annotations
