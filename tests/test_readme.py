@@ -1,4 +1,7 @@
-"""The README's Python blocks run as written, so the quickstart cannot rot."""
+"""The README's ```python blocks run as written, so the quickstart cannot rot.
+
+(```py blocks are sketches with placeholder names and are not run.)
+"""
 
 import importlib.util
 import pathlib
