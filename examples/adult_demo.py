@@ -67,7 +67,7 @@ def main():
         rows.append(evaluate(name, model, X_train, X_test, y_train, y_test))
     table = pd.DataFrame(rows).set_index("model")
     print()
-    print(table.to_string(float_format=lambda v: f"{v:.4f}" if v < 10 else f"{v:.0f}"))
+    print(table.to_string(formatters={"accuracy": "{:.4f}".format, "roc_auc": "{:.4f}".format, "fit_seconds": "{:.1f}".format}))
     return table
 
 
