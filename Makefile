@@ -42,6 +42,7 @@ test-slow: install data-apt
 
 bench: install data-apt
 	$(PY) benchmarks/bench_adult.py
+	$(PY) benchmarks/bench_diamonds.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
