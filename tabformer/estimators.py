@@ -204,16 +204,22 @@ class _TabFormerNet:
 
     def get_iterator(self, dataset, training=False):
         prefix = "iterator_train" if training else "iterator_valid"
-        if self._is_batched(dataset) and "collate_fn" not in self.get_params_for(prefix):
-            kwargs = self.get_params_for(prefix)
-            kwargs.setdefault("batch_size", self.batch_size)
-            if kwargs["batch_size"] == -1:
-                kwargs["batch_size"] = len(dataset)
-            if training:
-                kwargs.setdefault("shuffle", True)
-            iterator = self.iterator_train if training else self.iterator_valid
-            return iterator(dataset, collate_fn=collate_batched, **kwargs)
-        return super().get_iterator(dataset, training=training)
+        kwargs = self.get_params_for(prefix)
+        kwargs.setdefault("batch_size", self.batch_size)
+        if kwargs["batch_size"] == -1:
+            kwargs["batch_size"] = len(dataset)
+        if training:
+            kwargs.setdefault("shuffle", True)
+            if self._drop_last_in_training() and len(dataset) > kwargs["batch_size"]:
+                kwargs.setdefault("drop_last", True)
+        if self._is_batched(dataset):
+            kwargs.setdefault("collate_fn", collate_batched)
+        iterator = self.iterator_train if training else self.iterator_valid
+        return iterator(dataset, **kwargs)
+
+    def _drop_last_in_training(self) -> bool:
+        """Whether training should skip the last, smaller batch (subclasses decide)."""
+        return False
 
     @staticmethod
     def _is_batched(dataset) -> bool:

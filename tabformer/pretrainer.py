@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from torch import nn
 
-from ._data import TensorDictDataset, collate_batched
+from ._data import TensorDictDataset
 from .estimators import _TabFormerNet
 from .model import PretrainedEncoder
 from .pretraining import OBJECTIVES
@@ -165,21 +165,9 @@ class TabFormerPretrainer(_TabFormerNet, TransformerMixin, NeuralNet):
         self.module_ = self.module(embedder=embedder, encoder=encoder, objective=loss_module, **self.get_params_for("module"))
         return self
 
-    def get_iterator(self, dataset, training=False):
-        prefix = "iterator_train" if training else "iterator_valid"
-        kwargs = self.get_params_for(prefix)
-        kwargs.setdefault("batch_size", self.batch_size)
-        if kwargs["batch_size"] == -1:
-            kwargs["batch_size"] = len(dataset)
-        if training:
-            kwargs.setdefault("shuffle", True)
-            # An objective may ask for full batches only (SimCLR: few negatives are noise).
-            if getattr(getattr(self, "objective_", None), "drop_last", False) and len(dataset) > kwargs["batch_size"]:
-                kwargs.setdefault("drop_last", True)
-        if self._is_batched(dataset):
-            kwargs.setdefault("collate_fn", collate_batched)
-        iterator = self.iterator_train if training else self.iterator_valid
-        return iterator(dataset, **kwargs)
+    def _drop_last_in_training(self) -> bool:
+        # An objective may ask for full batches only (SimCLR: few negatives are noise).
+        return bool(getattr(getattr(self, "objective_", None), "drop_last", False))
 
     def fit(self, X, y=None, **fit_params):
         """Pretrain on unlabeled ``X``.
