@@ -45,9 +45,9 @@ class PretrainingModel(nn.Module):
     def forward(self, **inputs) -> torch.Tensor:
         return self.objective(**inputs)
 
-    def forward_features(self, **batch) -> torch.Tensor:
+    def forward_features(self, return_attention: bool = False, **batch):
         tokens, mask = self.embedder(**batch)
-        return self.encoder(tokens, mask)
+        return self.encoder(tokens, mask, return_attention=return_attention)
 
 
 class ObjectiveLoss(nn.Module):
@@ -218,14 +218,7 @@ class TabFormerPretrainer(_TabFormerNet, TransformerMixin, NeuralNet):
         ndarray of shape (n_samples, d_model), float32
         """
         check_is_fitted(self)
-        dataset = TensorDictDataset(self.tokenize(X))
-        self.module_.eval()
-        out = []
-        with torch.no_grad():
-            for batch, _ in self.get_iterator(dataset, training=False):
-                batch = {k: v.to(self.device) for k, v in batch.items()}
-                out.append(self.module_.forward_features(**batch)[:, 0].float().cpu().numpy())
-        return np.concatenate(out)
+        return self.forward_features(X)
 
     @property
     def encoder_(self) -> PretrainedEncoder:

@@ -14,7 +14,6 @@ left without positions (``default_positions = None``).
 
 from __future__ import annotations
 
-import math
 import os
 from pathlib import Path
 
