@@ -102,3 +102,8 @@ def load_diamonds(log_price: bool = True):
 from .datasets_images import FASHION_MNIST_CLASSES, load_fashion_mnist  # noqa: E402
 
 __all__ += ["load_fashion_mnist", "FASHION_MNIST_CLASSES"]
+
+# Multimodal tables (table + text, image + text), likewise in their own module.
+from .datasets_multimodal import emoji_split, lending_club_split, load_emoji, load_lending_club  # noqa: E402
+
+__all__ += ["load_lending_club", "lending_club_split", "load_emoji", "emoji_split"]

@@ -32,7 +32,7 @@ from ._data import TensorDictDataset, collate_batched
 from ._validation import check_target
 from .encoder import TransformerEncoder
 from .heads import ClassificationHead, RegressionHead
-from .model import PretrainedEncoder, TabFormerModel
+from .model import LateFusionModel, PretrainedEncoder, TabFormerModel
 from .tokenizers import make_tokenizer
 
 __all__ = ["TabFormerClassifier", "TabFormerRegressor"]
@@ -41,9 +41,19 @@ _SHARED_PARAMS_DOC = """
     Parameters
     ----------
     tokenizer : str or tokenizer instance, default="auto"
-        How ``X`` becomes tokens: ``"auto"`` (a table, for now), ``"tabular"``, or an
-        unfitted tokenizer instance (cloned at every ``fit``). Set its parameters with
-        ``tokenizer__<name>``.
+        How ``X`` becomes tokens. ``"auto"`` picks by input: images (arrays, PIL images
+        or image paths) -> :class:`~tabformer.tokenizers.PatchTokenizer`; a list or
+        Series of str -> :class:`~tabformer.tokenizers.WordPieceTokenizer`; a DataFrame
+        with text or image columns -> :class:`~tabformer.tokenizers.MixedTokenizer`
+        (kinds detected per column, see its ``column_kinds_``); any other table ->
+        :class:`~tabformer.tokenizers.TabularTokenizer`. Or a name (``"tabular"``,
+        ``"wordpiece"``, ``"patch"``, ``"mixed"``) or an unfitted tokenizer instance
+        (cloned at every ``fit``). Set its parameters with ``tokenizer__<name>``.
+    fusion : {"early", "late"}, default="early"
+        Mixed inputs only. ``"early"``: every column's tokens form one sequence in one
+        encoder, so words, patches and cells attend to each other. ``"late"``: one
+        encoder per modality (same ``encoder__*`` settings), CLS vectors concatenated
+        and projected before the head; the usual multimodal baseline.
     encoder : None, TransformerEncoder, PretrainedEncoder or path, default=None
         ``None`` builds a fresh :class:`~tabformer.encoder.TransformerEncoder` from the
         ``encoder__*`` parameters (``encoder__d_model``, ``encoder__n_layers``,
@@ -154,9 +164,25 @@ class _TabFormerNet:
         else:
             embedder = self.tokenizer_.build_embedder(encoder.d_model)
         head = self.build_head(encoder.d_model)
+        if self._fusion() == "late":
+            if pretrained is not None or self.encoder is not None:
+                raise ValueError("fusion='late' builds one fresh encoder per modality; warm-starting from `encoder` needs fusion='early'")
+            if not hasattr(embedder, "forward_groups"):
+                raise ValueError(
+                    f"fusion='late' needs mixed inputs (a MixedTokenizer); the tokenizer is {type(self.tokenizer_).__name__}"
+                )
+            encoders = [encoder] + [self.build_encoder() for _ in embedder.group_names[1:]]
+            self.module_ = LateFusionModel(embedder, encoders, head, freeze_encoder=self.freeze_encoder)
+            return self
         kwargs = self.get_params_for("module")
         self.module_ = self.module(embedder=embedder, encoder=encoder, head=head, freeze_encoder=self.freeze_encoder, **kwargs)
         return self
+
+    def _fusion(self) -> str:
+        fusion = getattr(self, "fusion", "early")  # subclasses without the parameter: early
+        if fusion not in ("early", "late"):
+            raise ValueError(f"fusion must be 'early' or 'late', got {fusion!r}")
+        return fusion
 
     def get_default_callbacks(self):
         callbacks = list(super().get_default_callbacks())
@@ -329,7 +355,7 @@ class _TabFormerNet:
             return embeddings
         return embeddings, [np.concatenate([m[layer] for m in maps]) for layer in range(len(maps[0]))]
 
-    def explain(self, X, layer="all") -> "pd.DataFrame":
+    def explain(self, X, layer="all", level="token") -> "pd.DataFrame":
         """CLS attention over the input tokens, averaged over heads, as a tidy DataFrame.
 
         Parameters
@@ -337,32 +363,54 @@ class _TabFormerNet:
         X : input accepted by ``predict``
         layer : "all" or int
             Which encoder layer(s) to report (0-based).
+        level : {"token", "column"}, default="token"
+            ``"token"``: one row per token. ``"column"``: attention summed over the tokens
+            of each input column (all words of a text column, all patches of an image).
 
         Returns
         -------
-        DataFrame with columns ``row`` (position in ``X``), ``layer``, ``token``
-        (index in the token sequence, CLS excluded), ``label`` (what the token is: a
-        column name for tables; tokenizers may define ``token_labels(batch)``) and
-        ``attention`` (weight the CLS query puts on that token; padding excluded, so the
-        weights of one row and layer sum to at most 1, the rest being CLS's self-attention).
+        DataFrame with columns ``row`` (position in ``X``), ``layer``, ``token`` (index
+        in the token sequence, CLS excluded), ``column`` (input column the token comes
+        from; ``"text"``/``"image"`` for a single text or image input), ``label`` (a
+        sub-word, a patch ``"r{i}c{j}"`` or a table column) and ``attention`` (weight the
+        CLS query puts on that token; padding and masked segments excluded, so one row
+        and layer sums to at most 1, the rest being CLS's self-attention). With
+        ``level="column"``: ``row``, ``layer``, ``column``, ``n_tokens``, ``attention``.
         """
         import pandas as pd
 
         check_is_fitted(self)
+        if level not in ("token", "column"):
+            raise ValueError(f"level must be 'token' or 'column', got {level!r}")
         batch = self.tokenize(X)
         _, maps = self.forward_features(batch, return_attention=True)
-        labels = self.tokenizer_.token_labels(batch) if hasattr(self.tokenizer_, "token_labels") else None
-        if labels is None:
-            names = list(self.tokenizer_.get_feature_names_out())
-            labels = [names] * self._n_rows(batch)
+        described = self._describe_tokens(batch)
         layers = range(len(maps)) if layer == "all" else [layer]
         records = []
         for layer_index in layers:
             cls_rows = maps[layer_index].mean(axis=1)[:, 0, 1:]  # (n, T): CLS query, heads averaged
-            for row, row_labels in enumerate(labels):
-                for token, label in enumerate(row_labels):
-                    records.append((row, layer_index, token, label, float(cls_rows[row, token])))
-        return pd.DataFrame.from_records(records, columns=["row", "layer", "token", "label", "attention"])
+            for row, tokens in enumerate(described):
+                for position, column, label in tokens:
+                    records.append((row, layer_index, position, column, label, float(cls_rows[row, position])))
+        frame = pd.DataFrame.from_records(records, columns=["row", "layer", "token", "column", "label", "attention"])
+        if level == "column":
+            frame = (
+                frame.groupby(["row", "layer", "column"], sort=False)
+                .agg(n_tokens=("token", "size"), attention=("attention", "sum"))
+                .reset_index()
+            )
+        return frame
+
+    def _describe_tokens(self, batch) -> list:
+        """Per row, ``[(position, column, label), ...]`` for the real tokens."""
+        tokenizer = self.tokenizer_
+        if hasattr(tokenizer, "describe_tokens"):
+            return tokenizer.describe_tokens(batch)
+        if hasattr(tokenizer, "token_labels"):
+            column = "image" if hasattr(tokenizer, "grid_shape_") else "text"
+            return [[(i, column, label) for i, label in enumerate(labels)] for labels in tokenizer.token_labels(batch)]
+        names = list(tokenizer.get_feature_names_out())
+        return [[(i, name, name) for i, name in enumerate(names)]] * self._n_rows(batch)
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "tokenizer_") and bool(getattr(self, "initialized_", False)) and hasattr(self, "module_")
@@ -394,8 +442,9 @@ def _reject_sample_weight(net, fit_params):
         raise ValueError(f"{type(net).__name__} does not support sample_weight yet; resample the rows instead")
 
 
-def _init_shared(net, tokenizer, encoder, freeze_encoder, validation_fraction, patience, random_state, lr_schedule):
+def _init_shared(net, tokenizer, encoder, freeze_encoder, validation_fraction, patience, random_state, lr_schedule, fusion="early"):
     net.lr_schedule = lr_schedule
+    net.fusion = fusion
     net.tokenizer = tokenizer
     net.encoder = encoder
     net.freeze_encoder = freeze_encoder
@@ -440,6 +489,7 @@ class TabFormerClassifier(_TabFormerNet, NeuralNetClassifier):
         encoder=None,
         *,
         freeze_encoder=False,
+        fusion="early",
         module=TabFormerModel,
         criterion=torch.nn.CrossEntropyLoss,
         optimizer=torch.optim.AdamW,
@@ -469,7 +519,7 @@ class TabFormerClassifier(_TabFormerNet, NeuralNetClassifier):
             device=device,
             **kwargs,
         )
-        _init_shared(self, tokenizer, encoder, freeze_encoder, validation_fraction, patience, random_state, lr_schedule)
+        _init_shared(self, tokenizer, encoder, freeze_encoder, validation_fraction, patience, random_state, lr_schedule, fusion)
 
     @property
     def classes_(self):
@@ -568,6 +618,7 @@ class TabFormerRegressor(_TabFormerNet, NeuralNetRegressor):
         encoder=None,
         *,
         freeze_encoder=False,
+        fusion="early",
         standardize_target=True,
         module=TabFormerModel,
         criterion=torch.nn.MSELoss,
@@ -598,7 +649,7 @@ class TabFormerRegressor(_TabFormerNet, NeuralNetRegressor):
             device=device,
             **kwargs,
         )
-        _init_shared(self, tokenizer, encoder, freeze_encoder, validation_fraction, patience, random_state, lr_schedule)
+        _init_shared(self, tokenizer, encoder, freeze_encoder, validation_fraction, patience, random_state, lr_schedule, fusion)
         self.standardize_target = standardize_target
 
     def _fit_target(self, y, n_samples):

@@ -7,7 +7,7 @@ from torch import nn
 
 from .encoder import TransformerEncoder
 
-__all__ = ["TabFormerModel", "PretrainedEncoder"]
+__all__ = ["TabFormerModel", "LateFusionModel", "PretrainedEncoder"]
 
 
 class TabFormerModel(nn.Module):
@@ -45,6 +45,63 @@ class TabFormerModel(nn.Module):
         """Return the encoder output ``(B, 1+T, D)`` (and attention maps if asked)."""
         tokens, mask = self.embedder(**batch)
         return self.encoder(tokens, mask, return_attention=return_attention)
+
+    def forward_head(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.head(hidden)
+
+    def forward(self, **batch) -> torch.Tensor:
+        return self.forward_head(self.forward_features(**batch))
+
+
+class LateFusionModel(nn.Module):
+    """Late fusion, the baseline early fusion is measured against.
+
+    Each sub-tokenizer's tokens (a modality: all text columns, all image columns, the
+    table) go through an encoder of their own; the CLS vectors are concatenated,
+    projected back to ``d_model`` and read by the head. Tokens of different modalities
+    never attend to each other: they only meet in that projection.
+
+    Parameters
+    ----------
+    embedder : MixedEmbedder
+        Supplies ``forward_groups(**batch) -> [(tokens, mask), ...]``.
+    encoders : list of TransformerEncoder
+        One per group, in ``embedder.group_names`` order (same architecture, own weights).
+    head : nn.Module
+        Reads ``(B, 1, D)``: the fused vector in the CLS slot.
+    freeze_encoder : bool, default=False
+        Keep every encoder fixed (eval mode, no gradient).
+    """
+
+    def __init__(self, embedder: nn.Module, encoders, head: nn.Module, freeze_encoder: bool = False):
+        super().__init__()
+        if not hasattr(embedder, "forward_groups"):
+            raise TypeError(f"late fusion needs an embedder with forward_groups (mixed inputs), got {type(embedder).__name__}")
+        self.embedder = embedder
+        self.encoders = nn.ModuleList(encoders)
+        d_model = self.encoders[0].d_model
+        self.fusion = nn.Linear(len(self.encoders) * d_model, d_model)
+        self.head = head
+        self.freeze_encoder = freeze_encoder
+        if freeze_encoder:
+            self.encoders.requires_grad_(False)
+
+    def train(self, mode: bool = True):
+        super().train(mode)
+        if self.freeze_encoder:
+            self.encoders.eval()
+        return self
+
+    def forward_features(self, return_attention: bool = False, **batch):
+        """The fused vector as a length-1 sequence ``(B, 1, D)``."""
+        if return_attention:
+            raise ValueError(
+                "attention maps are per encoder in late fusion and do not describe one sequence; "
+                "explain() needs fusion='early'"
+            )
+        groups = self.embedder.forward_groups(**batch)
+        cls = [encoder(tokens, mask)[:, 0] for encoder, (tokens, mask) in zip(self.encoders, groups)]
+        return self.fusion(torch.cat(cls, dim=-1))[:, None]
 
     def forward_head(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.head(hidden)

@@ -172,7 +172,8 @@ def test_explain_returns_tidy_attention(table, tiny):
     X, y = table
     clf = TabFormerClassifier(**tiny).fit(X, y)
     frame = clf.explain(X.iloc[:3])
-    assert list(frame.columns) == ["row", "layer", "token", "label", "attention"]
+    assert list(frame.columns) == ["row", "layer", "token", "column", "label", "attention"]
+    assert (frame["column"] == frame["label"]).all()  # a table token is its column
     assert set(frame["label"]) == set(X.columns)
     sums = frame.groupby(["row", "layer"])["attention"].sum()
     assert np.all((sums > 0) & (sums <= 1 + 1e-6))

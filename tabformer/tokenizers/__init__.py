@@ -8,11 +8,13 @@ from .base import BaseTokenizer
 from .tabular import TabularEmbedder, TabularTokenizer
 from .text import TextEmbedder, WordPieceTokenizer, looks_like_text
 from .image import PatchTokenizer, looks_like_images
+from .detect import infer_column_kinds
+from .mixed import MixedEmbedder, MixedTokenizer
 
-__all__ = ["BaseTokenizer", "TabularTokenizer", "TabularEmbedder", "WordPieceTokenizer", "TextEmbedder", "PatchTokenizer", "TOKENIZERS", "make_tokenizer"]
+__all__ = ["BaseTokenizer", "TabularTokenizer", "TabularEmbedder", "WordPieceTokenizer", "TextEmbedder", "PatchTokenizer", "MixedTokenizer", "MixedEmbedder", "infer_column_kinds", "TOKENIZERS", "make_tokenizer"]
 
 #: names accepted by the estimators' ``tokenizer`` parameter
-TOKENIZERS = {"tabular": TabularTokenizer, "table": TabularTokenizer, "wordpiece": WordPieceTokenizer, "text": WordPieceTokenizer, "patch": PatchTokenizer, "image": PatchTokenizer}
+TOKENIZERS = {"tabular": TabularTokenizer, "table": TabularTokenizer, "wordpiece": WordPieceTokenizer, "text": WordPieceTokenizer, "patch": PatchTokenizer, "image": PatchTokenizer, "mixed": MixedTokenizer}
 
 
 def make_tokenizer(spec, X=None) -> BaseTokenizer:
@@ -29,6 +31,9 @@ def make_tokenizer(spec, X=None) -> BaseTokenizer:
             # A flat list/Series of str is text; a list of word lists is pre-split text.
             if looks_like_text(X) or _is_word_lists(X):
                 return WordPieceTokenizer()
+            if _has_text_or_images(X):
+                # Templates rather than None, so tokenizer__image__patch_size etc. route.
+                return MixedTokenizer(text=WordPieceTokenizer(), image=PatchTokenizer(), table=TabularTokenizer())
             return TabularTokenizer()
         if spec not in TOKENIZERS:
             raise ValueError(f"unknown tokenizer {spec!r}; choose 'auto', one of {sorted(TOKENIZERS)}, or pass an instance")
@@ -42,3 +47,17 @@ def _is_word_lists(X) -> bool:
     if not isinstance(X, (list, tuple)) or not X:
         return False
     return isinstance(X[0], (list, tuple)) and all(isinstance(w, str) for w in X[0])
+
+
+def _has_text_or_images(X) -> bool:
+    """A DataFrame with at least one text or image column (detection errors are left to
+    the table tokenizer, whose messages name the column)."""
+    import pandas as pd
+
+    if not isinstance(X, pd.DataFrame) or not all(isinstance(c, str) for c in X.columns):
+        return False
+    try:
+        kinds = infer_column_kinds(X)
+    except ValueError:
+        return False
+    return any(kind in ("text", "image") for kind in kinds.values())

@@ -1,0 +1,99 @@
+"""Column-kind detection for ``tokenizer="auto"`` on a DataFrame.
+
+Each column becomes one of ``"text"``, ``"image"``, ``"categorical"`` or ``"numeric"``:
+
+- numeric dtypes (not bool) are numeric;
+- bool and pandas ``category`` columns are categorical (a category dtype is the user's
+  explicit choice, whatever its values look like);
+- object / string columns are read by their values: numpy arrays, tensors, PIL images
+  or image-file paths are images; strings are text when they have many distinct values
+  (more than ``max_categories``), or when most rows are distinct *and* hold several
+  words (names, titles, sentences); other strings are categorical.
+
+Anything else (datetimes, a column holding no value at all, a mix of strings and
+numbers) raises an error naming the column, so nothing is guessed silently.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import pandas as pd
+import torch
+
+from .._validation import is_categorical_dtype, is_numeric_dtype
+from .image import _is_path, _is_pil
+
+__all__ = ["KINDS", "infer_column_kind", "infer_column_kinds"]
+
+KINDS = ("text", "image", "categorical", "numeric")
+
+#: a string column is text when at least this share of its non-missing values is distinct...
+TEXT_DISTINCT_SHARE = 0.5
+#: ...and its values hold at least this many words on average
+TEXT_MEAN_WORDS = 1.5
+
+
+def _is_missing(value) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isnan(value))
+
+
+def _is_image_value(value) -> bool:
+    if _is_pil(value):
+        return True
+    if isinstance(value, (np.ndarray, torch.Tensor)):
+        return value.ndim in (2, 3)
+    return _is_path(value)
+
+
+def infer_column_kind(values: pd.Series, max_categories: int = 100) -> str:
+    """The kind of one column: ``"text"``, ``"image"``, ``"categorical"`` or ``"numeric"``.
+
+    Parameters
+    ----------
+    values : Series
+    max_categories : int, default=100
+        A string column with more distinct values than this is text.
+
+    Raises
+    ------
+    ValueError naming the column when its kind cannot be told.
+    """
+    name = values.name
+    dtype = values.dtype
+    if is_numeric_dtype(dtype):
+        return "numeric"
+    if isinstance(dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(dtype):
+        return "categorical"
+    if not is_categorical_dtype(dtype):  # datetimes, periods, intervals...
+        raise ValueError(
+            f"column {name!r} has dtype {dtype}, which tabformer cannot tokenize; convert it to numbers, "
+            "strings or a category"
+        )
+    present = [v for v in values.tolist() if not _is_missing(v)]
+    if not present:
+        raise ValueError(f"column {name!r} holds only missing values: its kind cannot be detected; drop it or name its kind")
+    images = [_is_image_value(v) for v in present]
+    if all(images):
+        return "image"
+    strings = [isinstance(v, str) for v in present]
+    if not all(strings):
+        odd = next(v for v, is_str in zip(present, strings) if not is_str)
+        if any(images):
+            raise ValueError(f"column {name!r} mixes images with other values such as {odd!r}")
+        if any(strings):
+            raise ValueError(f"column {name!r} mixes strings with {type(odd).__name__} values such as {odd!r}")
+        return "categorical"  # e.g. an object column of Python bools or tuples
+    distinct = len(set(present))
+    if distinct > max_categories:
+        return "text"
+    mean_words = float(np.mean([len(v.split()) for v in present]))
+    if distinct >= TEXT_DISTINCT_SHARE * len(present) and mean_words >= TEXT_MEAN_WORDS:
+        return "text"
+    return "categorical"
+
+
+def infer_column_kinds(frame: pd.DataFrame, max_categories: int = 100) -> dict:
+    """``{column: kind}`` for every column of ``frame``, in column order."""
+    return {column: infer_column_kind(frame[column], max_categories) for column in frame.columns}

@@ -1,0 +1,439 @@
+"""Mixed inputs: one DataFrame of text, image and table columns as one token sequence.
+
+:class:`MixedTokenizer` routes columns to the text, image and table tokenizers the way
+scikit-learn's ``ColumnTransformer`` routes them to transformers, and
+:class:`MixedEmbedder` concatenates their token sequences, so that in the encoder a
+description's words, a photo's patches and the price cell attend to each other (early
+fusion).
+
+Layout of one row (``d`` = ``d_model``)::
+
+    [CLS] | words of text column 1 | words of text column 2 | patches of image column 1 | cells
+
+- every text and image column is a *segment* of its own, with a learned column
+  embedding added to all its tokens (table cells already carry per-column identities);
+- positions restart in every text segment (learned, one table per text tokenizer), and
+  image patches keep the 2-D grid positions of their embedder, so "the 3rd word of
+  the title" means the same in every row whatever the other columns hold;
+- several columns of one kind share one tokenizer (one vocabulary, one patch
+  embedder), fitted on the values of all those columns;
+- a missing text (None/NaN) or a missing image (None) masks every token of that
+  segment in that row: the encoder never sees made-up content. Missing *cells* of
+  table columns keep the table tokenizer's learned per-column missing tokens.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.base import clone
+from sklearn.utils.metaestimators import _BaseComposition
+from sklearn.utils.validation import check_is_fitted
+from torch import nn
+
+from .base import BaseTokenizer
+from .detect import _is_missing, infer_column_kinds
+from .image import PatchTokenizer
+from .tabular import TabularTokenizer
+from .text import WordPieceTokenizer
+
+__all__ = ["MixedTokenizer", "MixedEmbedder"]
+
+#: separates a segment's key from the sub-tokenizer's array name in the batch dict
+SEPARATOR = "/"
+
+
+def _kind_of(tokenizer) -> str:
+    """``"text"`` and ``"image"`` tokenizers read one column at a time; others a frame."""
+    if isinstance(tokenizer, WordPieceTokenizer):
+        return "text"
+    if isinstance(tokenizer, PatchTokenizer):
+        return "image"
+    return "table"
+
+
+class MixedTokenizer(_BaseComposition, BaseTokenizer):
+    """Route DataFrame columns to text, image and table tokenizers; one sequence out.
+
+    Parameters
+    ----------
+    transformers : list of (name, tokenizer, columns) or None, default=None
+        ColumnTransformer-style routing. ``tokenizer`` is an unfitted tabformer
+        tokenizer (or a name such as ``"wordpiece"``), ``columns`` a list of column
+        names. Every column of ``X`` must be routed exactly once. ``None`` detects each
+        column's kind (see :mod:`tabformer.tokenizers.detect`) and routes text columns
+        to ``text``, image columns to ``image`` and the rest to ``table``.
+    text, image, table : tokenizer or None, default=None
+        Templates for auto-detected columns (cloned at ``fit``); ``None`` means
+        ``WordPieceTokenizer()``, ``PatchTokenizer()``, ``TabularTokenizer()``. Their
+        parameters route as ``image__patch_size=8`` (``tokenizer__image__patch_size``
+        on an estimator).
+    max_categories : int, default=100
+        Auto-detection: a string column with more distinct values is text.
+
+    Attributes
+    ----------
+    column_kinds_ : dict of str to str
+        Kind used for each column: ``"text"``, ``"image"``, ``"categorical"`` or
+        ``"numeric"``; print it to see what ``"auto"`` chose.
+    transformers_ : list of (name, fitted tokenizer, columns)
+    segments_ : list of (key, name, column or None)
+        The token segments in sequence order; ``column`` is None for the table
+        segment, which holds one token per table column.
+    feature_names_in_ : ndarray of str
+    n_features_in_ : int
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> X = pd.DataFrame({
+    ...     "title": ["red wool hat", "blue cotton shirt", None, "green silk scarf"],
+    ...     "photo": [np.zeros((8, 8), np.uint8)] * 4,
+    ...     "brand": ["a", "b", "a", "c"],
+    ...     "price": [10.0, 25.0, 7.5, None]})
+    >>> tok = MixedTokenizer(text=WordPieceTokenizer(vocab_size=40, min_frequency=1)).fit(X)
+    >>> tok.column_kinds_
+    {'title': 'text', 'photo': 'image', 'brand': 'categorical', 'price': 'numeric'}
+    >>> tok.transform(X)["text:title/present"].tolist()
+    [True, True, False, True]
+    """
+
+    default_positions = None  # text segments get their own positions in the embedder
+
+    def __init__(self, transformers=None, *, text=None, image=None, table=None, max_categories=100):
+        self.transformers = transformers
+        self.text = text
+        self.image = image
+        self.table = table
+        self.max_categories = max_categories
+
+    # ------------------------------------------------------------- params
+    @property
+    def _transformers(self):
+        return [(name, tokenizer) for name, tokenizer, _ in (self.transformers or [])]
+
+    @_transformers.setter
+    def _transformers(self, value):
+        self.transformers = [(name, tokenizer, columns) for (name, tokenizer), (_, _, columns) in zip(value, self.transformers)]
+
+    def get_params(self, deep=True):
+        if self.transformers is None:
+            return BaseTokenizer.get_params(self, deep=deep)
+        return self._get_params("_transformers", deep=deep)
+
+    def set_params(self, **params):
+        if self.transformers is None:
+            return BaseTokenizer.set_params(self, **params)
+        self._set_params("_transformers", **params)
+        return self
+
+    # ------------------------------------------------------------- routing
+    def _routing(self, frame: pd.DataFrame) -> list:
+        """``[(name, unfitted tokenizer clone, columns)]`` for ``frame``."""
+        from . import TOKENIZERS
+
+        if self.transformers is None:
+            if not isinstance(self.max_categories, numbers.Integral) or self.max_categories < 1:
+                raise ValueError(f"max_categories must be a positive int, got {self.max_categories!r}")
+            kinds = infer_column_kinds(frame, self.max_categories)
+            by_kind = {kind: [c for c, k in kinds.items() if k == kind] for kind in ("text", "image", "categorical", "numeric")}
+            routing = []
+            if by_kind["text"]:
+                routing.append(("text", clone(self.text) if self.text is not None else WordPieceTokenizer(), by_kind["text"]))
+            if by_kind["image"]:
+                routing.append(("image", clone(self.image) if self.image is not None else PatchTokenizer(), by_kind["image"]))
+            table_columns = [c for c in frame.columns if kinds[c] in ("categorical", "numeric")]
+            if table_columns:
+                table = clone(self.table) if self.table is not None else TabularTokenizer()
+                if isinstance(table, TabularTokenizer):
+                    # Detection already decided; a user's explicit lists still win.
+                    if table.categorical_columns is None:
+                        table.set_params(categorical_columns=[c for c in table_columns if kinds[c] == "categorical"])
+                    if table.numeric_columns is None:
+                        table.set_params(numeric_columns=[c for c in table_columns if kinds[c] == "numeric"])
+                routing.append(("table", table, table_columns))
+            return routing
+
+        if not isinstance(self.transformers, (list, tuple)) or not self.transformers:
+            raise ValueError("transformers must be a non-empty list of (name, tokenizer, columns) or None")
+        routing, seen, names = [], {}, set()
+        for entry in self.transformers:
+            if not (isinstance(entry, tuple) and len(entry) == 3):
+                raise ValueError(f"each transformer must be a (name, tokenizer, columns) tuple, got {entry!r}")
+            name, tokenizer, columns = entry
+            if not isinstance(name, str) or not name or SEPARATOR in name or ":" in name or "__" in name:
+                raise ValueError(f"transformer name {name!r} must be a non-empty str without '/', ':' or '__'")
+            if name in names:
+                raise ValueError(f"transformer name {name!r} is used twice")
+            names.add(name)
+            if isinstance(tokenizer, str):
+                if tokenizer not in TOKENIZERS:
+                    raise ValueError(f"transformer {name!r}: unknown tokenizer {tokenizer!r}; choose one of {sorted(TOKENIZERS)}")
+                tokenizer = TOKENIZERS[tokenizer]()
+            elif not isinstance(tokenizer, BaseTokenizer):
+                raise TypeError(f"transformer {name!r}: expected a tabformer tokenizer or its name, got {type(tokenizer).__name__}")
+            columns = [columns] if isinstance(columns, str) else list(columns)
+            if not columns:
+                raise ValueError(f"transformer {name!r} has no columns")
+            absent = [c for c in columns if c not in frame.columns]
+            if absent:
+                raise ValueError(f"transformer {name!r} names column(s) {absent} that X does not have; X has {list(frame.columns)}")
+            for column in columns:
+                if column in seen:
+                    raise ValueError(f"column {column!r} is routed twice: to {seen[column]!r} and to {name!r}")
+                seen[column] = name
+            routing.append((name, clone(tokenizer), columns))
+        unrouted = [c for c in frame.columns if c not in seen]
+        if unrouted:
+            raise ValueError(f"column(s) {unrouted} are not routed to any tokenizer; add them to `transformers` or drop them from X")
+        return routing
+
+    # ----------------------------------------------------------------- fit
+    def fit(self, X, y=None):
+        """Detect or check the routing, then fit every sub-tokenizer on its columns.
+
+        Parameters
+        ----------
+        X : DataFrame of shape (n_samples, n_columns)
+        y : ignored
+
+        Returns
+        -------
+        self
+        """
+        frame = self._check_frame(X)
+        self.feature_names_in_ = np.asarray(frame.columns, dtype=object)
+        self.n_features_in_ = frame.shape[1]
+        self.transformers_, self.segments_, self.column_kinds_ = [], [], {}
+        for name, tokenizer, columns in self._routing(frame):
+            kind = _kind_of(tokenizer)
+            if kind == "table":
+                tokenizer.fit(frame[columns])
+                self.segments_.append((name, name, None))
+                categorical = set(getattr(tokenizer, "categorical_columns_", []))
+                for column in columns:
+                    self.column_kinds_[column] = "categorical" if column in categorical else "numeric"
+            else:
+                values = [v for c in columns for v in self._column_values(frame, c, kind, fitting=True) if v is not None]
+                if not values:
+                    raise ValueError(f"{kind} column(s) {columns} hold no value at fit time (all missing)")
+                self._with_column_context(columns, lambda: tokenizer.fit(values))
+                for column in columns:
+                    self.segments_.append((f"{name}:{column}", name, column))
+                    self.column_kinds_[column] = kind
+            self.transformers_.append((name, tokenizer, columns))
+        self.column_kinds_ = {c: self.column_kinds_[c] for c in frame.columns}
+        return self
+
+    @staticmethod
+    def _check_frame(X) -> pd.DataFrame:
+        if not isinstance(X, pd.DataFrame):
+            raise TypeError(
+                f"MixedTokenizer reads a pandas DataFrame (one column per input), got {type(X).__name__}"
+            )
+        if X.shape[0] == 0:
+            raise ValueError("X has 0 rows; at least 1 is required")
+        bad = [c for c in X.columns if not isinstance(c, str)]
+        if bad:
+            raise ValueError(f"column names must be str, got {bad[:3]}")
+        return X
+
+    @staticmethod
+    def _column_values(frame, column, kind, fitting=False) -> list:
+        """The column's cells, ``None`` where missing; non-text values in a text column raise."""
+        values = [None if _is_missing(v) else v for v in frame[column].tolist()]
+        if kind == "text":
+            wrong = next(((i, v) for i, v in enumerate(values) if v is not None and not isinstance(v, str)), None)
+            if wrong is not None:
+                raise ValueError(f"text column {column!r} holds a {type(wrong[1]).__name__} at row {wrong[0]}: {wrong[1]!r}")
+        return values
+
+    @staticmethod
+    def _with_column_context(columns, call):
+        try:
+            return call()
+        except ValueError as error:
+            raise ValueError(f"column(s) {columns}: {error}") from None
+
+    # ------------------------------------------------------------ transform
+    def transform(self, X) -> dict:
+        """Tokenize every segment.
+
+        Parameters
+        ----------
+        X : DataFrame with the columns seen in ``fit`` (any order)
+
+        Returns
+        -------
+        dict of ndarray keyed ``"<segment>/<array>"``: each sub-tokenizer's arrays for
+        its segment, plus ``"<segment>/present"`` (bool, (n_samples,)) for text and image
+        segments, False where the cell is missing.
+        """
+        check_is_fitted(self, "transformers_")
+        frame = self._check_frame(X)
+        missing = [c for c in self.feature_names_in_ if c not in frame.columns]
+        extra = [c for c in frame.columns if c not in set(self.feature_names_in_)]
+        if missing or extra:
+            raise ValueError(
+                f"X does not have the columns seen in fit: missing {missing}, unexpected {extra}. "
+                f"Fitted columns: {list(self.feature_names_in_)}"
+            )
+        batch = {}
+        segments = iter(self.segments_)
+        for name, tokenizer, columns in self.transformers_:
+            kind = _kind_of(tokenizer)
+            if kind == "table":
+                key, _, _ = next(segments)
+                out = tokenizer.transform(frame[columns])
+                batch.update({f"{key}{SEPARATOR}{k}": v for k, v in out.items()})
+                continue
+            for column in columns:
+                key, _, _ = next(segments)
+                values = self._column_values(frame, column, kind)
+                present = np.array([v is not None for v in values])
+                values = [v if v is not None else self._placeholder(tokenizer, kind) for v in values]
+                out = self._with_column_context([column], lambda: tokenizer.transform(values))
+                batch.update({f"{key}{SEPARATOR}{k}": v for k, v in out.items()})
+                batch[f"{key}{SEPARATOR}present"] = present
+        return batch
+
+    @staticmethod
+    def _placeholder(tokenizer, kind):
+        """What a missing cell is tokenized as before its segment is masked out."""
+        if kind == "text":
+            return ""
+        height, width = tokenizer.image_size_
+        return np.zeros((height, width, tokenizer.n_channels_), dtype=np.uint8)
+
+    # --------------------------------------------------------------- device
+    def build_embedder(self, d_model: int) -> "MixedEmbedder":
+        """A :class:`MixedEmbedder` holding one embedder per sub-tokenizer."""
+        check_is_fitted(self, "transformers_")
+        embedders, max_lengths, kinds = {}, {}, {}
+        for name, tokenizer, _ in self.transformers_:
+            embedders[name] = tokenizer.build_embedder(d_model)
+            kinds[name] = _kind_of(tokenizer)
+            if kinds[name] == "text":
+                max_lengths[name] = int(tokenizer.max_length)
+        return MixedEmbedder(self.segments_, kinds, embedders, max_lengths, d_model)
+
+    def describe_tokens(self, batch: dict) -> list:
+        """For each row, ``[(position, column, label), ...]`` of its real tokens.
+
+        ``position`` indexes the encoder's token sequence (CLS excluded), as laid out in
+        eval mode; ``label`` is a sub-word, a patch ``"r{i}c{j}"`` or a table column name.
+        """
+        check_is_fitted(self, "transformers_")
+        tokenizers = {name: tokenizer for name, tokenizer, _ in self.transformers_}
+        n_rows = len(next(iter(batch.values())))
+        rows = [[] for _ in range(n_rows)]
+        offset = 0
+        for key, name, column in self.segments_:
+            tokenizer = tokenizers[name]
+            arrays = {k[len(key) + 1:]: v for k, v in batch.items() if k.startswith(key + SEPARATOR)}
+            kind = _kind_of(tokenizer)
+            if kind == "table":
+                names = list(tokenizer.get_feature_names_out())
+                for row in rows:
+                    row.extend((offset + j, label, label) for j, label in enumerate(names))
+                offset += len(names)
+                continue
+            present = np.asarray(arrays["present"], dtype=bool)
+            if kind == "text":
+                ids, mask = np.asarray(arrays["input_ids"]), np.asarray(arrays["attention_mask"], dtype=bool)
+                for i, row in enumerate(rows):
+                    if present[i]:
+                        positions = np.flatnonzero(mask[i])
+                        labels = tokenizer.convert_ids_to_tokens(ids[i][positions])
+                        row.extend((offset + int(p), column, label) for p, label in zip(positions, labels))
+                offset += ids.shape[1]
+            else:
+                labels = tokenizer.get_feature_names_out()
+                for i, row in enumerate(rows):
+                    if present[i]:
+                        row.extend((offset + j, column, str(label)) for j, label in enumerate(labels))
+                offset += len(labels)
+        return rows
+
+    def get_feature_names_out(self, input_features=None):
+        check_is_fitted(self, "transformers_")
+        return np.asarray(self.feature_names_in_, dtype=object)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.two_d_array = False
+        return tags
+
+
+class MixedEmbedder(nn.Module):
+    """Embed every segment and concatenate them into one ``(B, T, D)`` sequence.
+
+    Parameters
+    ----------
+    segments : list of (key, name, column or None)
+        From :attr:`MixedTokenizer.segments_`, in sequence order.
+    kinds : dict of str to {"text", "image", "table"}
+        Kind of each sub-tokenizer ``name``.
+    embedders : dict of str to nn.Module
+        One embedder per sub-tokenizer, shared by all of its columns.
+    max_lengths : dict of str to int
+        Text tokenizers' ``max_length``: size of their position tables.
+    d_model : int
+    """
+
+    def __init__(self, segments, kinds, embedders, max_lengths, d_model):
+        super().__init__()
+        self.segments = [tuple(s) for s in segments]
+        self.kinds = dict(kinds)
+        self.names = list(embedders)
+        # ModuleDict keys may not contain "."; index them instead of using user names.
+        self.embedders = nn.ModuleList(embedders[name] for name in self.names)
+        self.text_positions = nn.ParameterDict(
+            {f"t{self.names.index(name)}": nn.Parameter(torch.randn(length, d_model) * 0.02) for name, length in max_lengths.items()}
+        )
+        n_columns = sum(1 for _, name, column in self.segments if column is not None)
+        self.column_embedding = nn.Parameter(torch.randn(max(n_columns, 1), d_model) * 0.02)
+
+    @property
+    def group_names(self) -> list:
+        """Sub-tokenizer names, in the order :meth:`forward_groups` returns them."""
+        return list(self.names)
+
+    def forward_segments(self, **batch) -> list:
+        """``[(name, tokens (B, T_s, D), mask (B, T_s)), ...]`` for every segment, in order."""
+        out, column_index = [], 0
+        for key, name, column in self.segments:
+            prefix = key + SEPARATOR
+            arrays = {k[len(prefix):]: v for k, v in batch.items() if k.startswith(prefix)}
+            present = arrays.pop("present", None)
+            index = self.names.index(name)
+            tokens, mask = self.embedders[index](**arrays)
+            if mask is None:
+                mask = torch.ones(tokens.shape[:2], dtype=torch.bool, device=tokens.device)
+            if self.kinds[name] == "text":
+                tokens = tokens + self.text_positions[f"t{index}"][: tokens.shape[1]].to(tokens.dtype)
+            if column is not None:
+                tokens = tokens + self.column_embedding[column_index].to(tokens.dtype)
+                column_index += 1
+            if present is not None:
+                mask = mask & present.bool()[:, None]
+            out.append((name, tokens, mask))
+        return out
+
+    def forward_groups(self, **batch) -> list:
+        """One ``(tokens, mask)`` per sub-tokenizer (its segments concatenated): late fusion's input."""
+        grouped = {name: [] for name in self.names}
+        for name, tokens, mask in self.forward_segments(**batch):
+            grouped[name].append((tokens, mask))
+        return [
+            (torch.cat([t for t, _ in parts], dim=1), torch.cat([m for _, m in parts], dim=1))
+            for parts in grouped.values()
+        ]
+
+    def forward(self, **batch):
+        """``(tokens (B, T, D), mask (B, T))`` of all segments, concatenated (early fusion)."""
+        parts = self.forward_segments(**batch)
+        return torch.cat([t for _, t, _ in parts], dim=1), torch.cat([m for _, _, m in parts], dim=1)
