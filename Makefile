@@ -24,12 +24,16 @@ $(STAMP): pyproject.toml Makefile | $(PY)
 
 install: $(STAMP)
 
-# Debian-packaged datasets (Fashion-MNIST, fortunes); needs root, skipped otherwise.
+# Debian-packaged datasets (Fashion-MNIST, fortunes, Noto colour emoji + emoji-test.txt);
+# needs root, skipped otherwise.
+APT_DATA_PACKAGES := dataset-fashion-mnist fortunes fonts-noto-color-emoji unicode-data
 data-apt:
-	@if [ -d /usr/share/datasets/fashion-mnist ] && [ -d /usr/share/games/fortunes ]; then exit 0; \
+	@if [ -d /usr/share/datasets/fashion-mnist ] && [ -d /usr/share/games/fortunes ] \
+	  && [ -f /usr/share/unicode/emoji/emoji-test.txt ] \
+	  && [ -f /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ]; then exit 0; \
 	elif [ "$$(id -u)" = "0" ]; then \
-	  apt-get update -qq && apt-get install -y -qq --no-install-recommends dataset-fashion-mnist fortunes >/dev/null; \
-	else echo "note: run as root (or sudo apt-get install dataset-fashion-mnist fortunes) for the image/text corpora"; fi
+	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $(APT_DATA_PACKAGES) >/dev/null; \
+	else echo "note: run as root (or sudo apt-get install $(APT_DATA_PACKAGES)) for the image/text/emoji corpora"; fi
 
 demo: install
 	$(PY) examples/adult_demo.py
