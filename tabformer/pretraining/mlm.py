@@ -17,9 +17,10 @@ from torch import nn
 
 from .._data import TensorDictDataset
 from ..tokenizers.base import MASK, SPECIAL_TOKENS
+from ..tokenizers.mixed import MixedTokenizer
 from . import register_objective
 
-__all__ = ["MaskedTokenModeling", "MaskedTokenDataset", "MaskedTokenModule"]
+__all__ = ["MaskedTokenModeling", "MaskedTokenDataset", "MaskedTokenModule", "mask_tokens"]
 
 #: label of positions that take no part in the loss
 IGNORE_INDEX = -100
@@ -47,22 +48,42 @@ class MaskedTokenDataset(TensorDictDataset):
         self.mask_prob = mask_prob
         self.mask_token_prob = mask_token_prob
         self.random_token_prob = random_token_prob
-        self.generator = torch.Generator()
-        self.generator.manual_seed(int(torch.randint(2**62, ()).item()) if random_state is None else int(random_state))
+        self.generator = make_generator(random_state)
 
     def __getitems__(self, indices):
         X, y = super().__getitems__(indices)
-        ids = X["input_ids"].clone()
+        ids = X["input_ids"]
         candidates = X["attention_mask"].bool() & (ids >= _N_SPECIAL)
-        draw = torch.rand(ids.shape, generator=self.generator)
-        chosen = candidates & (draw < self.mask_prob)
-        labels = torch.where(chosen, ids, torch.full_like(ids, IGNORE_INDEX))
-        kind = torch.rand(ids.shape, generator=self.generator)
-        ids[chosen & (kind < self.mask_token_prob)] = MASK
-        random = chosen & (kind >= self.mask_token_prob) & (kind < self.mask_token_prob + self.random_token_prob)
-        replacement = torch.randint(_N_SPECIAL, self.vocab_size, ids.shape, generator=self.generator)
-        ids = torch.where(random, replacement, ids)
+        ids, labels = mask_tokens(
+            ids, candidates, self.vocab_size, self.mask_prob, self.mask_token_prob, self.random_token_prob, self.generator
+        )
         return dict(X, input_ids=ids, mlm_labels=labels), y
+
+
+def make_generator(random_state=None) -> torch.Generator:
+    """A private torch generator seeded from ``random_state`` (``None``: from the global RNG)."""
+    generator = torch.Generator()
+    generator.manual_seed(int(torch.randint(2**62, ()).item()) if random_state is None else int(random_state))
+    return generator
+
+
+def mask_tokens(ids, candidates, vocab_size, mask_prob, mask_token_prob, random_token_prob, generator):
+    """BERT's corruption of a (B, T) id batch; returns ``(corrupted ids, labels)``.
+
+    Each ``candidates`` position is chosen with probability ``mask_prob``; a chosen id
+    becomes ``[MASK]`` (``mask_token_prob``), a random non-special id below
+    ``vocab_size`` (``random_token_prob``) or stays. ``labels`` hold the original id at
+    chosen positions and ``IGNORE_INDEX`` elsewhere. ``ids`` is not modified.
+    """
+    ids = ids.clone()
+    draw = torch.rand(ids.shape, generator=generator)
+    chosen = candidates & (draw < mask_prob)
+    labels = torch.where(chosen, ids, torch.full_like(ids, IGNORE_INDEX))
+    kind = torch.rand(ids.shape, generator=generator)
+    ids[chosen & (kind < mask_token_prob)] = MASK
+    random = chosen & (kind >= mask_token_prob) & (kind < mask_token_prob + random_token_prob)
+    replacement = torch.randint(_N_SPECIAL, int(vocab_size), ids.shape, generator=generator)
+    return torch.where(random, replacement, ids), labels
 
 
 class MaskedTokenModule(nn.Module):
@@ -108,6 +129,14 @@ class MaskedTokenModeling:
         Share of chosen tokens replaced by a random non-special token; the rest stay.
     tie_weights : bool, default=True
         Output layer shares the input word embeddings.
+
+    Notes
+    -----
+    With a :class:`~tabformer.tokenizers.MixedTokenizer` (a DataFrame with text, image
+    and table columns), the dataset and loss module come from
+    :mod:`tabformer.pretraining.mixed`: text words are masked as above and categorical
+    cells with the same ``mask_prob`` (see
+    :class:`~tabformer.pretraining.mixed.MixedMaskedTokenDataset`).
     """
 
     def __init__(self, mask_prob=0.15, mask_token_prob=0.8, random_token_prob=0.1, tie_weights=True):
@@ -117,6 +146,14 @@ class MaskedTokenModeling:
         self.tie_weights = tie_weights
 
     def _check(self, tokenizer):
+        self._check_probabilities()
+        if not hasattr(tokenizer, "vocab_size_"):
+            raise TypeError(
+                f"objective='mlm' masks discrete token ids and needs a vocabulary tokenizer "
+                f"(e.g. tokenizer='wordpiece'); got {type(tokenizer).__name__}"
+            )
+
+    def _check_probabilities(self):
         for name in ("mask_prob", "mask_token_prob", "random_token_prob"):
             value = getattr(self, name)
             if not isinstance(value, numbers.Real) or not 0 <= value <= 1:
@@ -128,19 +165,26 @@ class MaskedTokenModeling:
                 f"objective__mask_token_prob + objective__random_token_prob = "
                 f"{self.mask_token_prob + self.random_token_prob} exceeds 1"
             )
-        if not hasattr(tokenizer, "vocab_size_"):
-            raise TypeError(
-                f"objective='mlm' masks discrete token ids and needs a vocabulary tokenizer "
-                f"(e.g. tokenizer='wordpiece'); got {type(tokenizer).__name__}"
-            )
 
     def make_dataset(self, batch, tokenizer, random_state=None) -> MaskedTokenDataset:
         """Dataset of the tokenized rows, masked afresh at every access."""
+        if isinstance(tokenizer, MixedTokenizer):
+            from .mixed import MixedMaskedTokenDataset
+
+            self._check_probabilities()
+            return MixedMaskedTokenDataset(
+                batch, tokenizer, self.mask_prob, self.mask_token_prob, self.random_token_prob, random_state
+            )
         self._check(tokenizer)
         return MaskedTokenDataset(batch, tokenizer.vocab_size_, self.mask_prob, self.mask_token_prob, self.random_token_prob, random_state)
 
     def build_module(self, tokenizer, embedder, encoder) -> MaskedTokenModule:
         """The loss module sharing ``embedder`` and ``encoder``, with a masked-token head."""
+        if isinstance(tokenizer, MixedTokenizer):
+            from .mixed import MixedMaskedTokenModule
+
+            self._check_probabilities()
+            return MixedMaskedTokenModule(embedder, encoder, self.tie_weights)
         self._check(tokenizer)
         if not hasattr(embedder, "word_embeddings"):
             raise TypeError(f"objective='mlm' needs an embedder with word_embeddings, got {type(embedder).__name__}")

@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from ..tokenizers.mixed import MixedTokenizer
 from . import register_objective
 from .augment import TwoViewDataset, image_augmentation
 
@@ -102,11 +103,25 @@ class SimCLR:
     projection_batch_norm : bool, default=True
     crop_scale, crop_ratio, flip_p, jitter_p, brightness, contrast, saturation, hue, grayscale_p, blur_p, blur_sigma, blur_kernel
         Augmentation settings, see :func:`~tabformer.pretraining.augment.image_augmentation`.
+    corruption_rate : float, default=0.3
+        Mixed rows only: share of table cells replaced, in each view, by the same
+        column's value in a random row (SCARF).
+    text_mask_prob : float, default=0.15
+        Mixed rows only: share of real words replaced by ``[MASK]`` in each view.
+    text_crop : float, default=0.7
+        Mixed rows only: each view keeps a random contiguous span of at least this
+        share of a text's words.
 
     Notes
     -----
     ``drop_last = True`` asks the pretrainer's training loader to drop the last, smaller
     batch: a batch of a few images has too few negatives and gives noisy gradients.
+
+    With a :class:`~tabformer.tokenizers.MixedTokenizer` (a DataFrame with text, image
+    and table columns) the views come from
+    :class:`~tabformer.pretraining.mixed.MixedTwoViewDataset`: every image column is
+    augmented as above, table cells and texts as described by the three mixed-only
+    parameters.
     """
 
     drop_last = True
@@ -129,6 +144,9 @@ class SimCLR:
         blur_p=0.5,
         blur_sigma=(0.1, 2.0),
         blur_kernel=3,
+        corruption_rate=0.3,
+        text_mask_prob=0.15,
+        text_crop=0.7,
     ):
         self.temperature = temperature
         self.projection_dim = projection_dim
@@ -146,6 +164,9 @@ class SimCLR:
         self.blur_p = blur_p
         self.blur_sigma = blur_sigma
         self.blur_kernel = blur_kernel
+        self.corruption_rate = corruption_rate
+        self.text_mask_prob = text_mask_prob
+        self.text_crop = text_crop
 
     _AUGMENT = (
         "crop_scale", "crop_ratio", "flip_p", "jitter_p", "brightness", "contrast", "saturation",
@@ -167,7 +188,14 @@ class SimCLR:
         )
 
     def make_dataset(self, batch, tokenizer, random_state=None) -> TwoViewDataset:
-        """Dataset of two fresh views per image (``batch["pixels"]``, (N, C, H, W) in [0, 1])."""
+        """Dataset of two fresh views per image (``batch["pixels"]``, (N, C, H, W) in [0, 1])
+        or, for a :class:`~tabformer.tokenizers.MixedTokenizer`, per mixed row."""
+        if isinstance(tokenizer, MixedTokenizer):
+            from .mixed import MixedTwoViewDataset
+
+            return MixedTwoViewDataset(
+                batch, tokenizer, self.make_transform, self.corruption_rate, self.text_mask_prob, self.text_crop, random_state
+            )
         return TwoViewDataset(batch["pixels"], self.make_transform(tokenizer), random_state)
 
     def build_module(self, tokenizer, embedder, encoder) -> SimCLRModule:
@@ -176,4 +204,8 @@ class SimCLR:
             raise ValueError(f"temperature must be > 0, got {self.temperature!r}")
         d_model = encoder.d_model
         head = ProjectionHead(d_model, self.projection_hidden or d_model, self.projection_dim, self.projection_batch_norm)
+        if isinstance(tokenizer, MixedTokenizer):
+            from .mixed import MixedSimCLRModule
+
+            return MixedSimCLRModule(embedder, encoder, head, self.temperature)
         return SimCLRModule(embedder, encoder, head, self.temperature)
