@@ -77,8 +77,11 @@ class TabFormerPretrainer(_TabFormerNet, TransformerMixin, NeuralNet):
     Parameters
     ----------
     objective : str, default="mlm"
-        Name in :data:`tabformer.pretraining.OBJECTIVES` (``"mlm"``: masked tokens for
-        text; ``"simclr"``: contrastive views for images). Its parameters route as
+        Name in :data:`tabformer.pretraining.OBJECTIVES`. ``"mlm"``: masked tokens for
+        text, and on mixed DataFrames also masked categorical cells. ``"simclr"``:
+        contrastive views of images, and of mixed rows (image augmentations, random
+        cell corruption of table columns, masking and cropping of text; see
+        :mod:`tabformer.pretraining.mixed`). Its parameters route as
         ``objective__<name>`` (e.g. ``objective__mask_prob=0.15``).
     tokenizer : str or tokenizer instance, default="auto"
         As the classifier's; ``"auto"`` picks WordPiece for a list/Series of str.

@@ -1,0 +1,272 @@
+"""Mixed inputs: column routing, kind detection, one sequence, masking, late fusion, explain."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from sklearn.base import clone
+
+from tabformer import TabFormerClassifier, TabFormerRegressor
+from tabformer.model import LateFusionModel, TabFormerModel
+from tabformer.tokenizers import (
+    MixedTokenizer,
+    PatchTokenizer,
+    TabularTokenizer,
+    WordPieceTokenizer,
+    infer_column_kinds,
+    make_tokenizer,
+)
+from tabformer.tokenizers.detect import infer_column_kind
+
+WORDS = ["red", "blue", "green", "wool", "silk", "hat", "shirt", "scarf", "big", "small", "old", "new"]
+
+
+def _frame(n=96, seed=0):
+    """Label = bright photo, a 'good' word in the title, or brand 'a'; each modality carries signal."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    titles = [" ".join(rng.choice(WORDS, 3)) + (" good" if t else " poor") for t in y]
+    photos = [
+        (np.full((8, 8), 180 if t else 40) + rng.integers(0, 40, (8, 8))).astype(np.uint8) for t in y
+    ]
+    X = pd.DataFrame({
+        "title": titles,
+        "photo": photos,
+        "brand": np.where(y == 1, "a", rng.choice(["b", "c"], n)),
+        "price": rng.normal(size=n) + y,
+    })
+    X.loc[3, "title"] = None
+    X.at[5, "photo"] = None
+    return X, y
+
+
+TINY = dict(
+    max_epochs=3, verbose=0, random_state=0, batch_size=32,
+    encoder__d_model=16, encoder__n_layers=1, encoder__n_heads=2,
+    tokenizer__text__vocab_size=60, tokenizer__text__min_frequency=1,
+)
+
+
+@pytest.fixture(scope="module")
+def mixed():
+    return _frame()
+
+
+# ------------------------------------------------------------------ detection
+def test_detection_rules():
+    n = 200
+    frame = pd.DataFrame({
+        "sentence": [f"review number {i} was fine" for i in range(n)],          # distinct, many words
+        "job": [f"title{i % 150}" for i in range(n)],                          # > max_categories distinct
+        "status": np.resize(["Fully Paid", "Current", "Charged Off"], n),      # spaces, few values
+        "state": pd.Series(np.resize(["CA", "NY"], n), dtype="string"),        # pandas string dtype
+        "grade": pd.Categorical(np.resize(["a b c", "d e f"], n)),             # category: the user's choice
+        "flag": np.resize([True, False], n),
+        "count": np.arange(n),
+        "price": np.linspace(0, 1, n),
+        "image": [np.zeros((4, 4, 3), np.uint8)] * n,
+        "path": [f"img/{i}.png" for i in range(n)],
+    })
+    kinds = infer_column_kinds(frame)
+    assert kinds == {
+        "sentence": "text", "job": "text", "status": "categorical", "state": "categorical",
+        "grade": "categorical", "flag": "categorical", "count": "numeric", "price": "numeric",
+        "image": "image", "path": "image",
+    }
+    assert infer_column_kind(frame["job"], max_categories=500) == "categorical"
+
+
+@pytest.mark.parametrize(
+    "column, message",
+    [
+        (pd.Series(pd.date_range("2020", periods=3), name="when"), "'when' has dtype datetime64"),
+        (pd.Series([None, None, None], name="empty"), "'empty' holds only missing values"),
+        (pd.Series(["a", 1, "b"], name="odd"), "'odd' mixes strings with int"),
+        (pd.Series([np.zeros((2, 2)), "x", None], name="pic"), "'pic' mixes images"),
+    ],
+)
+def test_detection_errors_name_the_column(column, message):
+    with pytest.raises(ValueError, match=message):
+        infer_column_kind(column)
+
+
+def test_auto_picks_mixed_only_with_text_or_images(mixed):
+    X, _ = mixed
+    assert isinstance(make_tokenizer("auto", X), MixedTokenizer)
+    assert isinstance(make_tokenizer("auto", X[["brand", "price"]]), TabularTokenizer)
+
+
+# ------------------------------------------------------------------- tokenizer
+def test_fitted_routing_and_one_sequence(mixed):
+    X, _ = mixed
+    tok = MixedTokenizer(text=WordPieceTokenizer(vocab_size=60, min_frequency=1)).fit(X)
+    assert tok.column_kinds_ == {"title": "text", "photo": "image", "brand": "categorical", "price": "numeric"}
+    assert [name for name, _, _ in tok.transformers_] == ["text", "image", "table"]
+    batch = tok.transform(X)
+    assert batch["text:title/present"][3] == False  # noqa: E712
+    assert batch["image:photo/present"][5] == False  # noqa: E712
+    assert batch["image:photo/pixels"].shape == (len(X), 1, 8, 8)
+    embedder = tok.build_embedder(16).eval()
+    with torch.no_grad():
+        tokens, mask = embedder(**{k: torch.as_tensor(v) for k, v in batch.items()})
+    n_text = batch["text:title/input_ids"].shape[1]
+    assert tokens.shape == (len(X), n_text + 4 + 2, 16)  # words + 2x2 patches + 2 cells
+    # Missing text / image: every token of that segment is masked; table cells stay.
+    assert not mask[3, :n_text].any() and mask[3, n_text:].all()
+    assert not mask[5, n_text : n_text + 4].any() and mask[5, : n_text].any()
+
+
+def test_masked_segment_content_is_ignored(mixed):
+    """A missing text or image is masked, not imputed: whatever its placeholder holds, the
+    CLS output is the same, while a present segment's content does matter."""
+    X, y = mixed
+    clf = TabFormerClassifier(**TINY).fit(X, y)
+    batch = clf.tokenizer_.transform(X.iloc[:8])
+    reference = clf.forward_features(batch)
+    scrambled = dict(batch)
+    scrambled["text:title/input_ids"] = np.where(batch["text:title/attention_mask"], 7, 0)
+    scrambled["image:photo/pixels"] = np.ones_like(batch["image:photo/pixels"])
+    changed = clf.forward_features(scrambled)
+    # Row 3 has no title, row 5 no photo: only their other segment changed.
+    np.testing.assert_allclose(changed[3], clf.forward_features({**batch, "image:photo/pixels": scrambled["image:photo/pixels"]})[3], atol=1e-5)
+    both_masked = {**scrambled, "text:title/present": np.zeros(8, bool), "image:photo/present": np.zeros(8, bool)}
+    only_table = {**batch, "text:title/present": np.zeros(8, bool), "image:photo/present": np.zeros(8, bool)}
+    np.testing.assert_allclose(clf.forward_features(both_masked), clf.forward_features(only_table), atol=1e-5)
+    assert not np.allclose(changed[0], reference[0], atol=1e-4)
+
+
+def test_explicit_transformers_and_param_routing(mixed):
+    X, y = mixed
+    tok = MixedTokenizer([
+        ("words", WordPieceTokenizer(vocab_size=60, min_frequency=1), ["title"]),
+        ("pics", PatchTokenizer(patch_size=8), ["photo"]),
+        ("cells", TabularTokenizer(), ["brand", "price"]),
+    ])
+    tok.set_params(pics__patch_size=4)
+    assert tok.get_params()["pics__patch_size"] == 4
+    fitted = clone(tok).fit(X)
+    assert [key for key, _, _ in fitted.segments_] == ["words:title", "pics:photo", "cells"]
+    assert fitted.transformers_[1][1].grid_shape_ == (2, 2)
+    clf = TabFormerClassifier(tokenizer=tok, tokenizer__pics__patch_size=8, **{k: v for k, v in TINY.items() if not k.startswith("tokenizer")})
+    clf.fit(X, y)
+    assert clf.tokenizer_.transformers_[1][1].grid_shape_ == (1, 1)
+
+
+def test_several_text_columns_share_one_vocabulary(mixed):
+    X, _ = mixed
+    X2 = X.assign(subtitle=[t.upper() if isinstance(t, str) else None for t in X["title"]])
+    tok = MixedTokenizer(text=WordPieceTokenizer(vocab_size=60, min_frequency=1)).fit(X2)
+    assert [key for key, _, _ in tok.segments_] == ["text:title", "text:subtitle", "image:photo", "table"]
+    batch = tok.transform(X2)
+    np.testing.assert_array_equal(batch["text:title/input_ids"][0], batch["text:subtitle/input_ids"][0])  # lower-cased
+    embedder = tok.build_embedder(8)
+    assert len(embedder.embedders) == 3  # one text embedder for both columns
+
+
+@pytest.mark.parametrize(
+    "transformers, message",
+    [
+        ([("t", "wordpiece", ["title"]), ("p", "patch", ["photo"])], r"\['brand', 'price'\] are not routed"),
+        ([("t", "wordpiece", ["title"]), ("u", "tabular", ["title", "brand", "price"]), ("p", "patch", ["photo"])], "'title' is routed twice"),
+        ([("t", "wordpiece", ["headline"])], r"names column\(s\) \['headline'\]"),
+        ([("a/b", "wordpiece", ["title"])], "must be a non-empty str without"),
+        ([("t", "bert", ["title"])], "unknown tokenizer 'bert'"),
+    ],
+)
+def test_bad_routing_is_named(mixed, transformers, message):
+    X, _ = mixed
+    with pytest.raises(ValueError, match=message):
+        MixedTokenizer(transformers).fit(X)
+
+
+def test_bad_input_errors(mixed):
+    X, _ = mixed
+    tok = MixedTokenizer(text=WordPieceTokenizer(vocab_size=60, min_frequency=1)).fit(X)
+    with pytest.raises(ValueError, match=r"missing \['price'\]"):
+        tok.transform(X.drop(columns="price"))
+    bad = X.copy()
+    bad["title"] = bad["title"].astype(object)
+    bad.at[0, "title"] = 3.5
+    with pytest.raises(ValueError, match="text column 'title' holds a float at row 0"):
+        tok.transform(bad)
+    bad = X.copy()
+    bad.at[0, "photo"] = np.zeros((9, 9), np.uint8)
+    with pytest.raises(ValueError, match=r"column\(s\) \['photo'\]: image 0 is 9x9"):
+        tok.transform(bad)
+    with pytest.raises(TypeError, match="reads a pandas DataFrame"):
+        tok.transform(X.to_numpy())
+
+
+# -------------------------------------------------------------- estimators
+def test_early_fusion_learns_and_round_trips(mixed, tmp_path):
+    import pickle
+
+    X, y = mixed
+    clf = TabFormerClassifier(**dict(TINY, max_epochs=15, validation_fraction=None)).fit(X, y)
+    assert isinstance(clf.module_, TabFormerModel)
+    assert clf.score(X, y) > 0.9
+    again = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_allclose(again.predict_proba(X), clf.predict_proba(X), atol=1e-6)
+
+
+def test_late_fusion_has_one_encoder_per_modality(mixed):
+    X, y = mixed
+    clf = TabFormerClassifier(fusion="late", **dict(TINY, max_epochs=15, validation_fraction=None)).fit(X, y)
+    assert isinstance(clf.module_, LateFusionModel)
+    assert len(clf.module_.encoders) == 3
+    first, second = clf.module_.encoders[0], clf.module_.encoders[1]
+    assert first.layers[0].attention.query.weight.data_ptr() != second.layers[0].attention.query.weight.data_ptr()
+    assert clf.score(X, y) > 0.9
+    with pytest.raises(ValueError, match="explain\\(\\) needs fusion='early'"):
+        clf.explain(X.iloc[:2])
+
+
+def test_fusion_errors(mixed):
+    X, y = mixed
+    with pytest.raises(ValueError, match="fusion must be 'early' or 'late'"):
+        TabFormerClassifier(fusion="middle", **TINY).fit(X, y)
+    with pytest.raises(ValueError, match="fusion='late' needs mixed inputs"):
+        TabFormerClassifier(fusion="late", max_epochs=1, verbose=0).fit(X[["brand", "price"]], y)
+
+
+def test_regressor_on_mixed_rows(mixed):
+    X, y = mixed
+    target = y * 2.0 + X["price"].to_numpy()
+    reg = TabFormerRegressor(**TINY).fit(X, target)
+    assert reg.predict(X).shape == (len(X),)
+
+
+def test_explain_per_column_and_per_token(mixed):
+    X, y = mixed
+    clf = TabFormerClassifier(**TINY).fit(X, y)
+    tokens = clf.explain(X.iloc[:6], layer=0)
+    assert set(tokens["column"]) == {"title", "photo", "brand", "price"}
+    assert set(tokens.loc[tokens["column"] == "photo", "label"]) == {"r0c0", "r0c1", "r1c0", "r1c1"}
+    # Masked segments are absent, not reported with zero weight.
+    assert "title" not in set(tokens.loc[tokens["row"] == 3, "column"])
+    assert "photo" not in set(tokens.loc[tokens["row"] == 5, "column"])
+    columns = clf.explain(X.iloc[:6], layer=0, level="column")
+    assert list(columns.columns) == ["row", "layer", "column", "n_tokens", "attention"]
+    sums = columns.groupby("row")["attention"].sum()
+    assert ((sums > 0) & (sums <= 1 + 1e-6)).all()
+    merged = tokens.groupby(["row", "column"], sort=False)["attention"].sum().reset_index()
+    np.testing.assert_allclose(merged["attention"].to_numpy(), columns["attention"].to_numpy(), rtol=1e-6)
+
+
+def test_detection_is_right_on_the_real_benchmarks():
+    from tabformer.datasets import MissingDatasetError, load_emoji, load_lending_club
+
+    try:
+        X, _ = load_lending_club()
+    except MissingDatasetError as error:
+        pytest.skip(str(error))
+    kinds = infer_column_kinds(X)
+    strings = [c for c in X.columns if X[c].dtype == object and c != "emp_title"]
+    assert kinds["emp_title"] == "text"
+    assert len(strings) == 12 and all(kinds[c] == "categorical" for c in strings)
+    assert all(kinds[c] == "numeric" for c in X.columns if c not in strings + ["emp_title"])
+    try:
+        images, _ = load_emoji(size=16)
+    except MissingDatasetError as error:
+        pytest.skip(str(error))
+    assert infer_column_kinds(images) == {"image": "image", "name": "text"}
