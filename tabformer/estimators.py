@@ -167,6 +167,8 @@ class _TabFormerNet:
         if self._fusion() == "late":
             if pretrained is not None or self.encoder is not None:
                 raise ValueError("fusion='late' builds one fresh encoder per modality; warm-starting from `encoder` needs fusion='early'")
+            if self.freeze_encoder:
+                raise ValueError("freeze_encoder=True with fusion='late' would freeze randomly initialised encoders; it needs fusion='early' and a pretrained `encoder`")
             if not hasattr(embedder, "forward_groups"):
                 raise ValueError(
                     f"fusion='late' needs mixed inputs (a MixedTokenizer); the tokenizer is {type(self.tokenizer_).__name__}"
@@ -285,8 +287,7 @@ class _TabFormerNet:
                 # The embedder's ids belong to the pretrained tokenizer: reuse it, fitted.
                 self.tokenizer_ = copy.deepcopy(pretrained.tokenizer)
             else:
-                tokenizer = make_tokenizer(self.tokenizer, X).set_params(**self.get_params_for("tokenizer"))
-                self.tokenizer_ = tokenizer.fit(X)
+                self.tokenizer_ = make_tokenizer(self.tokenizer, X, self.get_params_for("tokenizer")).fit(X)
             batch = self.tokenizer_.transform(X)
             self._record_features()
             self.initialize()

@@ -247,7 +247,7 @@ class TabFormerTagger(_TabFormerNet, NeuralNet):
             if pretrained is not None:
                 self.tokenizer_ = copy.deepcopy(pretrained.tokenizer)
             else:
-                tokenizer = make_tokenizer(self.tokenizer, X).set_params(**self.get_params_for("tokenizer"))
+                tokenizer = make_tokenizer(self.tokenizer, X, self.get_params_for("tokenizer"))
                 self.tokenizer_ = tokenizer.fit(X)
             batch = self.tokenizer_.transform(X)
             labels = self._align(batch, tags)

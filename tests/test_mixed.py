@@ -270,3 +270,77 @@ def test_detection_is_right_on_the_real_benchmarks():
     except MissingDatasetError as error:
         pytest.skip(str(error))
     assert infer_column_kinds(images) == {"image": "image", "name": "text"}
+
+
+def test_segment_dropout_masks_whole_segments_in_training_only(mixed):
+    X, _ = mixed
+    tok = MixedTokenizer(text=WordPieceTokenizer(vocab_size=60, min_frequency=1), segment_dropout=0.5).fit(X)
+    batch = {k: torch.as_tensor(v) for k, v in tok.transform(X).items()}
+    embedder = tok.build_embedder(8)
+    torch.manual_seed(0)
+    parts = embedder.train().forward_segments(**batch)
+    reference = embedder.eval().forward_segments(**batch)
+    dropped = torch.stack([~m.any(dim=1) & r.any(dim=1) for (_, _, m), (_, _, r) in zip(parts, reference)], dim=1)
+    assert 0.3 < dropped.float().mean() < 0.6  # ~half of the segments, never all of one row
+    assert not dropped.all(dim=1).any()
+    for (_, _, m), (_, _, r) in zip(parts, reference):
+        kept = m.any(dim=1)
+        assert torch.equal(m[kept], r[kept])  # a kept segment is untouched
+    with pytest.raises(ValueError, match="segment_dropout must be in"):
+        MixedTokenizer(segment_dropout=1.0).fit(X)
+
+
+# ------------------------------------------------------- review regressions
+def test_auto_does_not_fall_back_to_a_table_when_a_column_is_undetectable(mixed):
+    X, y = mixed
+    bad = X.assign(when=pd.date_range("2020", periods=len(X)))
+    with pytest.raises(ValueError, match="'when' has dtype datetime64"):
+        TabFormerClassifier(**TINY).fit(bad, y)
+    with pytest.raises(ValueError, match="need str column names"):
+        make_tokenizer("auto", X.set_axis(range(4), axis=1))
+
+
+def test_auto_with_mixed_settings_and_mixed_by_name(mixed):
+    X, y = mixed
+    # max_categories is honoured by the auto choice itself: 3 brands > 2 -> text.
+    tok = make_tokenizer("auto", X[["brand", "price"]], {"max_categories": 2})
+    assert isinstance(tok, MixedTokenizer)
+    assert tok.fit(X[["brand", "price"]]).column_kinds_ == {"brand": "text", "price": "numeric"}
+    clf = TabFormerClassifier(tokenizer="mixed", **TINY).fit(X, y)
+    assert clf.tokenizer_.transformers_[0][1].vocab_size == 60
+    assert MixedTokenizer().set_params(text__vocab_size=50).text.vocab_size == 50
+
+
+def test_table_template_lists_override_detection(mixed):
+    X, _ = mixed
+    tok = MixedTokenizer(table=TabularTokenizer(categorical_columns=["title"])).fit(X.fillna({"title": "none"}))
+    assert tok.column_kinds_["title"] == "categorical"
+
+
+def test_odd_columns_are_named(mixed):
+    X, _ = mixed
+    with pytest.raises(ValueError, match="'tags' holds list values"):
+        MixedTokenizer().fit(X.assign(tags=[["a", "b"]] * len(X)))
+    with pytest.raises(ValueError, match=r"\['price'\] appear more than once"):
+        MixedTokenizer().fit(pd.concat([X, X[["price"]]], axis=1))
+
+
+def test_slash_in_column_names_keeps_segments_apart(mixed):
+    X, _ = mixed
+    X2 = X.assign(**{"title/short": [t.split()[0] if isinstance(t, str) else None for t in X["title"]]})
+    tok = MixedTokenizer([
+        ("text", WordPieceTokenizer(vocab_size=60, min_frequency=1), ["title", "title/short"]),
+        ("image", PatchTokenizer(), ["photo"]),
+        ("table", TabularTokenizer(), ["brand", "price"]),
+    ]).fit(X2)
+    batch = tok.transform(X2)
+    from tabformer.tokenizers.mixed import segment_arrays
+
+    assert set(segment_arrays(batch, "text:title")) == {"input_ids", "attention_mask", "token_type_ids", "present"}
+    assert segment_arrays(batch, "text:title/short")["input_ids"].shape[1] < batch["text:title/input_ids"].shape[1]
+
+
+def test_late_fusion_refuses_to_freeze_random_encoders(mixed):
+    X, y = mixed
+    with pytest.raises(ValueError, match="freeze_encoder=True with fusion='late'"):
+        TabFormerClassifier(fusion="late", freeze_encoder=True, **TINY).fit(X, y)

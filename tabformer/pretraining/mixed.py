@@ -34,7 +34,7 @@ from torch import nn
 
 from .._data import TensorDictDataset
 from ..tokenizers.base import MASK, PAD
-from ..tokenizers.mixed import SEPARATOR, MixedEmbedder, _kind_of
+from ..tokenizers.mixed import SEPARATOR, MixedEmbedder, _kind_of, segment_arrays
 from ..tokenizers.tabular import FIRST_CATEGORY_ID, UNSEEN_ID
 from .mlm import _N_SPECIAL, IGNORE_INDEX, make_generator, mask_tokens
 from .simclr import SimCLRModule, nt_xent_loss
@@ -56,10 +56,13 @@ def _segments(tokenizer) -> list:
     return [(key, _kind_of(tokenizers[name]), tokenizers[name]) for key, name, _ in tokenizer.segments_]
 
 
-def _arrays(batch: dict, key: str) -> dict:
-    """The arrays of one segment, without the ``"<key>/"`` prefix."""
-    prefix = key + SEPARATOR
-    return {k[len(prefix):]: v for k, v in batch.items() if k.startswith(prefix)}
+_arrays = segment_arrays
+
+
+def _view(inputs: dict, view: str) -> dict:
+    """The batch of one view: keys ``"<view>/<segment>/<array>"`` without ``"<view>/"``."""
+    prefix = view + SEPARATOR
+    return {k[len(prefix):]: v for k, v in inputs.items() if k.startswith(prefix)}
 
 
 def _check_rate(name, value, low_open=False):
@@ -221,7 +224,7 @@ class MixedSimCLRModule(SimCLRModule):
         return self.encoder(tokens, mask)[:, 0]
 
     def forward(self, **inputs) -> torch.Tensor:
-        first, second = (_arrays(inputs, name) for name in VIEWS)
+        first, second = (_view(inputs, name) for name in VIEWS)
         n_rows = len(next(iter(first.values())))
         # Both views in one pass, as for images: BatchNorm in the head sees all 2B.
         z = self.projection(self.embed({k: torch.cat([v, second[k]]) for k, v in first.items()}))

@@ -39,6 +39,14 @@ def _is_missing(value) -> bool:
     return value is None or value is pd.NA or (isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isnan(value))
 
 
+def _hashable(value) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
+
+
 def _is_image_value(value) -> bool:
     if _is_pil(value):
         return True
@@ -84,6 +92,12 @@ def infer_column_kind(values: pd.Series, max_categories: int = 100) -> str:
             raise ValueError(f"column {name!r} mixes images with other values such as {odd!r}")
         if any(strings):
             raise ValueError(f"column {name!r} mixes strings with {type(odd).__name__} values such as {odd!r}")
+        unhashable = next((v for v in present if not _hashable(v)), None)
+        if unhashable is not None:
+            raise ValueError(
+                f"column {name!r} holds {type(unhashable).__name__} values such as {str(unhashable)[:40]!r}, which are "
+                "neither images (2-D/3-D arrays, PIL images, paths) nor categories; expand or drop it"
+            )
         return "categorical"  # e.g. an object column of Python bools or tuples
     distinct = len(set(present))
     if distinct > max_categories:

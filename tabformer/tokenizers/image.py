@@ -265,7 +265,7 @@ class PatchTokenizer(BaseTokenizer):
                 index = next(i for i, image in enumerate(images) if image.shape[:2] != first)
                 raise ValueError(
                     f"images differ in size: image 0 is {first[0]}x{first[1]}, image {index} is "
-                    f"{images[index].shape[0]}x{images[index].shape[1]}; set tokenizer__image_size to resize them"
+                    f"{images[index].shape[0]}x{images[index].shape[1]}; set image_size to resize them (tokenizer__image_size; tokenizer__image__image_size for mixed inputs)"
                 )
             self.image_size_ = tuple(int(s) for s in sizes.pop())
         else:
@@ -342,7 +342,7 @@ class PatchTokenizer(BaseTokenizer):
             first = next(iter(indices))
             raise ValueError(
                 f"image {first} is {size[0]}x{size[1]} but the tokenizer was fitted on "
-                f"{self.image_size_[0]}x{self.image_size_[1]} images; set tokenizer__image_size to resize"
+                f"{self.image_size_[0]}x{self.image_size_[1]} images; set image_size to resize (tokenizer__image_size; tokenizer__image__image_size for mixed inputs)"
             )
         return _resize(pixels, self.image_size_)
 
@@ -356,7 +356,7 @@ class PatchTokenizer(BaseTokenizer):
         if height % self.patch_size or width % self.patch_size:
             raise ValueError(
                 f"image size {height}x{width} is not divisible by patch_size={self.patch_size}; "
-                "choose another patch_size or set tokenizer__image_size"
+                "choose another patch_size or set image_size"
             )
         return height // self.patch_size, width // self.patch_size
 

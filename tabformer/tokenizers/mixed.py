@@ -46,6 +46,20 @@ __all__ = ["MixedTokenizer", "MixedEmbedder"]
 SEPARATOR = "/"
 
 
+def segment_arrays(batch: dict, key: str) -> dict:
+    """The arrays of segment ``key``, without the ``"<key>/"`` prefix.
+
+    Array names never contain the separator, so splitting at the *last* one gives the
+    exact segment key even when a column name itself holds a "/".
+    """
+    out = {}
+    for name, value in batch.items():
+        segment, _, array = name.rpartition(SEPARATOR)
+        if segment == key:
+            out[array] = value
+    return out
+
+
 def _kind_of(tokenizer) -> str:
     """``"text"`` and ``"image"`` tokenizers read one column at a time; others a frame."""
     if isinstance(tokenizer, WordPieceTokenizer):
@@ -73,6 +87,12 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         on an estimator).
     max_categories : int, default=100
         Auto-detection: a string column with more distinct values is text.
+    segment_dropout : float, default=0.0
+        Training only: each segment (a text or image column, or the whole table) of
+        each row is masked out with this probability, as if that input were missing
+        (modality dropout, Neverova et al., 2015). It keeps the encoder from leaning on
+        the easiest modality alone and teaches it the rows with missing inputs it will
+        meet at predict time. A row always keeps at least one segment.
 
     Attributes
     ----------
@@ -103,12 +123,13 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
 
     default_positions = None  # text segments get their own positions in the embedder
 
-    def __init__(self, transformers=None, *, text=None, image=None, table=None, max_categories=100):
+    def __init__(self, transformers=None, *, text=None, image=None, table=None, max_categories=100, segment_dropout=0.0):
         self.transformers = transformers
         self.text = text
         self.image = image
         self.table = table
         self.max_categories = max_categories
+        self.segment_dropout = segment_dropout
 
     # ------------------------------------------------------------- params
     @property
@@ -124,8 +145,16 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
             return BaseTokenizer.get_params(self, deep=deep)
         return self._get_params("_transformers", deep=deep)
 
+    def _check_params(self):
+        if not isinstance(self.segment_dropout, numbers.Real) or not 0 <= self.segment_dropout < 1:
+            raise ValueError(f"segment_dropout must be in [0, 1), got {self.segment_dropout!r}")
+
     def set_params(self, **params):
         if self.transformers is None:
+            # ``text__vocab_size=...`` on a None template configures the default one.
+            for slot, default in (("text", WordPieceTokenizer), ("image", PatchTokenizer), ("table", TabularTokenizer)):
+                if getattr(self, slot) is None and any(key.startswith(slot + "__") for key in params):
+                    setattr(self, slot, default())
             return BaseTokenizer.set_params(self, **params)
         self._set_params("_transformers", **params)
         return self
@@ -138,7 +167,14 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         if self.transformers is None:
             if not isinstance(self.max_categories, numbers.Integral) or self.max_categories < 1:
                 raise ValueError(f"max_categories must be a positive int, got {self.max_categories!r}")
-            kinds = infer_column_kinds(frame, self.max_categories)
+            forced = {}
+            if isinstance(self.table, TabularTokenizer):
+                # Columns the table template names explicitly are table columns, whatever
+                # detection would say (a user's explicit lists win).
+                forced.update({c: "categorical" for c in (self.table.categorical_columns or []) if c in frame.columns})
+                forced.update({c: "numeric" for c in (self.table.numeric_columns or []) if c in frame.columns})
+            kinds = infer_column_kinds(frame.drop(columns=list(forced)), self.max_categories)
+            kinds = {c: forced[c] if c in forced else kinds[c] for c in frame.columns}
             by_kind = {kind: [c for c, k in kinds.items() if k == kind] for kind in ("text", "image", "categorical", "numeric")}
             routing = []
             if by_kind["text"]:
@@ -149,11 +185,10 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
             if table_columns:
                 table = clone(self.table) if self.table is not None else TabularTokenizer()
                 if isinstance(table, TabularTokenizer):
-                    # Detection already decided; a user's explicit lists still win.
-                    if table.categorical_columns is None:
-                        table.set_params(categorical_columns=[c for c in table_columns if kinds[c] == "categorical"])
-                    if table.numeric_columns is None:
-                        table.set_params(numeric_columns=[c for c in table_columns if kinds[c] == "numeric"])
+                    table.set_params(
+                        categorical_columns=[c for c in table_columns if kinds[c] == "categorical"],
+                        numeric_columns=[c for c in table_columns if kinds[c] == "numeric"],
+                    )
                 routing.append(("table", table, table_columns))
             return routing
 
@@ -204,6 +239,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         -------
         self
         """
+        self._check_params()
         frame = self._check_frame(X)
         self.feature_names_in_ = np.asarray(frame.columns, dtype=object)
         self.n_features_in_ = frame.shape[1]
@@ -239,6 +275,9 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         bad = [c for c in X.columns if not isinstance(c, str)]
         if bad:
             raise ValueError(f"column names must be str, got {bad[:3]}")
+        duplicated = sorted(set(X.columns[X.columns.duplicated()]))
+        if duplicated:
+            raise ValueError(f"column name(s) {duplicated} appear more than once in X")
         return X
 
     @staticmethod
@@ -318,7 +357,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
             kinds[name] = _kind_of(tokenizer)
             if kinds[name] == "text":
                 max_lengths[name] = int(tokenizer.max_length)
-        return MixedEmbedder(self.segments_, kinds, embedders, max_lengths, d_model)
+        return MixedEmbedder(self.segments_, kinds, embedders, max_lengths, d_model, segment_dropout=self.segment_dropout)
 
     def describe_tokens(self, batch: dict) -> list:
         """For each row, ``[(position, column, label), ...]`` of its real tokens.
@@ -333,7 +372,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         offset = 0
         for key, name, column in self.segments_:
             tokenizer = tokenizers[name]
-            arrays = {k[len(key) + 1:]: v for k, v in batch.items() if k.startswith(key + SEPARATOR)}
+            arrays = segment_arrays(batch, key)
             kind = _kind_of(tokenizer)
             if kind == "table":
                 names = list(tokenizer.get_feature_names_out())
@@ -382,10 +421,13 @@ class MixedEmbedder(nn.Module):
     max_lengths : dict of str to int
         Text tokenizers' ``max_length``: size of their position tables.
     d_model : int
+    segment_dropout : float, default=0.0
+        Training only: probability of masking a whole segment of a row.
     """
 
-    def __init__(self, segments, kinds, embedders, max_lengths, d_model):
+    def __init__(self, segments, kinds, embedders, max_lengths, d_model, segment_dropout=0.0):
         super().__init__()
+        self.segment_dropout = float(segment_dropout)
         self.segments = [tuple(s) for s in segments]
         self.kinds = dict(kinds)
         self.names = list(embedders)
@@ -406,8 +448,7 @@ class MixedEmbedder(nn.Module):
         """``[(name, tokens (B, T_s, D), mask (B, T_s)), ...]`` for every segment, in order."""
         out, column_index = [], 0
         for key, name, column in self.segments:
-            prefix = key + SEPARATOR
-            arrays = {k[len(prefix):]: v for k, v in batch.items() if k.startswith(prefix)}
+            arrays = segment_arrays(batch, key)
             present = arrays.pop("present", None)
             index = self.names.index(name)
             tokens, mask = self.embedders[index](**arrays)
@@ -421,7 +462,17 @@ class MixedEmbedder(nn.Module):
             if present is not None:
                 mask = mask & present.bool()[:, None]
             out.append((name, tokens, mask))
+        if self.training and self.segment_dropout > 0 and len(out) > 1:
+            out = self._drop_segments(out)
         return out
+
+    def _drop_segments(self, parts: list) -> list:
+        """Mask whole segments of random rows; a row losing all of them keeps all."""
+        batch = parts[0][1].shape[0]
+        device = parts[0][1].device
+        keep = torch.rand(batch, len(parts), device=device) >= self.segment_dropout
+        keep |= ~keep.any(dim=1, keepdim=True)
+        return [(name, tokens, mask & keep[:, [i]]) for i, (name, tokens, mask) in enumerate(parts)]
 
     def forward_groups(self, **batch) -> list:
         """One ``(tokens, mask)`` per sub-tokenizer (its segments concatenated): late fusion's input."""
