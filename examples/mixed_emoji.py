@@ -38,7 +38,9 @@ def main(argv=None):
     #    settings route by kind: tokenizer__image__*, tokenizer__text__*.
     clf = TabFormerClassifier(
         encoder__d_model=64, encoder__n_layers=2, encoder__n_heads=4, encoder__dropout=0.1,
-        tokenizer__image__patch_size=4, tokenizer__text__vocab_size=1500,
+        # 16x16 patches: 4 image tokens beside ~6 name tokens. Smaller patches flood the
+        # sequence with image tokens and did worse here (benchmarks/bench_fusion.py).
+        tokenizer__image__patch_size=16, tokenizer__text__vocab_size=1500,
         max_epochs=args.epochs, batch_size=64, random_state=0, verbose=0,
     )
     start = time.perf_counter()
@@ -49,9 +51,11 @@ def main(argv=None):
 
     # 3. Where does the CLS token look? Attention per column, then within the name per word.
     sample = X_test.iloc[:5]
-    per_column = clf.explain(sample, layer=-1 % clf.module_.encoder.n_layers, level="column")
+    per_column = clf.explain(sample, layer=-1, level="column")
+    table = per_column.pivot(index="row", columns="column", values="attention").round(3)
+    table.columns = [f"attention on {c}" for c in table.columns]
     print("\nCLS attention per column (last layer):")
-    print(per_column.pivot(index="row", columns="column", values="attention").round(3).assign(name=sample["name"].to_numpy()))
+    print(table.assign(emoji_name=sample["name"].to_numpy(), predicted=clf.predict(sample)).to_string())
     words = clf.explain(sample.iloc[:1], layer=0)
     print("\nfirst test emoji, layer 0, name tokens:")
     print(words[words["column"] == "name"][["label", "attention"]].round(4).to_string(index=False))

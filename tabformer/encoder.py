@@ -26,6 +26,24 @@ __all__ = [
 ]
 
 
+def grouped_attention_bias(mask: torch.Tensor, groups: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Additive bias ``(B, 1, 1+T, 1+T)`` letting tokens attend within their group only.
+
+    ``groups`` (shape ``(1+T,)``, CLS first with group ``-1``) names each token's
+    modality. CLS attends to every real token; a token attends to the real tokens of
+    its own group, never to CLS (which would carry the other modalities back in), and
+    always to itself, so that no row of the softmax is empty (a masked token's output
+    is never read: no real query attends to it).
+    """
+    cls_query, cls_key = (groups == -1)[:, None], (groups == -1)[None, :]
+    same = groups[:, None] == groups[None, :]
+    allowed = cls_query | (same & ~cls_key)  # (1+T, 1+T): query row, key column
+    allowed = allowed[None, None] & mask[:, None, None, :]
+    allowed = allowed | torch.eye(len(groups), dtype=torch.bool, device=mask.device)
+    bias = torch.zeros(allowed.shape, dtype=dtype, device=mask.device)
+    return bias.masked_fill_(~allowed, torch.finfo(dtype).min)
+
+
 def attention_bias_from_mask(mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
     """Turn a key mask (``True`` = real token) into an additive attention bias.
 
@@ -367,6 +385,8 @@ class TransformerEncoder(nn.Module):
         mask: torch.Tensor | None = None,
         position_ids: torch.Tensor | None = None,
         return_attention: bool = False,
+        token_groups: torch.Tensor | None = None,
+        grouped_layers: int = 0,
     ):
         """Encode a token sequence.
 
@@ -380,6 +400,11 @@ class TransformerEncoder(nn.Module):
             encoder has no positions.
         return_attention : bool
             Also return the per-layer attention probabilities.
+        token_groups : long Tensor of shape (T,) or None
+            Modality of each token (CLS excluded), for mid fusion.
+        grouped_layers : int, default=0
+            The first ``grouped_layers`` layers attend within each ``token_groups`` group
+            only (CLS reads every group); later layers attend across all tokens.
 
         Returns
         -------
@@ -395,9 +420,15 @@ class TransformerEncoder(nn.Module):
         if self.embedding_norm is not None:
             x = self.embedding_dropout(self.embedding_norm(x))
         bias = attention_bias_from_mask(full_mask, x.dtype)
+        if grouped_layers and token_groups is not None:
+            if not 0 <= grouped_layers <= len(self.layers):
+                raise ValueError(f"grouped_layers must be in [0, {len(self.layers)}], got {grouped_layers}")
+            cls_group = torch.full((1,), -1, dtype=torch.long, device=x.device)
+            grouped = grouped_attention_bias(full_mask, torch.cat([cls_group, token_groups.to(x.device)]), x.dtype)
         maps = []
-        for layer in self.layers:
-            x, weights = layer(x, bias, need_weights=return_attention)
+        for index, layer in enumerate(self.layers):
+            layer_bias = grouped if (grouped_layers and token_groups is not None and index < grouped_layers) else bias
+            x, weights = layer(x, layer_bias, need_weights=return_attention)
             if return_attention:
                 maps.append(weights)
         x = self.final_norm(x)

@@ -49,11 +49,14 @@ _SHARED_PARAMS_DOC = """
         :class:`~tabformer.tokenizers.TabularTokenizer`. Or a name (``"tabular"``,
         ``"wordpiece"``, ``"patch"``, ``"mixed"``) or an unfitted tokenizer instance
         (cloned at every ``fit``). Set its parameters with ``tokenizer__<name>``.
-    fusion : {"early", "late"}, default="early"
+    fusion : {"early", "late"} or int, default="early"
         Mixed inputs only. ``"early"``: every column's tokens form one sequence in one
-        encoder, so words, patches and cells attend to each other. ``"late"``: one
-        encoder per modality (same ``encoder__*`` settings), CLS vectors concatenated
-        and projected before the head; the usual multimodal baseline.
+        encoder, so words, patches and cells attend to each other. An int ``k``: mid
+        fusion (Nagrani et al., 2021), the same sequence and encoder, but in its first
+        ``k`` layers tokens attend within their own modality only (CLS reads all);
+        ``0`` is early fusion. ``"late"``: one encoder per modality (same
+        ``encoder__*`` settings), CLS vectors concatenated and projected before the
+        head; the usual multimodal baseline.
     encoder : None, TransformerEncoder, PretrainedEncoder or path, default=None
         ``None`` builds a fresh :class:`~tabformer.encoder.TransformerEncoder` from the
         ``encoder__*`` parameters (``encoder__d_model``, ``encoder__n_layers``,
@@ -177,13 +180,17 @@ class _TabFormerNet:
             self.module_ = LateFusionModel(embedder, encoders, head, freeze_encoder=self.freeze_encoder)
             return self
         kwargs = self.get_params_for("module")
+        if isinstance(self._fusion(), int) and self._fusion() > 0:
+            kwargs["fusion_layer"] = self._fusion()
         self.module_ = self.module(embedder=embedder, encoder=encoder, head=head, freeze_encoder=self.freeze_encoder, **kwargs)
         return self
 
-    def _fusion(self) -> str:
+    def _fusion(self):
         fusion = getattr(self, "fusion", "early")  # subclasses without the parameter: early
+        if isinstance(fusion, (int, np.integer)) and not isinstance(fusion, bool) and fusion >= 0:
+            return int(fusion)
         if fusion not in ("early", "late"):
-            raise ValueError(f"fusion must be 'early' or 'late', got {fusion!r}")
+            raise ValueError(f"fusion must be 'early', 'late' or a number of modality-only layers (int >= 0), got {fusion!r}")
         return fusion
 
     def get_default_callbacks(self):
@@ -363,7 +370,7 @@ class _TabFormerNet:
         ----------
         X : input accepted by ``predict``
         layer : "all" or int
-            Which encoder layer(s) to report (0-based).
+            Which encoder layer(s) to report (0-based; negative counts from the last).
         level : {"token", "column"}, default="token"
             ``"token"``: one row per token. ``"column"``: attention summed over the tokens
             of each input column (all words of a text column, all patches of an image).
@@ -386,7 +393,12 @@ class _TabFormerNet:
         batch = self.tokenize(X)
         _, maps = self.forward_features(batch, return_attention=True)
         described = self._describe_tokens(batch)
-        layers = range(len(maps)) if layer == "all" else [layer]
+        if layer == "all":
+            layers = range(len(maps))
+        elif isinstance(layer, (int, np.integer)) and -len(maps) <= layer < len(maps):
+            layers = [int(layer) % len(maps)]
+        else:
+            raise ValueError(f"layer must be 'all' or an int in [{-len(maps)}, {len(maps) - 1}], got {layer!r}")
         records = []
         for layer_index in layers:
             cls_rows = maps[layer_index].mean(axis=1)[:, 0, 1:]  # (n, T): CLS query, heads averaged

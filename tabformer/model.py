@@ -24,14 +24,24 @@ class TabFormerModel(nn.Module):
     freeze_encoder : bool, default=False
         Train the head (and embedder) only: the encoder's parameters get no gradient
         and the encoder runs in eval mode (no dropout), i.e. a linear/MLP probe.
+    fusion_layer : int, default=0
+        Mixed inputs: the first ``fusion_layer`` encoder layers attend within each
+        modality only (CLS reads all of them); the rest attend across modalities.
+        0 is early fusion; ``Nagrani et al. (2021)`` call ``k > 0`` mid fusion.
     """
 
-    def __init__(self, embedder: nn.Module, encoder: TransformerEncoder, head: nn.Module, freeze_encoder: bool = False):
+    def __init__(self, embedder: nn.Module, encoder: TransformerEncoder, head: nn.Module, freeze_encoder: bool = False, fusion_layer: int = 0):
         super().__init__()
         self.embedder = embedder
         self.encoder = encoder
         self.head = head
         self.freeze_encoder = freeze_encoder
+        self.fusion_layer = int(fusion_layer)
+        if self.fusion_layer:
+            if not hasattr(embedder, "forward_with_groups"):
+                raise ValueError(f"mid fusion needs mixed inputs (a MixedTokenizer); the embedder is {type(embedder).__name__}")
+            if not 0 < self.fusion_layer <= encoder.n_layers:
+                raise ValueError(f"fusion layer must be in [0, {encoder.n_layers}] (the encoder's n_layers), got {fusion_layer}")
         if freeze_encoder:
             self.encoder.requires_grad_(False)
 
@@ -43,6 +53,9 @@ class TabFormerModel(nn.Module):
 
     def forward_features(self, return_attention: bool = False, **batch):
         """Return the encoder output ``(B, 1+T, D)`` (and attention maps if asked)."""
+        if self.fusion_layer:
+            tokens, mask, groups = self.embedder.forward_with_groups(**batch)
+            return self.encoder(tokens, mask, return_attention=return_attention, token_groups=groups, grouped_layers=self.fusion_layer)
         tokens, mask = self.embedder(**batch)
         return self.encoder(tokens, mask, return_attention=return_attention)
 

@@ -223,7 +223,7 @@ def test_late_fusion_has_one_encoder_per_modality(mixed):
 
 def test_fusion_errors(mixed):
     X, y = mixed
-    with pytest.raises(ValueError, match="fusion must be 'early' or 'late'"):
+    with pytest.raises(ValueError, match="fusion must be .early., .late. or a number"):
         TabFormerClassifier(fusion="middle", **TINY).fit(X, y)
     with pytest.raises(ValueError, match="fusion='late' needs mixed inputs"):
         TabFormerClassifier(fusion="late", max_epochs=1, verbose=0).fit(X[["brand", "price"]], y)
@@ -249,6 +249,9 @@ def test_explain_per_column_and_per_token(mixed):
     assert list(columns.columns) == ["row", "layer", "column", "n_tokens", "attention"]
     sums = columns.groupby("row")["attention"].sum()
     assert ((sums > 0) & (sums <= 1 + 1e-6)).all()
+    assert clf.explain(X.iloc[:2], layer=-1)["layer"].unique().tolist() == [0]  # 1-layer encoder
+    with pytest.raises(ValueError, match="layer must be 'all' or an int in"):
+        clf.explain(X.iloc[:2], layer=1)
     merged = tokens.groupby(["row", "column"], sort=False)["attention"].sum().reset_index()
     np.testing.assert_allclose(merged["attention"].to_numpy(), columns["attention"].to_numpy(), rtol=1e-6)
 
@@ -344,3 +347,28 @@ def test_late_fusion_refuses_to_freeze_random_encoders(mixed):
     X, y = mixed
     with pytest.raises(ValueError, match="freeze_encoder=True with fusion='late'"):
         TabFormerClassifier(fusion="late", freeze_encoder=True, **TINY).fit(X, y)
+
+
+def test_mid_fusion_keeps_modalities_apart_in_the_first_layers(mixed):
+    from tabformer.encoder import grouped_attention_bias
+
+    mask = torch.tensor([[True, True, True, False, True]])
+    groups = torch.tensor([-1, 0, 0, 1, 1])  # CLS, two tokens of group 0, two of group 1
+    allowed = grouped_attention_bias(mask, groups, torch.float32)[0, 0] == 0
+    assert allowed[0].tolist() == [True, True, True, False, True]  # CLS reads every real token
+    assert allowed[1].tolist() == [False, True, True, False, False]  # own group only, not CLS
+    assert allowed[3].tolist() == [False, False, False, True, True]  # a masked query: its group, and itself
+    X, y = mixed
+    clf = TabFormerClassifier(fusion=1, **dict(TINY, encoder__n_layers=2)).fit(X, y)
+    assert clf.module_.fusion_layer == 1
+    batch = clf.tokenizer_.transform(X.iloc[:6])
+    _, maps = clf.forward_features(batch, return_attention=True)
+    n_text = batch["text:title/input_ids"].shape[1]
+    first, second = maps[0].mean(axis=1), maps[1].mean(axis=1)
+    # Layer 0: a title token puts no weight on photo tokens; layer 1 may.
+    assert first[0, 1, 1 + n_text : 1 + n_text + 4].max() < 1e-6
+    assert second[0, 1, 1 + n_text : 1 + n_text + 4].max() > 1e-4
+    with pytest.raises(ValueError, match=r"fusion layer must be in \[0, 2\]"):
+        TabFormerClassifier(fusion=3, **dict(TINY, encoder__n_layers=2)).fit(X, y)
+    with pytest.raises(ValueError, match="mid fusion needs mixed inputs"):
+        TabFormerClassifier(fusion=1, max_epochs=1, verbose=0).fit(X[["brand", "price"]], y)

@@ -484,7 +484,15 @@ class MixedEmbedder(nn.Module):
             for parts in grouped.values()
         ]
 
+    def forward_with_groups(self, **batch):
+        """As :meth:`forward`, plus the modality of every token: a long ``(T,)`` tensor
+        holding the index of its sub-tokenizer in :attr:`group_names` (mid fusion)."""
+        parts = self.forward_segments(**batch)
+        tokens = torch.cat([t for _, t, _ in parts], dim=1)
+        groups = torch.cat([torch.full((t.shape[1],), self.names.index(name), dtype=torch.long, device=t.device) for name, t, _ in parts])
+        return tokens, torch.cat([m for _, _, m in parts], dim=1), groups
+
     def forward(self, **batch):
         """``(tokens (B, T, D), mask (B, T))`` of all segments, concatenated (early fusion)."""
-        parts = self.forward_segments(**batch)
-        return torch.cat([t for _, t, _ in parts], dim=1), torch.cat([m for _, _, m in parts], dim=1)
+        tokens, mask, _ = self.forward_with_groups(**batch)
+        return tokens, mask
