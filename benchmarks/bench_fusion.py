@@ -98,6 +98,7 @@ def lending(seeds, epochs, limit, only=None):
     variants = [
         ("tabformer early fusion", list(X_train.columns), {}),
         ("tabformer mid fusion (fusion=1)", list(X_train.columns), {"fusion": 1}),
+        ("tabformer mid fusion (fusion=2)", list(X_train.columns), {"fusion": 2}),
         ("tabformer late fusion", list(X_train.columns), {"fusion": "late"}),
         ("tabformer table only", table, {}),
         ("tabformer text only", ["emp_title"], {}),

@@ -167,12 +167,12 @@ def run(name, args):
             from tabformer.pretrained import load_bert
 
             model = TabFormerClassifier(
-                encoder=load_bert(_minilm(), max_length=64), lr=5e-5, batch_size=32, max_epochs=args.minilm_epochs,
+                encoder=load_bert(_minilm(), max_length=64), head__pooling=args.pooling, lr=5e-5, batch_size=32, max_epochs=args.minilm_epochs,
                 patience=2, random_state=args.seed, verbose=args.verbose, optimizer__weight_decay=0.01,
             )
         model.fit(X_lab, y_lab)
         accuracy = float((model.predict(X_test) == y_test).mean())
-        note = f"{len(X_lab)} labels, test {len(X_test)}"
+        note = f"{len(X_lab)} labels, test {len(X_test)}" + (f"; {args.pooling} pooling" if name == "rt-minilm" else "")
         if name.endswith("mlm"):
             note += "; " + _CACHE["mlm_info"]
         if hasattr(model, "history_"):
@@ -211,6 +211,7 @@ def main(argv=None):
     parser.add_argument("--mlm-epochs", type=int, default=10)
     parser.add_argument("--few-epochs", type=int, default=15, help="fixed epochs of the 500-label runs")
     parser.add_argument("--minilm-epochs", type=int, default=3)
+    parser.add_argument("--pooling", choices=["cls", "mean"], default="cls", help="rt-minilm head: CLS or mean of token outputs")
     parser.add_argument("--no-fortunes", action="store_true")
     parser.add_argument("--threads", type=int, default=1, help="torch threads; 1 is fastest when the cores are shared")
     parser.add_argument("--seed", type=int, default=0)

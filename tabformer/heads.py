@@ -24,13 +24,21 @@ class ClassificationHead(nn.Module):
         Width of an optional hidden layer before the output layer.
     dropout : float, default=0.0
     activation : {"relu", "gelu"}, default="relu"
+    pooling : {"cls", "mean"}, default="cls"
+        What the head reads: the CLS output, or the mean of the outputs of CLS and every
+        real token (padding excluded). Sentence-embedding models such as
+        all-MiniLM-L6-v2 were trained with mean pooling, so fine-tuning them reads best
+        the same way.
     """
 
-    def __init__(self, d_model: int, n_outputs: int, hidden: int | None = None, dropout: float = 0.0, activation: str = "relu"):
+    def __init__(self, d_model: int, n_outputs: int, hidden: int | None = None, dropout: float = 0.0, activation: str = "relu", pooling: str = "cls"):
         super().__init__()
         activations = {"relu": nn.ReLU, "gelu": nn.GELU}
         if activation not in activations:
             raise ValueError(f"head activation must be one of {sorted(activations)}, got {activation!r}")
+        if pooling not in ("cls", "mean"):
+            raise ValueError(f"head pooling must be 'cls' or 'mean', got {pooling!r}")
+        self.pooling = pooling
         layers = [nn.LayerNorm(d_model), activations[activation]()]
         width = d_model
         if hidden:
@@ -41,9 +49,19 @@ class ClassificationHead(nn.Module):
         layers.append(nn.Linear(width, n_outputs))
         self.net = nn.Sequential(*layers)
 
-    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        """``hidden`` (B, 1+T, D) -> output (B, n_outputs)."""
-        return self.net(hidden[:, 0])
+    @property
+    def uses_mask(self) -> bool:
+        """Whether :meth:`forward` needs the token mask (mean pooling)."""
+        return self.pooling == "mean"
+
+    def forward(self, hidden: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``hidden`` (B, 1+T, D), ``mask`` (B, T) bool or None -> output (B, n_outputs)."""
+        if self.pooling == "cls":
+            return self.net(hidden[:, 0])
+        if mask is None:
+            return self.net(hidden.mean(dim=1))
+        weights = torch.cat([torch.ones_like(mask[:, :1]), mask], dim=1).to(hidden.dtype)[..., None]
+        return self.net((hidden * weights).sum(dim=1) / weights.sum(dim=1))
 
 
 class RegressionHead(ClassificationHead):

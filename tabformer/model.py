@@ -51,19 +51,29 @@ class TabFormerModel(nn.Module):
             self.encoder.eval()
         return self
 
-    def forward_features(self, return_attention: bool = False, **batch):
-        """Return the encoder output ``(B, 1+T, D)`` (and attention maps if asked)."""
+    def _encode(self, return_attention: bool = False, **batch):
+        """``(encoder output, token mask (B, T) or None)``."""
         if self.fusion_layer:
             tokens, mask, groups = self.embedder.forward_with_groups(**batch)
-            return self.encoder(tokens, mask, return_attention=return_attention, token_groups=groups, grouped_layers=self.fusion_layer)
-        tokens, mask = self.embedder(**batch)
-        return self.encoder(tokens, mask, return_attention=return_attention)
+            out = self.encoder(tokens, mask, return_attention=return_attention, token_groups=groups, grouped_layers=self.fusion_layer)
+        else:
+            tokens, mask = self.embedder(**batch)
+            out = self.encoder(tokens, mask, return_attention=return_attention)
+        return out, mask
 
-    def forward_head(self, hidden: torch.Tensor) -> torch.Tensor:
+    def forward_features(self, return_attention: bool = False, **batch):
+        """Return the encoder output ``(B, 1+T, D)`` (and attention maps if asked)."""
+        return self._encode(return_attention, **batch)[0]
+
+    def forward_head(self, hidden: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The head's output; ``mask`` (B, T) reaches heads that pool over tokens."""
+        if getattr(self.head, "uses_mask", False):
+            return self.head(hidden, mask)
         return self.head(hidden)
 
     def forward(self, **batch) -> torch.Tensor:
-        return self.forward_head(self.forward_features(**batch))
+        hidden, mask = self._encode(**batch)
+        return self.forward_head(hidden, mask)
 
 
 class LateFusionModel(nn.Module):

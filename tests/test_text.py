@@ -187,3 +187,24 @@ def test_grid_search_over_text_classifier():
     best = search.best_estimator_
     assert best.tokenizer_.max_length == best.get_params()["tokenizer__max_length"]
     assert best.tokenizer_.transform(TEXTS)["input_ids"].shape[1] <= best.tokenizer_.max_length - 1
+
+
+def test_mean_pooling_head_ignores_padding():
+    import torch
+
+    from tabformer.heads import ClassificationHead
+
+    head = ClassificationHead(4, 2, pooling="mean")
+    hidden = torch.randn(2, 4, 4)
+    mask = torch.tensor([[True, True, False], [True, True, True]])
+    padded = hidden.clone()
+    padded[0, 3] = 1e3  # a padding position: must not move row 0
+    assert torch.allclose(head(hidden, mask)[0], head(padded, mask)[0])
+    assert torch.allclose(head(hidden, mask)[0], head.net(hidden[0, :3].mean(dim=0)))
+    clf = TabFormerClassifier(tokenizer="wordpiece", head__pooling="mean", max_epochs=2, verbose=0, random_state=0,
+                              tokenizer__vocab_size=60, tokenizer__min_frequency=1, encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1)
+    texts = ["a good film", "a bad film", "good fun", "bad plot"] * 8
+    clf.fit(texts, [1, 0, 1, 0] * 8)
+    assert clf.predict_proba(texts).shape == (32, 2)
+    with pytest.raises(ValueError, match="head pooling must be 'cls' or 'mean'"):
+        ClassificationHead(4, 2, pooling="max")
