@@ -31,7 +31,7 @@ from torch.utils.data import Subset
 from ._data import TensorDictDataset, collate_batched
 from ._validation import check_target
 from .encoder import TransformerEncoder
-from .heads import ClassificationHead, RegressionHead
+from .heads import ClassificationHead, RegressionHead, mean_pool
 from .model import LateFusionModel, PretrainedEncoder, TabFormerModel
 from .tokenizers import make_tokenizer
 
@@ -340,22 +340,34 @@ class _TabFormerNet:
 
         return _Seeded()
 
-    def forward_features(self, X, return_attention: bool = False):
-        """Encoder output for ``X``: the CLS embedding of every row, shape (n_samples, d_model).
+    def forward_features(self, X, return_attention: bool = False, pooling: str = "cls"):
+        """Encoder output for ``X``: one embedding per row, shape (n_samples, d_model).
 
-        With ``return_attention=True`` also returns a list (one per layer) of arrays of
+        ``pooling``: ``"cls"`` (the CLS output), ``"mean"`` (mean of the CLS and real-token
+        outputs) or ``"cls+mean"`` (both side by side, (n_samples, 2 * d_model)). With
+        ``return_attention=True`` also returns a list (one per layer) of arrays of
         shape (n_samples, n_heads, 1+T, 1+T).
         """
         check_is_fitted(self, "tokenizer_")
+        if pooling not in ("cls", "mean", "cls+mean"):
+            raise ValueError(f"pooling must be 'cls', 'mean' or 'cls+mean', got {pooling!r}")
+        if pooling != "cls" and not hasattr(self.module_, "_encode"):
+            raise ValueError(f"pooling={pooling!r} needs a single token sequence; {type(self.module_).__name__} has none")
         dataset = TensorDictDataset(X if isinstance(X, dict) else self.tokenize(X))
         self.module_.eval()
         cls, maps = [], []
         with torch.no_grad():
             for batch, _ in self.get_iterator(dataset, training=False):
                 batch = {k: v.to(self.device) for k, v in batch.items()}
-                out = self.module_.forward_features(return_attention=return_attention, **batch)
+                if pooling == "cls":
+                    out, mask = self.module_.forward_features(return_attention=return_attention, **batch), None
+                else:
+                    out, mask = self.module_._encode(return_attention, **batch)
                 hidden, attention = out if return_attention else (out, None)
-                cls.append(hidden[:, 0].float().cpu().numpy())
+                parts = [hidden[:, 0]] if pooling != "mean" else []
+                if pooling != "cls":
+                    parts.append(mean_pool(hidden, mask))
+                cls.append(torch.cat(parts, dim=1).float().cpu().numpy())
                 if return_attention:
                     maps.append([a.float().cpu().numpy() for a in attention])
         embeddings = np.concatenate(cls)

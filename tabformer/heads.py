@@ -5,7 +5,15 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-__all__ = ["ClassificationHead", "RegressionHead"]
+__all__ = ["ClassificationHead", "RegressionHead", "mean_pool"]
+
+
+def mean_pool(hidden: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+    """Mean of the outputs of CLS and every real token: ``(B, 1+T, D)``, ``(B, T)`` -> ``(B, D)``."""
+    if mask is None:
+        return hidden.mean(dim=1)
+    weights = torch.cat([torch.ones_like(mask[:, :1]), mask], dim=1).to(hidden.dtype)[..., None]
+    return (hidden * weights).sum(dim=1) / weights.sum(dim=1)
 
 
 class ClassificationHead(nn.Module):
@@ -58,10 +66,7 @@ class ClassificationHead(nn.Module):
         """``hidden`` (B, 1+T, D), ``mask`` (B, T) bool or None -> output (B, n_outputs)."""
         if self.pooling == "cls":
             return self.net(hidden[:, 0])
-        if mask is None:
-            return self.net(hidden.mean(dim=1))
-        weights = torch.cat([torch.ones_like(mask[:, :1]), mask], dim=1).to(hidden.dtype)[..., None]
-        return self.net((hidden * weights).sum(dim=1) / weights.sum(dim=1))
+        return self.net(mean_pool(hidden, mask))
 
 
 class RegressionHead(ClassificationHead):

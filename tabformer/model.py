@@ -7,7 +7,22 @@ from torch import nn
 
 from .encoder import TransformerEncoder
 
-__all__ = ["TabFormerModel", "LateFusionModel", "PretrainedEncoder"]
+__all__ = ["TabFormerModel", "LateFusionModel", "PretrainedEncoder", "encode"]
+
+
+def encode(embedder: nn.Module, encoder: TransformerEncoder, batch: dict, return_attention: bool = False, fusion_layer: int = 0):
+    """Embed and encode a batch: ``(encoder output, token mask (B, T) or None)``.
+
+    ``fusion_layer > 0`` (mixed inputs) keeps each modality to itself in the first
+    ``fusion_layer`` layers, see :class:`TabFormerModel`.
+    """
+    if fusion_layer:
+        tokens, mask, groups = embedder.forward_with_groups(**batch)
+        out = encoder(tokens, mask, return_attention=return_attention, token_groups=groups, grouped_layers=fusion_layer)
+    else:
+        tokens, mask = embedder(**batch)
+        out = encoder(tokens, mask, return_attention=return_attention)
+    return out, mask
 
 
 class TabFormerModel(nn.Module):
@@ -53,13 +68,7 @@ class TabFormerModel(nn.Module):
 
     def _encode(self, return_attention: bool = False, **batch):
         """``(encoder output, token mask (B, T) or None)``."""
-        if self.fusion_layer:
-            tokens, mask, groups = self.embedder.forward_with_groups(**batch)
-            out = self.encoder(tokens, mask, return_attention=return_attention, token_groups=groups, grouped_layers=self.fusion_layer)
-        else:
-            tokens, mask = self.embedder(**batch)
-            out = self.encoder(tokens, mask, return_attention=return_attention)
-        return out, mask
+        return encode(self.embedder, self.encoder, batch, return_attention, self.fusion_layer)
 
     def forward_features(self, return_attention: bool = False, **batch):
         """Return the encoder output ``(B, 1+T, D)`` (and attention maps if asked)."""

@@ -22,7 +22,7 @@ from torch import nn
 
 from ._data import TensorDictDataset
 from .estimators import _TabFormerNet
-from .model import PretrainedEncoder
+from .model import PretrainedEncoder, encode
 from .pretraining import OBJECTIVES
 from .tokenizers import make_tokenizer
 
@@ -45,9 +45,11 @@ class PretrainingModel(nn.Module):
     def forward(self, **inputs) -> torch.Tensor:
         return self.objective(**inputs)
 
+    def _encode(self, return_attention: bool = False, **batch):
+        return encode(self.embedder, self.encoder, batch, return_attention)
+
     def forward_features(self, return_attention: bool = False, **batch):
-        tokens, mask = self.embedder(**batch)
-        return self.encoder(tokens, mask, return_attention=return_attention)
+        return self._encode(return_attention, **batch)[0]
 
 
 class ObjectiveLoss(nn.Module):
@@ -98,6 +100,11 @@ class TabFormerPretrainer(_TabFormerNet, TransformerMixin, NeuralNet):
     patience : int or None, default=5
     random_state : int or None, default=None
         Seeds initialisation, shuffling, the split and the objective's randomness.
+    pooling : {"cls", "mean", "cls+mean"}, default="cls"
+        What ``transform`` returns per row: the CLS output (d_model values), the mean
+        of the CLS and real-token outputs, or both side by side (2 * d_model values,
+        what DINO feeds its linear probes; on Fashion-MNIST it lifted a SimCLR probe
+        from 0.797 to 0.819, docs/images.md).
     device : str, default="cpu"
     verbose : int, default=1
     **kwargs
@@ -139,6 +146,7 @@ class TabFormerPretrainer(_TabFormerNet, TransformerMixin, NeuralNet):
         validation_fraction=0.1,
         patience=5,
         random_state=None,
+        pooling="cls",
         dataset=TensorDictDataset,
         verbose=1,
         device="cpu",
@@ -156,6 +164,7 @@ class TabFormerPretrainer(_TabFormerNet, TransformerMixin, NeuralNet):
         self.patience = patience
         self.random_state = random_state
         self.lr_schedule = lr_schedule
+        self.pooling = pooling
 
     # The pretrainer has no head and never freezes what it is training.
     freeze_encoder = False
@@ -184,6 +193,8 @@ class TabFormerPretrainer(_TabFormerNet, TransformerMixin, NeuralNet):
         -------
         self
         """
+        if self.pooling not in ("cls", "mean", "cls+mean"):
+            raise ValueError(f"pooling must be 'cls', 'mean' or 'cls+mean', got {self.pooling!r}")
         objective_class = get_objective(self.objective)
         self.objective_ = objective_class(**self.get_params_for("objective"))
         pretrained = self._pretrained()
@@ -218,10 +229,11 @@ class TabFormerPretrainer(_TabFormerNet, TransformerMixin, NeuralNet):
 
         Returns
         -------
-        ndarray of shape (n_samples, d_model), float32
+        ndarray of shape (n_samples, d_model), or (n_samples, 2 * d_model) with
+        ``pooling="cls+mean"``; float32
         """
         check_is_fitted(self)
-        return self.forward_features(X)
+        return self.forward_features(X, pooling=self.pooling)
 
     @property
     def encoder_(self) -> PretrainedEncoder:
@@ -230,7 +242,8 @@ class TabFormerPretrainer(_TabFormerNet, TransformerMixin, NeuralNet):
 
     def get_feature_names_out(self, input_features=None):
         check_is_fitted(self)
-        return np.asarray([f"embedding{i}" for i in range(self.module_.encoder.d_model)], dtype=object)
+        width = self.module_.encoder.d_model * (2 if self.pooling == "cls+mean" else 1)
+        return np.asarray([f"embedding{i}" for i in range(width)], dtype=object)
 
     def score(self, X, y=None):
         """Minus the objective's loss on ``X`` (higher is better, as sklearn expects)."""

@@ -132,3 +132,16 @@ def test_any_registered_objective_plugs_in():
         assert len(pre.history_[-1, "batches"]) == 3
     finally:
         OBJECTIVES.pop("test-mean", None)
+
+
+def test_transform_pooling_options():
+    pre = TabFormerPretrainer(objective="mlm", max_epochs=1, validation_fraction=None, pooling="cls+mean", **SMALL).fit(TEXTS)
+    texts = [TEXTS[0], TEXTS[1] + " " + TEXTS[2]]  # different lengths: padding in the first row
+    both = pre.transform(texts)
+    d = pre.module_.encoder.d_model
+    assert both.shape == (2, 2 * d) and len(pre.get_feature_names_out()) == 2 * d
+    np.testing.assert_allclose(both[:, :d], pre.forward_features(texts), atol=1e-6)
+    # The mean over CLS and real tokens ignores padding: a row alone gives the same mean.
+    np.testing.assert_allclose(both[0, d:], pre.transform(texts[:1])[0, d:], atol=1e-5)
+    with pytest.raises(ValueError, match="pooling must be 'cls', 'mean' or 'cls\\+mean'"):
+        TabFormerPretrainer(pooling="max", **SMALL).fit(TEXTS)
