@@ -6,7 +6,7 @@ once: the name's sub-words and the image's patches become one token sequence, so
 attend to each other in the same Transformer (early fusion).
 
     python examples/mixed_emoji.py            # ~3 min on 2 CPU cores
-    python examples/mixed_emoji.py --plot attention.png   # needs matplotlib
+    python examples/mixed_emoji.py --plot attention.png   # needs matplotlib (pip install -e ".[examples]")
 
 Data: ``apt-get install -y fonts-noto-color-emoji unicode-data`` (``make data-apt``).
 """
@@ -56,8 +56,8 @@ def main(argv=None):
     table.columns = [f"attention on {c}" for c in table.columns]
     print("\nCLS attention per column (last layer):")
     print(table.assign(emoji_name=sample["name"].to_numpy(), predicted=clf.predict(sample)).to_string())
-    words = clf.explain(sample.iloc[:1], layer=0)
-    print("\nfirst test emoji, layer 0, name tokens:")
+    words = clf.explain(sample.iloc[:1], layer=-1)
+    print("\nfirst test emoji, last layer, name tokens:")
     print(words[words["column"] == "name"][["label", "attention"]].round(4).to_string(index=False))
 
     if args.plot:
@@ -74,7 +74,7 @@ def plot(clf, row, path):
     except ImportError:
         print("matplotlib is not installed: pip install matplotlib to draw the plot")
         return
-    frame = clf.explain(row, layer=0)
+    frame = clf.explain(row, layer=-1)
     grid = clf.tokenizer_.transformers_[[n for n, _, _ in clf.tokenizer_.transformers_].index("image")][1].grid_shape_
     patches = frame[frame["column"] == "image"]["attention"].to_numpy().reshape(grid)
     words = frame[frame["column"] == "name"]
