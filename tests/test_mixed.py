@@ -372,3 +372,15 @@ def test_mid_fusion_keeps_modalities_apart_in_the_first_layers(mixed):
         TabFormerClassifier(fusion=3, **dict(TINY, encoder__n_layers=2)).fit(X, y)
     with pytest.raises(ValueError, match="mid fusion needs mixed inputs"):
         TabFormerClassifier(fusion=1, max_epochs=1, verbose=0).fit(X[["brand", "price"]], y)
+
+
+def test_fusion_is_a_grid_searchable_hyperparameter(mixed):
+    from sklearn.model_selection import GridSearchCV
+
+    X, y = mixed
+    search = GridSearchCV(
+        TabFormerClassifier(**dict(TINY, max_epochs=2, encoder__n_layers=2)),
+        {"fusion": ["early", 1, "late"]}, cv=2,
+    ).fit(X, y)
+    assert search.best_params_["fusion"] in ("early", 1, "late")
+    assert len(search.cv_results_["mean_test_score"]) == 3
