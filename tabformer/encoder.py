@@ -420,14 +420,16 @@ class TransformerEncoder(nn.Module):
         if self.embedding_norm is not None:
             x = self.embedding_dropout(self.embedding_norm(x))
         bias = attention_bias_from_mask(full_mask, x.dtype)
-        if grouped_layers and token_groups is not None:
-            if not 0 <= grouped_layers <= len(self.layers):
-                raise ValueError(f"grouped_layers must be in [0, {len(self.layers)}], got {grouped_layers}")
+        if token_groups is None:
+            grouped_layers = 0
+        if not 0 <= grouped_layers <= len(self.layers):
+            raise ValueError(f"grouped_layers must be in [0, {len(self.layers)}], got {grouped_layers}")
+        if grouped_layers:
             cls_group = torch.full((1,), -1, dtype=torch.long, device=x.device)
             grouped = grouped_attention_bias(full_mask, torch.cat([cls_group, token_groups.to(x.device)]), x.dtype)
         maps = []
         for index, layer in enumerate(self.layers):
-            layer_bias = grouped if (grouped_layers and token_groups is not None and index < grouped_layers) else bias
+            layer_bias = grouped if index < grouped_layers else bias
             x, weights = layer(x, layer_bias, need_weights=return_attention)
             if return_attention:
                 maps.append(weights)

@@ -404,7 +404,7 @@ class _TabFormerNet:
             raise ValueError(f"level must be 'token' or 'column', got {level!r}")
         batch = self.tokenize(X)
         _, maps = self.forward_features(batch, return_attention=True)
-        described = self._describe_tokens(batch)
+        described = self.tokenizer_.describe_tokens(batch)
         if layer == "all":
             layers = range(len(maps))
         elif isinstance(layer, (int, np.integer)) and -len(maps) <= layer < len(maps):
@@ -425,17 +425,6 @@ class _TabFormerNet:
                 .reset_index()
             )
         return frame
-
-    def _describe_tokens(self, batch) -> list:
-        """Per row, ``[(position, column, label), ...]`` for the real tokens."""
-        tokenizer = self.tokenizer_
-        if hasattr(tokenizer, "describe_tokens"):
-            return tokenizer.describe_tokens(batch)
-        if hasattr(tokenizer, "token_labels"):
-            column = "image" if hasattr(tokenizer, "grid_shape_") else "text"
-            return [[(i, column, label) for i, label in enumerate(labels)] for labels in tokenizer.token_labels(batch)]
-        names = list(tokenizer.get_feature_names_out())
-        return [[(i, name, name) for i, name in enumerate(names)]] * self._n_rows(batch)
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "tokenizer_") and bool(getattr(self, "initialized_", False)) and hasattr(self, "module_")

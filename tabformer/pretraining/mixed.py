@@ -56,7 +56,6 @@ def _segments(tokenizer) -> list:
     return [(key, _kind_of(tokenizers[name]), tokenizers[name]) for key, name, _ in tokenizer.segments_]
 
 
-_arrays = segment_arrays
 
 
 def _view(inputs: dict, view: str) -> dict:
@@ -173,7 +172,7 @@ class MixedTwoViewDataset(TensorDictDataset):
     def _view(self, X: dict, generator: torch.Generator) -> dict:
         view = dict(X)
         for key, kind in self.segments:
-            arrays = _arrays(X, key)
+            arrays = segment_arrays(X, key)
             if kind == "image":
                 arrays = self._augment_images(key, arrays)
             elif kind == "text":
@@ -200,7 +199,7 @@ class MixedTwoViewDataset(TensorDictDataset):
 
     def _corrupt_cells(self, key, arrays, generator):
         """SCARF: each cell, with probability ``corruption_rate``, from a random row."""
-        full = _arrays(self.X, key)
+        full = segment_arrays(self.X, key)
         out = dict(arrays)
         for names in (("cat_ids",), ("num_values", "num_missing")):
             if names[0] not in arrays or arrays[names[0]].ndim != 2 or arrays[names[0]].shape[1] == 0:
@@ -283,7 +282,7 @@ class MixedMaskedTokenDataset(TensorDictDataset):
         X, y = super().__getitems__(indices)
         X = dict(X)
         for key, vocab_size in self.text_segments:
-            arrays = _arrays(X, key)
+            arrays = segment_arrays(X, key)
             ids = arrays["input_ids"]
             candidates = arrays["attention_mask"].bool() & (ids >= _N_SPECIAL)
             if "present" in arrays:

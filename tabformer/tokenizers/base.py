@@ -28,6 +28,21 @@ class BaseTokenizer(TransformerMixin, BaseEstimator):
 
     #: default ``encoder__positions`` for this kind of input
     default_positions: str | None = None
+    #: what the tokens stand for: ``"table"`` (one per column), ``"text"`` or ``"image"``;
+    #: a :class:`MixedTokenizer` feeds text and image tokenizers one column at a time
+    kind: str = "table"
+
+    def describe_tokens(self, batch: dict) -> list:
+        """For each row, ``[(position, column, label), ...]`` of its real tokens (``explain``).
+
+        Sequence tokenizers define ``token_labels(batch)``; their tokens are attributed to
+        a column named after their kind. Table tokens are their columns.
+        """
+        if hasattr(self, "token_labels"):
+            return [[(i, self.kind, label) for i, label in enumerate(labels)] for labels in self.token_labels(batch)]
+        names = list(self.get_feature_names_out())
+        n_rows = len(next(iter(batch.values())))
+        return [[(i, name, name) for i, name in enumerate(names)] for _ in range(n_rows)]
 
     def build_embedder(self, d_model: int):  # pragma: no cover - interface
         raise NotImplementedError

@@ -215,6 +215,7 @@ class PatchTokenizer(BaseTokenizer):
     """
 
     default_positions = None  # the embedders add their own 2-D positions
+    kind = "image"
 
     def __init__(
         self,

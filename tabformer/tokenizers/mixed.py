@@ -62,11 +62,7 @@ def segment_arrays(batch: dict, key: str) -> dict:
 
 def _kind_of(tokenizer) -> str:
     """``"text"`` and ``"image"`` tokenizers read one column at a time; others a frame."""
-    if isinstance(tokenizer, WordPieceTokenizer):
-        return "text"
-    if isinstance(tokenizer, PatchTokenizer):
-        return "image"
-    return "table"
+    return tokenizer.kind if tokenizer.kind in ("text", "image") else "table"
 
 
 class MixedTokenizer(_BaseComposition, BaseTokenizer):
@@ -122,6 +118,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
     """
 
     default_positions = None  # text segments get their own positions in the embedder
+    kind = "mixed"
 
     def __init__(self, transformers=None, *, text=None, image=None, table=None, max_categories=100, segment_dropout=0.0):
         self.transformers = transformers

@@ -126,6 +126,7 @@ class WordPieceTokenizer(BaseTokenizer):
     """
 
     default_positions = "learned"
+    kind = "text"
 
     def __init__(self, vocab_size=8000, lowercase=True, max_length=128, min_frequency=2, vocab_file=None, text_columns=None):
         self.vocab_size = vocab_size
