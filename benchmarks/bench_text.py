@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-RUNS = ["rt-tfidf", "rt-scratch", "rt-mlm", "rt-minilm", "rt500-scratch", "rt500-mlm", "conll-scratch", "conll-minilm"]
+RUNS = ["rt-tfidf", "rt-scratch", "rt-mlm", "rt-minilm", "rt500-scratch", "rt500-mlm", "rt500-mlm-frozen", "conll-scratch", "conll-minilm"]
 
 
 def _package_dir(name, install):
@@ -110,6 +110,14 @@ def _classifier(args, **params):
     return TabFormerClassifier(**params)
 
 
+def _fine_tuning(args):
+    """Schedule, early-stopping signal and batching shared by the MiniLM runs."""
+    params = dict(lr_schedule=args.schedule, iterator_train__group_by_length=args.group_by_length)
+    if args.monitor == "acc":
+        params.update(callbacks__early_stopping__monitor="valid_acc", callbacks__early_stopping__lower_is_better=False)
+    return params
+
+
 def _pretrain(args, texts):
     from tabformer import TabFormerPretrainer
 
@@ -125,6 +133,11 @@ _CACHE = {}
 
 
 def _mlm_encoder(args, X_train):
+    if "mlm" not in _CACHE and args.mlm_load:
+        from tabformer.model import PretrainedEncoder
+
+        _CACHE["mlm"] = PretrainedEncoder.load(args.mlm_load)
+        _CACHE["mlm_info"] = f"MLM encoder loaded from {args.mlm_load}"
     if "mlm" not in _CACHE:
         fortunes = [] if args.no_fortunes else load_fortunes()
         corpus = list(X_train) + fortunes
@@ -132,6 +145,8 @@ def _mlm_encoder(args, X_train):
         pre = _pretrain(args, corpus)
         _CACHE["mlm"] = pre.encoder_
         _CACHE["mlm_info"] = f"MLM on {len(corpus)} texts ({len(fortunes)} fortunes), {len(pre.history_)} epochs, {time.time() - start:.0f}s"
+        if args.mlm_save:
+            pre.encoder_.save(args.mlm_save)
     return _CACHE["mlm"]
 
 
@@ -152,28 +167,29 @@ def run(name, args):
 
             model = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True), LogisticRegression(C=4.0, max_iter=2000))
         elif name == "rt-scratch":
-            model = _classifier(args, **SCRATCH)
+            model = _classifier(args, **SCRATCH, head__pooling=args.pooling)
         elif name == "rt-mlm":
-            model = _classifier(args, encoder=_mlm_encoder(args, X_train), head__dropout=0.1)
+            model = _classifier(args, encoder=_mlm_encoder(args, X_train), head__dropout=0.1, head__pooling=args.pooling)
         elif name.startswith("rt500"):
-            # 50 held-out rows make early stopping noise: a fixed budget, same for both.
-            few = dict(validation_fraction=None, max_epochs=args.few_epochs, lr=5e-4)
+            # 50 held-out rows make early stopping noise: a fixed budget, same for all.
+            few = dict(validation_fraction=None, max_epochs=args.few_epochs, lr=args.few_lr, head__pooling=args.pooling)
             if name == "rt500-scratch":
                 model = _classifier(args, **SCRATCH, **few)
             else:
-                model = _classifier(args, encoder=_mlm_encoder(args, X_train), head__dropout=0.1, **few)
+                model = _classifier(args, encoder=_mlm_encoder(args, X_train), head__dropout=0.1, freeze_encoder=name == "rt500-mlm-frozen", **few)
         elif name == "rt-minilm":
             from tabformer import TabFormerClassifier
             from tabformer.pretrained import load_bert
 
             model = TabFormerClassifier(
-                encoder=load_bert(_minilm(), max_length=64), head__pooling=args.pooling, lr=5e-5, batch_size=32, max_epochs=args.minilm_epochs,
-                patience=2, random_state=args.seed, verbose=args.verbose, optimizer__weight_decay=0.01,
+                encoder=load_bert(_minilm(), max_length=64), head__pooling=args.pooling, lr=args.minilm_lr, batch_size=32,
+                max_epochs=args.minilm_epochs, patience=2, random_state=args.seed, verbose=args.verbose,
+                optimizer__weight_decay=0.01, **_fine_tuning(args),
             )
         model.fit(X_lab, y_lab)
         accuracy = float((model.predict(X_test) == y_test).mean())
-        note = f"{len(X_lab)} labels, test {len(X_test)}" + (f"; {args.pooling} pooling" if name == "rt-minilm" else "")
-        if name.endswith("mlm"):
+        note = f"{len(X_lab)} labels, test {len(X_test)}" + (f"; {args.pooling} pooling" if name != "rt-tfidf" else "")
+        if "mlm" in name:
             note += "; " + _CACHE["mlm_info"]
         if hasattr(model, "history_"):
             note += f"; {len(model.history_)} epochs"
@@ -210,8 +226,15 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=20, help="max epochs for models trained from scratch/MLM")
     parser.add_argument("--mlm-epochs", type=int, default=10)
     parser.add_argument("--few-epochs", type=int, default=15, help="fixed epochs of the 500-label runs")
+    parser.add_argument("--few-lr", type=float, default=5e-4, help="lr of the 500-label runs")
+    parser.add_argument("--mlm-save", default=None, help="save the MLM-pretrained encoder here")
+    parser.add_argument("--mlm-load", default=None, help="reuse an encoder saved by --mlm-save instead of pretraining")
     parser.add_argument("--minilm-epochs", type=int, default=3)
-    parser.add_argument("--pooling", choices=["cls", "mean"], default="cls", help="rt-minilm head: CLS or mean of token outputs")
+    parser.add_argument("--minilm-lr", type=float, default=5e-5)
+    parser.add_argument("--schedule", choices=["cosine", "warmup_linear"], default="warmup_linear", help="MiniLM lr schedule")
+    parser.add_argument("--monitor", choices=["loss", "acc"], default="acc", help="rt-minilm early stopping watches valid loss or accuracy")
+    parser.add_argument("--no-group-by-length", dest="group_by_length", action="store_false", help="MiniLM: random batches (default groups by length)")
+    parser.add_argument("--pooling", choices=["cls", "mean"], default="cls", help="head of every Rotten Tomatoes model: CLS or mean of token outputs")
     parser.add_argument("--no-fortunes", action="store_true")
     parser.add_argument("--threads", type=int, default=1, help="torch threads; 1 is fastest when the cores are shared")
     parser.add_argument("--seed", type=int, default=0)

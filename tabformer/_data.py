@@ -51,3 +51,67 @@ class TensorDictDataset(Dataset):
 def collate_batched(batch):
     """The batch arrives already collated from ``__getitems__``; pass it through."""
     return batch
+
+
+def sequence_lengths(dataset) -> torch.Tensor:
+    """Real tokens per row of a (possibly ``Subset``-wrapped) ``TensorDictDataset``.
+
+    Sums every ``attention_mask`` array (mixed inputs have one per text segment).
+    """
+    indices = None
+    while isinstance(dataset, torch.utils.data.Subset):
+        indices = dataset.indices if indices is None else [dataset.indices[i] for i in indices]
+        dataset = dataset.dataset
+    if not isinstance(dataset, TensorDictDataset):
+        raise TypeError(f"group_by_length needs tokenized data, got a {type(dataset).__name__}")
+    masks = [value for key, value in dataset.X.items() if key.split("/")[-1] == "attention_mask" and value.ndim == 2]
+    if not masks:
+        raise ValueError(
+            f"group_by_length needs token sequences with an attention_mask; this tokenizer's arrays are {sorted(dataset.X)}"
+        )
+    lengths = sum(mask.sum(dim=1) for mask in masks)
+    return lengths if indices is None else lengths[torch.as_tensor(indices, dtype=torch.long)]
+
+
+class LengthGroupedBatchSampler(torch.utils.data.Sampler):
+    """Shuffled batches of rows of similar length, so little of each batch is padding.
+
+    Every epoch the rows are shuffled, cut into windows of ``window`` batches, and each
+    window is sorted by length before it is cut into batches; the batch order is then
+    shuffled again. Rows still meet random neighbours (the window is random), but a
+    batch of short texts no longer pays for one long one. Uses torch's global RNG, so
+    a seeded fit repeats. This is the ``group_by_length`` idea of Hugging Face's
+    Trainer, with the window made explicit.
+
+    Parameters
+    ----------
+    lengths : Tensor of shape (n_samples,)
+    batch_size : int
+    drop_last : bool, default=False
+    window : int, default=50
+        Batches per sorting window; 1 sorts nothing, a huge window sorts everything
+        (and makes the batch composition nearly fixed across epochs).
+    """
+
+    def __init__(self, lengths, batch_size: int, drop_last: bool = False, window: int = 50):
+        self.lengths = torch.as_tensor(lengths)
+        self.batch_size = int(batch_size)
+        self.drop_last = bool(drop_last)
+        self.window = int(window)
+
+    def __len__(self) -> int:
+        n = len(self.lengths)
+        return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
+
+    def __iter__(self):
+        order = torch.randperm(len(self.lengths))
+        span = self.window * self.batch_size
+        batches = []
+        for start in range(0, len(order), span):
+            window = order[start : start + span]
+            window = window[torch.argsort(self.lengths[window], descending=True, stable=True)]
+            batches += list(torch.split(window, self.batch_size))
+        if self.drop_last and len(self.lengths) % self.batch_size:
+            batches = [batch for batch in batches if len(batch) == self.batch_size][: len(self)]
+        for i in torch.randperm(len(batches)).tolist():
+            yield batches[i].tolist()

@@ -28,11 +28,12 @@ from skorch.callbacks import EarlyStopping, LRScheduler
 from torch.optim.lr_scheduler import CosineAnnealingLR
 from torch.utils.data import Subset
 
-from ._data import TensorDictDataset, collate_batched
+from ._data import LengthGroupedBatchSampler, TensorDictDataset, collate_batched, sequence_lengths
 from ._validation import check_target
 from .encoder import TransformerEncoder
 from .heads import ClassificationHead, RegressionHead, mean_pool
 from .model import LateFusionModel, PretrainedEncoder, TabFormerModel
+from .schedules import WarmupLinearLR
 from .tokenizers import make_tokenizer
 
 __all__ = ["TabFormerClassifier", "TabFormerRegressor"]
@@ -70,16 +71,25 @@ _SHARED_PARAMS_DOC = """
         AdamW learning rate (``optimizer__weight_decay`` etc. route to AdamW).
     max_epochs : int, default=40
         Upper bound; early stopping may end training sooner.
-    lr_schedule : "cosine" or None, default="cosine"
-        Cosine decay of the learning rate from ``lr`` to 0 over ``max_epochs``.
+    lr_schedule : {"cosine", "warmup_linear"} or None, default="cosine"
+        ``"cosine"``: per-epoch cosine decay of the learning rate from ``lr`` to 0 over
+        ``max_epochs``. ``"warmup_linear"``: BERT's fine-tuning schedule, per batch: a
+        linear climb over the first 10% of the steps (``callbacks__lr_scheduler__warmup``),
+        then a linear fall to 0 (:class:`~tabformer.schedules.WarmupLinearLR`).
+        ``None``: constant ``lr``.
     batch_size : int, default=256
+        Text: ``iterator_train__group_by_length=True`` batches rows of similar length
+        together (shuffled within windows of 50 batches, or of the int given), so less
+        of each training batch is padding; fits of short, varied texts run faster.
     validation_fraction : float or None, default=0.1
         Share of the training rows held out (stratified for classifiers) to monitor
         ``valid_loss`` for early stopping. Ignored when ``train_split`` is given.
         ``None`` or ``0`` trains on every row for ``max_epochs``.
     patience : int or None, default=8
         Stop after this many epochs without a better ``valid_loss``, and restore the
-        best weights. ``None`` disables early stopping.
+        best weights. ``None`` disables early stopping. Classifiers can watch accuracy
+        instead: ``callbacks__early_stopping__monitor="valid_acc"`` with
+        ``callbacks__early_stopping__lower_is_better=False``.
     random_state : int or None, default=None
         Seeds weight init, shuffling and the validation split: CPU fits repeat exactly.
     train_split : "auto", callable or None, default="auto"
@@ -200,8 +210,10 @@ class _TabFormerNet:
             # Decays to zero at max_epochs, so a fit that runs to the end finishes with
             # small, refining steps instead of stopping mid-stride at the peak rate.
             callbacks.append(("lr_scheduler", LRScheduler(policy=CosineAnnealingLR, T_max=self.max_epochs)))
+        elif lr_schedule == "warmup_linear":
+            callbacks.append(("lr_scheduler", WarmupLinearLR()))
         elif lr_schedule is not None:
-            raise ValueError(f"lr_schedule must be 'cosine' or None, got {lr_schedule!r}")
+            raise ValueError(f"lr_schedule must be 'cosine', 'warmup_linear' or None, got {lr_schedule!r}")
         if self.patience is not None and self._uses_validation():
             callbacks.append(
                 ("early_stopping", EarlyStopping(monitor="valid_loss", patience=self.patience, load_best=True, sink=self._sink))
@@ -243,10 +255,18 @@ class _TabFormerNet:
         kwargs.setdefault("batch_size", self.batch_size)
         if kwargs["batch_size"] == -1:
             kwargs["batch_size"] = len(dataset)
+        group_by_length = kwargs.pop("group_by_length", False)
         if training:
             kwargs.setdefault("shuffle", True)
             if self._drop_last_in_training() and len(dataset) > kwargs["batch_size"]:
                 kwargs.setdefault("drop_last", True)
+            if group_by_length:
+                # iterator_train__group_by_length=True: batches of similar text length.
+                window = 50 if group_by_length is True else int(group_by_length)
+                kwargs["batch_sampler"] = LengthGroupedBatchSampler(
+                    sequence_lengths(dataset), kwargs.pop("batch_size"), kwargs.pop("drop_last", False), window
+                )
+                kwargs.pop("shuffle")
         if self._is_batched(dataset):
             kwargs.setdefault("collate_fn", collate_batched)
         iterator = self.iterator_train if training else self.iterator_valid

@@ -92,8 +92,9 @@ class TabFormerPretrainer(_TabFormerNet, TransformerMixin, NeuralNet):
         (e.g. loaded MiniLM) continues pretraining from it with its own tokenizer.
     lr : float, default=1e-3
     max_epochs : int, default=20
-    lr_schedule : "cosine" or None, default="cosine"
-        Cosine decay of the learning rate to 0 over ``max_epochs``.
+    lr_schedule : {"cosine", "warmup_linear"} or None, default="cosine"
+        Cosine decay of the learning rate to 0 over ``max_epochs``, or BERT's per-batch
+        linear warm-up and decay (see the classifier).
     batch_size : int, default=128
     validation_fraction : float or None, default=0.1
         Rows held out to watch the objective's loss for early stopping.
