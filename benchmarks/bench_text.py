@@ -111,7 +111,7 @@ def _classifier(args, **params):
 
 
 def _fine_tuning(args):
-    """Schedule, early-stopping signal and batching shared by the MiniLM runs."""
+    """Schedule, early-stopping signal and batching of the full-data RT runs (not rt500)."""
     params = dict(lr_schedule=args.schedule, iterator_train__group_by_length=args.group_by_length)
     if args.monitor == "acc":
         params.update(callbacks__early_stopping__monitor="valid_acc", callbacks__early_stopping__lower_is_better=False)
@@ -123,7 +123,7 @@ def _pretrain(args, texts):
 
     params = {k: v for k, v in SCRATCH.items() if not k.startswith("head__")}
     pre = TabFormerPretrainer(
-        objective="mlm", lr=1e-3, batch_size=64, max_epochs=args.mlm_epochs, patience=3,
+        objective="mlm", lr=1e-3, batch_size=64, max_epochs=args.mlm_epochs, patience=args.mlm_patience or None,
         random_state=args.seed, verbose=args.verbose, **params,
     )
     return pre.fit(texts)
@@ -167,9 +167,12 @@ def run(name, args):
 
             model = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True), LogisticRegression(C=4.0, max_iter=2000))
         elif name == "rt-scratch":
-            model = _classifier(args, **SCRATCH, head__pooling=args.pooling)
+            dropout = dict(encoder__dropout=args.dropout, head__dropout=args.dropout)
+            model = _classifier(args, **dict(SCRATCH, **dropout), head__pooling=args.pooling, patience=4, **_fine_tuning(args))
         elif name == "rt-mlm":
-            model = _classifier(args, encoder=_mlm_encoder(args, X_train), head__dropout=0.1, head__pooling=args.pooling)
+            model = _classifier(
+                args, encoder=_mlm_encoder(args, X_train), head__dropout=args.dropout, head__pooling=args.pooling, patience=4, **_fine_tuning(args)
+            )
         elif name.startswith("rt500"):
             # 50 held-out rows make early stopping noise: a fixed budget, same for all.
             few = dict(validation_fraction=None, max_epochs=args.few_epochs, lr=args.few_lr, head__pooling=args.pooling)
@@ -226,14 +229,16 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=20, help="max epochs for models trained from scratch/MLM")
     parser.add_argument("--mlm-epochs", type=int, default=10)
     parser.add_argument("--few-epochs", type=int, default=15, help="fixed epochs of the 500-label runs")
+    parser.add_argument("--dropout", type=float, default=0.1, help="rt-scratch: encoder and head dropout; rt-mlm: head dropout")
     parser.add_argument("--few-lr", type=float, default=5e-4, help="lr of the 500-label runs")
+    parser.add_argument("--mlm-patience", type=int, default=3, help="MLM early-stopping patience; 0 trains all --mlm-epochs")
     parser.add_argument("--mlm-save", default=None, help="save the MLM-pretrained encoder here")
     parser.add_argument("--mlm-load", default=None, help="reuse an encoder saved by --mlm-save instead of pretraining")
     parser.add_argument("--minilm-epochs", type=int, default=3)
     parser.add_argument("--minilm-lr", type=float, default=5e-5)
-    parser.add_argument("--schedule", choices=["cosine", "warmup_linear"], default="warmup_linear", help="MiniLM lr schedule")
-    parser.add_argument("--monitor", choices=["loss", "acc"], default="acc", help="rt-minilm early stopping watches valid loss or accuracy")
-    parser.add_argument("--no-group-by-length", dest="group_by_length", action="store_false", help="MiniLM: random batches (default groups by length)")
+    parser.add_argument("--schedule", choices=["cosine", "warmup_linear"], default="warmup_linear", help="lr schedule of rt-scratch, rt-mlm, rt-minilm")
+    parser.add_argument("--monitor", choices=["loss", "acc"], default="acc", help="early stopping of rt-scratch, rt-mlm, rt-minilm watches valid loss or accuracy")
+    parser.add_argument("--no-group-by-length", dest="group_by_length", action="store_false", help="rt-scratch, rt-mlm, rt-minilm: random batches (default groups by length)")
     parser.add_argument("--pooling", choices=["cls", "mean"], default="cls", help="head of every Rotten Tomatoes model: CLS or mean of token outputs")
     parser.add_argument("--no-fortunes", action="store_true")
     parser.add_argument("--threads", type=int, default=1, help="torch threads; 1 is fastest when the cores are shared")
