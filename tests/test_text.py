@@ -208,3 +208,28 @@ def test_mean_pooling_head_ignores_padding():
     assert clf.predict_proba(texts).shape == (32, 2)
     with pytest.raises(ValueError, match="head pooling must be 'cls' or 'mean'"):
         ClassificationHead(4, 2, pooling="max")
+
+
+def test_token_dropout_masks_only_real_words_while_training(tok):
+    tok = clone(tok).set_params(token_dropout=0.5).fit(TEXTS)
+    embedder = tok.build_embedder(8)
+    batch = {k: torch.as_tensor(v) for k, v in tok.transform(TEXTS).items()}
+    seen = []
+    embedder.word_embeddings.register_forward_hook(lambda module, args, out: seen.append(args[0].clone()))
+    torch.manual_seed(0)
+    embedder.train()(**batch)
+    ids, real = batch["input_ids"][:, : seen[0].shape[1]], batch["attention_mask"][:, : seen[0].shape[1]].bool()
+    changed = seen[0] != ids
+    assert (seen[0][changed] == MASK).all()
+    words = real & (ids > MASK)
+    assert not changed[~words].any()  # [SEP] and padding untouched
+    assert 0.35 < changed[words].float().mean() < 0.65
+    embedder.eval()(**batch)
+    assert torch.equal(seen[1], batch["input_ids"])
+
+
+def test_token_dropout_is_routed_and_validated():
+    clf = TabFormerClassifier(tokenizer="wordpiece", max_epochs=1, tokenizer__token_dropout=0.2, **SMALL).fit(TEXTS, LABELS)
+    assert clf.module_.embedder.token_dropout == 0.2
+    with pytest.raises(ValueError, match="token_dropout must be"):
+        TabFormerClassifier(tokenizer="wordpiece", max_epochs=1, tokenizer__token_dropout=1.0, **SMALL).fit(TEXTS, LABELS)

@@ -20,10 +20,11 @@ import os
 
 import numpy as np
 import pandas as pd
+import torch
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from .base import PAD, SEP, SPECIAL_TOKENS, BaseTokenizer
+from .base import MASK, PAD, SEP, SPECIAL_TOKENS, BaseTokenizer
 
 __all__ = ["WordPieceTokenizer", "TextEmbedder", "aggregate_subwords", "looks_like_text"]
 
@@ -98,6 +99,12 @@ class WordPieceTokenizer(BaseTokenizer):
     text_columns : list of str or None, default=None
         DataFrame input: the one or two text columns to read (two make sentence
         pairs). ``None`` uses every column, which must then be one or two.
+    token_dropout : float, default=0.0
+        Word dropout, a regulariser for small labelled sets: while training, each real
+        sub-word is replaced by [MASK] with this probability ([SEP] and padding never
+        are), so the model cannot lean on any single word. Off at predict time. It
+        lives in the embedder this tokenizer builds; a pretrained embedder keeps the
+        setting it was built with.
 
     Input
     -----
@@ -128,13 +135,16 @@ class WordPieceTokenizer(BaseTokenizer):
     default_positions = "learned"
     kind = "text"
 
-    def __init__(self, vocab_size=8000, lowercase=True, max_length=128, min_frequency=2, vocab_file=None, text_columns=None):
+    def __init__(
+        self, vocab_size=8000, lowercase=True, max_length=128, min_frequency=2, vocab_file=None, text_columns=None, token_dropout=0.0
+    ):
         self.vocab_size = vocab_size
         self.lowercase = lowercase
         self.max_length = max_length
         self.min_frequency = min_frequency
         self.vocab_file = vocab_file
         self.text_columns = text_columns
+        self.token_dropout = token_dropout
 
     # ---------------------------------------------------------------- input
     def _parts(self, X, fitting: bool):
@@ -288,7 +298,9 @@ class WordPieceTokenizer(BaseTokenizer):
     def build_embedder(self, d_model: int) -> "TextEmbedder":
         """A :class:`TextEmbedder` sized to the fitted vocabulary."""
         check_is_fitted(self, "vocab_size_")
-        return TextEmbedder(self.vocab_size_, d_model)
+        if not 0.0 <= float(self.token_dropout) < 1.0:
+            raise ValueError(f"token_dropout must be a probability in [0, 1), got {self.token_dropout!r}")
+        return TextEmbedder(self.vocab_size_, d_model, token_dropout=float(self.token_dropout))
 
     def convert_ids_to_tokens(self, ids) -> list:
         """Token strings for a sequence of ids."""
@@ -359,10 +371,13 @@ class TextEmbedder(nn.Module):
     vocab_size : int
     d_model : int
     n_segments : int, default=2
+    token_dropout : float, default=0.0
+        Training only: probability that a real, non-special sub-word becomes [MASK].
     """
 
-    def __init__(self, vocab_size: int, d_model: int, n_segments: int = 2):
+    def __init__(self, vocab_size: int, d_model: int, n_segments: int = 2, token_dropout: float = 0.0):
         super().__init__()
+        self.token_dropout = token_dropout
         self.word_embeddings = nn.Embedding(vocab_size, d_model)
         self.token_type_embeddings = nn.Embedding(n_segments, d_model)
         nn.init.normal_(self.word_embeddings.weight, std=0.02)
@@ -375,6 +390,11 @@ class TextEmbedder(nn.Module):
             length = max(int(mask.sum(dim=1).max()), 1)
             input_ids, mask = input_ids[:, :length], mask[:, :length]
             token_type_ids = None if token_type_ids is None else token_type_ids[:, :length]
+            # getattr: embedders pickled before the setting existed have none.
+            if getattr(self, "token_dropout", 0.0) > 0:
+                drop = (torch.rand(input_ids.shape, device=input_ids.device) < self.token_dropout) & mask
+                drop &= input_ids >= len(SPECIAL_TOKENS)
+                input_ids = input_ids.masked_fill(drop, MASK)
         tokens = self.word_embeddings(input_ids)
         if token_type_ids is None:
             tokens = tokens + self.token_type_embeddings.weight[0]
