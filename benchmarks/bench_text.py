@@ -168,10 +168,11 @@ def run(name, args):
             model = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True), LogisticRegression(C=4.0, max_iter=2000))
         elif name == "rt-scratch":
             dropout = dict(encoder__dropout=args.dropout, head__dropout=args.dropout)
-            model = _classifier(args, **dict(SCRATCH, **dropout), head__pooling=args.pooling, patience=4, **_fine_tuning(args))
+            model = _classifier(args, **dict(SCRATCH, **dropout), lr=args.lr, head__pooling=args.pooling, patience=4, **_fine_tuning(args))
         elif name == "rt-mlm":
             model = _classifier(
-                args, encoder=_mlm_encoder(args, X_train), head__dropout=args.dropout, head__pooling=args.pooling, patience=4, **_fine_tuning(args)
+                args, encoder=_mlm_encoder(args, X_train), lr=args.lr, head__dropout=args.dropout, head__pooling=args.pooling, patience=4,
+                **_fine_tuning(args),
             )
         elif name.startswith("rt500"):
             # 50 held-out rows make early stopping noise: a fixed budget, same for all.
@@ -229,6 +230,7 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=20, help="max epochs for models trained from scratch/MLM")
     parser.add_argument("--mlm-epochs", type=int, default=10)
     parser.add_argument("--few-epochs", type=int, default=15, help="fixed epochs of the 500-label runs")
+    parser.add_argument("--lr", type=float, default=1e-3, help="peak lr of rt-scratch and rt-mlm")
     parser.add_argument("--dropout", type=float, default=0.1, help="rt-scratch: encoder and head dropout; rt-mlm: head dropout")
     parser.add_argument("--few-lr", type=float, default=5e-4, help="lr of the 500-label runs")
     parser.add_argument("--mlm-patience", type=int, default=3, help="MLM early-stopping patience; 0 trains all --mlm-epochs")

@@ -91,7 +91,10 @@ _SHARED_PARAMS_DOC = """
         instead: ``callbacks__early_stopping__monitor="valid_acc"`` with
         ``callbacks__early_stopping__lower_is_better=False``.
     random_state : int or None, default=None
-        Seeds weight init, shuffling and the validation split: CPU fits repeat exactly.
+        Seeds weight init, shuffling and the validation split: CPU fits repeat exactly,
+        except that a WordPiece vocabulary trained in ``fit`` can differ in a few tokens
+        between fits (an upstream ``tokenizers`` issue; ``tokenizer__vocab_file`` with a
+        vocabulary saved by ``save_vocabulary`` is exact).
     train_split : "auto", callable or None, default="auto"
         skorch's ``train_split``; ``"auto"`` uses ``validation_fraction``.
     device : str, default="cpu"

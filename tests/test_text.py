@@ -233,3 +233,11 @@ def test_token_dropout_is_routed_and_validated():
     assert clf.module_.embedder.token_dropout == 0.2
     with pytest.raises(ValueError, match="token_dropout must be"):
         TabFormerClassifier(tokenizer="wordpiece", max_epochs=1, tokenizer__token_dropout=1.0, **SMALL).fit(TEXTS, LABELS)
+
+
+def test_saved_vocabulary_reproduces_ids_and_renumbering_is_canonical(tok, tmp_path):
+    path = tok.save_vocabulary(tmp_path / "vocab.txt")
+    again = WordPieceTokenizer(vocab_file=path, max_length=8).fit(TEXTS)
+    np.testing.assert_array_equal(again.transform(TEXTS)["input_ids"], tok.transform(TEXTS)["input_ids"])
+    tokens = tok.convert_ids_to_tokens(range(tok.vocab_size_))
+    assert tokens[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] and tokens[5:] == sorted(tokens[5:])

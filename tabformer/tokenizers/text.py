@@ -234,6 +234,11 @@ class WordPieceTokenizer(BaseTokenizer):
             )
             texts = [" ".join(w) for w in first] if pretokenized else first + (second or [])
             backend.train_from_iterator(texts, trainer=trainer)
+            # The trainer numbers tokens in hash-map order, which differs from one call to
+            # the next (huggingface/tokenizers#1794): renumber, specials first, then the
+            # rest sorted, so equal vocabularies get equal ids. Ties between equally
+            # frequent merges can still change the token set itself; see save_vocabulary.
+            backend = self._new_backend(_canonical_vocab(backend.get_vocab()))
             self.source_ids_ = None
         for token, wanted in SPECIAL_TOKENS.items():
             if backend.token_to_id(token) != wanted:  # pragma: no cover - guards the id contract
@@ -302,6 +307,24 @@ class WordPieceTokenizer(BaseTokenizer):
             raise ValueError(f"token_dropout must be a probability in [0, 1), got {self.token_dropout!r}")
         return TextEmbedder(self.vocab_size_, d_model, token_dropout=float(self.token_dropout))
 
+    def save_vocabulary(self, path) -> str:
+        """Write the fitted vocabulary as a BERT ``vocab.txt`` (one token per line, in id order).
+
+        ``WordPieceTokenizer(vocab_file=path)`` then reproduces these exact ids. The
+        ``tokenizers`` trainer breaks ties between equally frequent merges in hash-map
+        order (huggingface/tokenizers#1794), so two fits on the same texts can differ
+        in a few tokens; a saved vocabulary is how a text pipeline repeats exactly.
+
+        Returns
+        -------
+        path : str
+        """
+        check_is_fitted(self, "tokenizer_json_")
+        vocab = self._backend().get_vocab()
+        with open(path, "w", encoding="utf-8") as handle:
+            handle.writelines(token + "\n" for token in sorted(vocab, key=vocab.get))
+        return str(path)
+
     def convert_ids_to_tokens(self, ids) -> list:
         """Token strings for a sequence of ids."""
         check_is_fitted(self, "tokenizer_json_")
@@ -356,6 +379,12 @@ def _read_vocab(path):
             where[position[token]], where[line_at_wanted] = wanted, current
     vocab = {tokens[line]: new_id for new_id, line in enumerate(order)}
     return vocab, np.asarray(order, dtype=np.int64)
+
+
+def _canonical_vocab(vocab: dict) -> dict:
+    """``vocab`` renumbered: special tokens at their shared ids, then the others sorted."""
+    rest = sorted(token for token in vocab if token not in SPECIAL_TOKENS)
+    return {**SPECIAL_TOKENS, **{token: len(SPECIAL_TOKENS) + i for i, token in enumerate(rest)}}
 
 
 class TextEmbedder(nn.Module):
