@@ -41,7 +41,7 @@ def _estimator(args, grouped):
     )
 
 
-def _padding_share(net, X, y, grouped):
+def _padding_share(net, X, y):
     """Share of padded positions over one epoch's training batches (no training)."""
     dataset = net.get_dataset(net.tokenize(X), net.label_encoder_.transform(y))
     padded = total = 0
@@ -89,7 +89,7 @@ def main(argv=None):
             start = time.perf_counter()
             net.fit(X, y)
             times[name].append(time.perf_counter() - start)
-            padding.setdefault(name, _padding_share(net, X, y, grouped))
+            padding.setdefault(name, _padding_share(net, X, y))
         times["plain PyTorch loop"].append(_plain_loop(net, X, y, args.batch_size))
 
     base = np.median(times["random batches"])

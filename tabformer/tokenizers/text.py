@@ -319,10 +319,9 @@ class WordPieceTokenizer(BaseTokenizer):
         -------
         path : str
         """
-        check_is_fitted(self, "tokenizer_json_")
-        vocab = self._backend().get_vocab()
+        tokens = self.convert_ids_to_tokens(range(self.vocab_size_))
         with open(path, "w", encoding="utf-8") as handle:
-            handle.writelines(token + "\n" for token in sorted(vocab, key=vocab.get))
+            handle.writelines(token + "\n" for token in tokens)
         return str(path)
 
     def convert_ids_to_tokens(self, ids) -> list:
