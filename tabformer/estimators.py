@@ -66,7 +66,13 @@ _SHARED_PARAMS_DOC = """
         :class:`~tabformer.model.PretrainedEncoder` also brings its fitted tokenizer
         and embedder, which ``fit`` then reuses instead of fitting new ones.
     freeze_encoder : bool, default=False
-        Train only the tokenizer's embedder and the head; the encoder stays fixed.
+        Keep the encoder fixed (no gradient, eval mode): the embedder and the head train.
+    freeze_embedder : bool, default=False
+        Keep the embedder fixed too (word, patch and cell embeddings, positions). It
+        needs a :class:`~tabformer.model.PretrainedEncoder` as ``encoder``, whose
+        embedder it keeps; with ``freeze_encoder=True`` only the head trains (a linear
+        probe). Frozen word embeddings keep words the labels never show where
+        pretraining put them, which can matter with few labels.
     lr : float, default=1e-3
         AdamW learning rate (``optimizer__weight_decay`` etc. route to AdamW).
     max_epochs : int, default=40
@@ -177,6 +183,11 @@ class _TabFormerNet:
         pretrained = self._pretrained()
         if pretrained is not None:
             embedder = copy.deepcopy(pretrained.embedder)
+        elif self.freeze_embedder:
+            raise ValueError(
+                "freeze_embedder=True would freeze a randomly initialised embedder; it needs a PretrainedEncoder "
+                f"as `encoder` (e.g. TabFormerPretrainer().fit(X).encoder_ or load_bert(path)), got {type(self.encoder).__name__}"
+            )
         else:
             embedder = self.tokenizer_.build_embedder(encoder.d_model)
         head = self.build_head(encoder.d_model)
@@ -195,6 +206,8 @@ class _TabFormerNet:
         kwargs = self.get_params_for("module")
         if isinstance(self._fusion(), int) and self._fusion() > 0:
             kwargs["fusion_layer"] = self._fusion()
+        if self.freeze_embedder:
+            kwargs["freeze_embedder"] = True
         self.module_ = self.module(embedder=embedder, encoder=encoder, head=head, freeze_encoder=self.freeze_encoder, **kwargs)
         return self
 
@@ -479,12 +492,13 @@ def _reject_sample_weight(net, fit_params):
         raise ValueError(f"{type(net).__name__} does not support sample_weight yet; resample the rows instead")
 
 
-def _init_shared(net, tokenizer, encoder, freeze_encoder, validation_fraction, patience, random_state, lr_schedule, fusion="early"):
+def _init_shared(net, tokenizer, encoder, freeze_encoder, freeze_embedder, validation_fraction, patience, random_state, lr_schedule, fusion="early"):
     net.lr_schedule = lr_schedule
     net.fusion = fusion
     net.tokenizer = tokenizer
     net.encoder = encoder
     net.freeze_encoder = freeze_encoder
+    net.freeze_embedder = freeze_embedder
     net.validation_fraction = validation_fraction
     net.patience = patience
     net.random_state = random_state
@@ -526,6 +540,7 @@ class TabFormerClassifier(_TabFormerNet, NeuralNetClassifier):
         encoder=None,
         *,
         freeze_encoder=False,
+        freeze_embedder=False,
         fusion="early",
         module=TabFormerModel,
         criterion=torch.nn.CrossEntropyLoss,
@@ -556,7 +571,7 @@ class TabFormerClassifier(_TabFormerNet, NeuralNetClassifier):
             device=device,
             **kwargs,
         )
-        _init_shared(self, tokenizer, encoder, freeze_encoder, validation_fraction, patience, random_state, lr_schedule, fusion)
+        _init_shared(self, tokenizer, encoder, freeze_encoder, freeze_embedder, validation_fraction, patience, random_state, lr_schedule, fusion)
 
     @property
     def classes_(self):
@@ -655,6 +670,7 @@ class TabFormerRegressor(_TabFormerNet, NeuralNetRegressor):
         encoder=None,
         *,
         freeze_encoder=False,
+        freeze_embedder=False,
         fusion="early",
         standardize_target=True,
         module=TabFormerModel,
@@ -686,7 +702,7 @@ class TabFormerRegressor(_TabFormerNet, NeuralNetRegressor):
             device=device,
             **kwargs,
         )
-        _init_shared(self, tokenizer, encoder, freeze_encoder, validation_fraction, patience, random_state, lr_schedule, fusion)
+        _init_shared(self, tokenizer, encoder, freeze_encoder, freeze_embedder, validation_fraction, patience, random_state, lr_schedule, fusion)
         self.standardize_target = standardize_target
 
     def _fit_target(self, y, n_samples):

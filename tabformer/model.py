@@ -37,20 +37,27 @@ class TabFormerModel(nn.Module):
     head : nn.Module
         Reads the encoder output ``(B, 1+T, D)``.
     freeze_encoder : bool, default=False
-        Train the head (and embedder) only: the encoder's parameters get no gradient
-        and the encoder runs in eval mode (no dropout), i.e. a linear/MLP probe.
+        The encoder's parameters get no gradient and the encoder runs in eval mode
+        (no dropout).
+    freeze_embedder : bool, default=False
+        The same for the embedder (word, patch, cell and position embeddings). With
+        ``freeze_encoder`` only the head trains: a true linear/MLP probe.
     fusion_layer : int, default=0
         Mixed inputs: the first ``fusion_layer`` encoder layers attend within each
         modality only (CLS reads all of them); the rest attend across modalities.
         0 is early fusion; ``Nagrani et al. (2021)`` call ``k > 0`` mid fusion.
     """
 
-    def __init__(self, embedder: nn.Module, encoder: TransformerEncoder, head: nn.Module, freeze_encoder: bool = False, fusion_layer: int = 0):
+    def __init__(
+        self, embedder: nn.Module, encoder: TransformerEncoder, head: nn.Module, freeze_encoder: bool = False,
+        fusion_layer: int = 0, freeze_embedder: bool = False,
+    ):
         super().__init__()
         self.embedder = embedder
         self.encoder = encoder
         self.head = head
         self.freeze_encoder = freeze_encoder
+        self.freeze_embedder = freeze_embedder
         self.fusion_layer = int(fusion_layer)
         if self.fusion_layer:
             if not hasattr(embedder, "forward_with_groups"):
@@ -59,11 +66,16 @@ class TabFormerModel(nn.Module):
                 raise ValueError(f"fusion layer must be in [0, {encoder.n_layers}] (the encoder's n_layers), got {fusion_layer}")
         if freeze_encoder:
             self.encoder.requires_grad_(False)
+        if freeze_embedder:
+            self.embedder.requires_grad_(False)
 
     def train(self, mode: bool = True):
         super().train(mode)
         if self.freeze_encoder:
             self.encoder.eval()
+        # getattr: modules pickled before freeze_embedder existed still load.
+        if getattr(self, "freeze_embedder", False):
+            self.embedder.eval()
         return self
 
     def _encode(self, return_attention: bool = False, **batch):

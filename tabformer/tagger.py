@@ -174,6 +174,7 @@ class TabFormerTagger(_TabFormerNet, NeuralNet):
         encoder=None,
         *,
         freeze_encoder=False,
+        freeze_embedder=False,
         module=TabFormerModel,
         criterion=TokenCrossEntropy,
         optimizer=torch.optim.AdamW,
@@ -195,7 +196,7 @@ class TabFormerTagger(_TabFormerNet, NeuralNet):
             batch_size=batch_size, train_split=train_split, dataset=dataset, verbose=verbose,
             device=device, **kwargs,
         )
-        _init_shared(self, tokenizer, encoder, freeze_encoder, validation_fraction, patience, random_state, lr_schedule)
+        _init_shared(self, tokenizer, encoder, freeze_encoder, freeze_embedder, validation_fraction, patience, random_state, lr_schedule)
 
     def build_head(self, d_model):
         return TokenClassificationHead(d_model, len(self.classes_), **self.get_params_for("head"))

@@ -84,6 +84,29 @@ def test_encoder_warm_starts_classifier_and_tagger():
     assert [len(p) for p in tagger.predict(sentences[:3])] == [len(s) for s in sentences[:3]]
 
 
+def test_freeze_embedder_trains_only_the_head():
+    pre = TabFormerPretrainer(objective="mlm", max_epochs=2, validation_fraction=None, **SMALL).fit(TEXTS)
+    encoder = pre.encoder_
+    labels = ["cat" if "cat" in t else "other" for t in TEXTS]
+    probe = TabFormerClassifier(
+        encoder=encoder, freeze_encoder=True, freeze_embedder=True, max_epochs=2, validation_fraction=None, verbose=0,
+    ).fit(TEXTS, labels)
+    for got, want in zip(probe.module_.embedder.parameters(), encoder.embedder.parameters()):
+        torch.testing.assert_close(got, want)
+    for got, want in zip(probe.module_.encoder.parameters(), encoder.encoder.parameters()):
+        torch.testing.assert_close(got, want)
+    trainable = {name.split(".")[0] for name, p in probe.module_.named_parameters() if p.requires_grad}
+    assert trainable == {"head"}
+    probe.module_.train()
+    assert not probe.module_.embedder.training and probe.module_.head.training
+    # frozen embeddings, trained encoder: the encoder moves, the word embeddings do not
+    static = TabFormerClassifier(encoder=encoder, freeze_embedder=True, max_epochs=2, validation_fraction=None, verbose=0).fit(TEXTS, labels)
+    torch.testing.assert_close(static.module_.embedder.word_embeddings.weight, encoder.embedder.word_embeddings.weight)
+    assert any(not torch.equal(a, b) for a, b in zip(static.module_.encoder.parameters(), encoder.encoder.parameters()))
+    with pytest.raises(ValueError, match="freeze_embedder=True would freeze a randomly initialised embedder"):
+        TabFormerClassifier(freeze_embedder=True, max_epochs=1, **SMALL).fit(TEXTS, labels)
+
+
 def test_pretrainer_is_a_pipeline_transformer():
     pipe = make_pipeline(TabFormerPretrainer(max_epochs=1, validation_fraction=None, **SMALL), LogisticRegression())
     labels = ["cat" if "cat" in t else "other" for t in TEXTS]
