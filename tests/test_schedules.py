@@ -68,11 +68,16 @@ def test_factor_is_piecewise_linear():
 
 def test_early_stopping_can_watch_accuracy(table):
     X, y = table
-    net = _small(max_epochs=6, patience=2, callbacks__early_stopping__monitor="valid_acc",
+    net = _small(max_epochs=40, patience=2, lr=3e-3, callbacks__early_stopping__monitor="valid_acc",
                  callbacks__early_stopping__lower_is_better=False).fit(X, y)
     stopper = dict(net.callbacks_)["early_stopping"]
     assert stopper.monitor == "valid_acc"
-    assert "valid_acc_best" in net.history[0]
+    # It stopped `patience` epochs after the best *accuracy*, whatever the loss did.
+    accuracies = net.history[:, "valid_acc"]
+    assert len(accuracies) < 40
+    best = int(np.argmax(accuracies))
+    assert len(accuracies) - 1 - best == 2
+    assert net.history[best, "valid_acc_best"]
 
 
 # ------------------------------------------------------------------ length grouping
