@@ -32,7 +32,7 @@ import torch
 
 from tabformer.datasets import load_conll2003, load_fortunes, rotten_tomatoes_split
 
-RUNS = ["rt-tfidf", "rt-scratch", "rt-mlm", "rt-minilm", "rt500-scratch", "rt500-mlm", "rt500-mlm-frozen", "conll-scratch", "conll-minilm"]
+RUNS = ["rt-tfidf", "rt-scratch", "rt-mlm", "rt-minilm", "rt500-scratch", "rt500-mlm", "rt500-mlm-frozen", "rt500-mlm-probe", "conll-scratch", "conll-minilm"]
 
 
 def load_rt(seed=0):
@@ -142,7 +142,9 @@ def run(name, args):
             if name == "rt500-scratch":
                 model = _classifier(args, **SCRATCH, **few)
             else:
-                model = _classifier(args, encoder=_mlm_encoder(args, X_train), head__dropout=0.1, freeze_encoder=name == "rt500-mlm-frozen", **few)
+                # -frozen: the encoder is fixed, the embeddings train; -probe: only the head trains.
+                frozen = dict(freeze_encoder=name != "rt500-mlm", freeze_embedder=name == "rt500-mlm-probe")
+                model = _classifier(args, encoder=_mlm_encoder(args, X_train), head__dropout=0.1, **frozen, **few)
         elif name == "rt-minilm":
             from tabformer import TabFormerClassifier
             from tabformer.pretrained import load_bert

@@ -33,3 +33,18 @@ def test_bench_text_speed_table(capsys):
     assert len(rows) == 3
     padding = {name: float(rows[name].split()[-1]) for name in ("random batches", "grouped by length")}
     assert padding["grouped by length"] < padding["random batches"]
+
+
+def test_bench_text_label_scarce_runs_reuse_a_saved_encoder(tmp_path, capsys):
+    from tabformer import TabFormerPretrainer
+    from tabformer.datasets import rotten_tomatoes_split
+
+    texts = rotten_tomatoes_split()[0][:200]
+    pre = TabFormerPretrainer(max_epochs=1, encoder__d_model=16, encoder__n_layers=1, encoder__n_heads=2,
+                              tokenizer__vocab_size=300, validation_fraction=None, verbose=0, random_state=0).fit(texts)
+    path = str(tmp_path / "mlm.pt")
+    pre.encoder_.save(path)
+    _load("bench_text").main(["--only", "rt500-mlm", "rt500-mlm-probe", "--mlm-load", path, "--few-epochs", "1",
+                              "--max-test", "100", "--pooling", "mean", "--results", str(tmp_path / "r.jsonl")])
+    out = capsys.readouterr().out
+    assert "rt500-mlm-probe" in out and f"MLM encoder loaded from {path}" in out
