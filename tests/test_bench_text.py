@@ -19,11 +19,12 @@ def _load(name):
 
 def test_bench_text_scratch_and_tfidf(tmp_path, capsys):
     results = tmp_path / "results.jsonl"
-    _load("bench_text").main(["--only", "rt-tfidf", "rt-scratch", "--max-train", "300", "--max-test", "100",
-                              "--epochs", "2", "--pooling", "mean", "--results", str(results)])
+    _load("bench_text").main(["--only", "rt-tfidf", "rt-scratch", "rt-scratch-ensemble", "--ensemble", "2", "--max-train", "300",
+                              "--max-test", "100", "--epochs", "2", "--results", str(results)])
     out = capsys.readouterr().out
     assert "rt-tfidf" in out and "rt-scratch" in out and "mean pooling" in out
-    assert len(results.read_text().splitlines()) == 2
+    assert "2 models, 2/2 epochs" in out  # a soft-voting ensemble of two seeds
+    assert len(results.read_text().splitlines()) == 3
 
 
 def test_bench_text_speed_table(capsys):
