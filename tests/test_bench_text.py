@@ -49,3 +49,14 @@ def test_bench_text_label_scarce_runs_reuse_a_saved_encoder(tmp_path, capsys):
                               "--max-test", "100", "--pooling", "mean", "--results", str(tmp_path / "r.jsonl")])
     out = capsys.readouterr().out
     assert "rt500-mlm-probe" in out and f"MLM encoder loaded from {path}" in out
+
+
+def test_search_settings_repeat_and_the_bench_recipe_is_candidate_d():
+    search, bench = _load("search_text_scratch"), _load("bench_text")
+    assert search.random_settings(53) == search.random_settings(53) != search.random_settings(54)
+    assert search.random_settings(53)["tokenizer__vocab_size"] == 30000 and search.random_settings(53)["encoder__d_model"] == 64
+    chosen = dict(search._BASE, **search.CANDIDATES["D"])
+    recipe = dict(bench.SCRATCH, **bench.SCRATCH_TRAINING)
+    shared = set(chosen) & set(recipe)
+    assert {"tokenizer__vocab_size", "encoder__d_model", "encoder__n_layers", "lr", "tokenizer__token_dropout"} <= shared
+    assert {k: chosen[k] for k in shared} == {k: recipe[k] for k in shared}
