@@ -21,7 +21,7 @@ from skorch import NeuralNet
 from torch import nn
 
 from ._data import TensorDictDataset
-from .estimators import _TabFormerNet
+from ._net import _TabFormerNet
 from .model import PretrainedEncoder, encode
 from .pretraining import OBJECTIVES
 from .tokenizers import make_tokenizer

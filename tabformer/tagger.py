@@ -19,7 +19,7 @@ from skorch import NeuralNet
 from torch import nn
 
 from ._data import TensorDictDataset
-from .estimators import _SHARED_PARAMS_DOC, _TabFormerNet, _init_shared
+from ._net import _SHARED_PARAMS_DOC, _TabFormerNet, _init_shared
 from .model import TabFormerModel
 from .tokenizers import make_tokenizer
 
