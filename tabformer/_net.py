@@ -322,18 +322,26 @@ class _TabFormerNet:
             return self.partial_fit(X, y, **fit_params)
         # Cheap checks on y come before the (possibly slow) tokenizer fit.
         y_encoded = self._fit_target(y, _num_samples(X))
-        pretrained = self._pretrained()
         with self._seeded():
-            if pretrained is not None:
-                # The embedder's ids belong to the pretrained tokenizer: reuse it, fitted.
-                self.tokenizer_ = copy.deepcopy(pretrained.tokenizer)
-            else:
-                self.tokenizer_ = make_tokenizer(self.tokenizer, X, self.get_params_for("tokenizer")).fit(X)
-            batch = self.tokenizer_.transform(X)
-            self._record_features()
-            self.initialize()
-            NeuralNet.partial_fit(self, batch, y_encoded, _routing_method="fit", **fit_params)
+            batch = self._fit_tokenizer(X)
+            self._train_new_module(batch, y_encoded, **fit_params)
         return self
+
+    def _fit_tokenizer(self, X) -> dict:
+        """Fit ``tokenizer_`` on ``X`` (or reuse a pretrained encoder's) and return X's tokens."""
+        pretrained = self._pretrained()
+        if pretrained is not None:
+            # The embedder's ids belong to the pretrained tokenizer: reuse it, fitted.
+            self.tokenizer_ = copy.deepcopy(pretrained.tokenizer)
+        else:
+            self.tokenizer_ = make_tokenizer(self.tokenizer, X, self.get_params_for("tokenizer")).fit(X)
+        return self.tokenizer_.transform(X)
+
+    def _train_new_module(self, data, y, **fit_params):
+        """Build a fresh module for the fitted tokenizer and train it on ``data`` (tokens or a dataset)."""
+        self._record_features()
+        self.initialize()
+        NeuralNet.partial_fit(self, data, y, _routing_method="fit", **fit_params)
 
     def partial_fit(self, X, y=None, classes=None, **fit_params):
         """Continue training on ``X`` with the fitted tokenizer (fits everything if unfitted)."""

@@ -24,7 +24,6 @@ from ._data import TensorDictDataset
 from ._net import _TabFormerNet
 from .model import PretrainedEncoder, encode
 from .pretraining import OBJECTIVES
-from .tokenizers import make_tokenizer
 
 __all__ = ["TabFormerPretrainer", "PretrainingModel"]
 
@@ -198,18 +197,10 @@ class TabFormerPretrainer(_TabFormerNet, TransformerMixin, NeuralNet):
             raise ValueError(f"pooling must be 'cls', 'mean' or 'cls+mean', got {self.pooling!r}")
         objective_class = get_objective(self.objective)
         self.objective_ = objective_class(**self.get_params_for("objective"))
-        pretrained = self._pretrained()
         with self._seeded():
-            if pretrained is not None:
-                self.tokenizer_ = copy.deepcopy(pretrained.tokenizer)
-            else:
-                tokenizer = make_tokenizer(self.tokenizer, X, self.get_params_for("tokenizer"))
-                self.tokenizer_ = tokenizer.fit(X)
-            batch = self.tokenizer_.transform(X)
+            batch = self._fit_tokenizer(X)
             dataset = self.objective_.make_dataset(batch, self.tokenizer_, self.random_state)
-            self._record_features()
-            self.initialize()
-            NeuralNet.partial_fit(self, dataset, None, _routing_method="fit", **fit_params)
+            self._train_new_module(dataset, None, **fit_params)
         return self
 
     def partial_fit(self, X, y=None, **fit_params):

@@ -9,7 +9,6 @@ exactly one tag per input word. ``score`` is entity-level F1 with the CoNLL-2000
 
 from __future__ import annotations
 
-import copy
 
 import numpy as np
 import torch
@@ -21,7 +20,6 @@ from torch import nn
 from ._data import TensorDictDataset
 from ._net import _SHARED_PARAMS_DOC, _TabFormerNet, _init_shared
 from .model import TabFormerModel
-from .tokenizers import make_tokenizer
 
 __all__ = ["TabFormerTagger", "TokenClassificationHead", "TokenCrossEntropy", "bio_entities", "entity_f1", "IGNORE_INDEX"]
 
@@ -243,18 +241,9 @@ class TabFormerTagger(_TabFormerNet, NeuralNet):
         values, counts = np.unique(np.asarray(flat, dtype=object).astype(str), return_counts=True)
         self.classes_ = values
         self.default_tag_ = "O" if "O" in values else str(values[counts.argmax()])
-        pretrained = self._pretrained()
         with self._seeded():
-            if pretrained is not None:
-                self.tokenizer_ = copy.deepcopy(pretrained.tokenizer)
-            else:
-                tokenizer = make_tokenizer(self.tokenizer, X, self.get_params_for("tokenizer"))
-                self.tokenizer_ = tokenizer.fit(X)
-            batch = self.tokenizer_.transform(X)
-            labels = self._align(batch, tags)
-            self._record_features()
-            self.initialize()
-            NeuralNet.partial_fit(self, batch, labels, _routing_method="fit", **fit_params)
+            batch = self._fit_tokenizer(X)
+            self._train_new_module(batch, self._align(batch, tags), **fit_params)
         return self
 
     def partial_fit(self, X, y=None, classes=None, **fit_params):
