@@ -4,6 +4,7 @@ One command runs everything and prints a table::
 
     python benchmarks/bench_text.py                     # all runs (hours on 2 CPU cores)
     python benchmarks/bench_text.py --only rt-tfidf rt-minilm --max-train 2000
+    python benchmarks/bench_text.py --only rt-scratch rt-scratch-ensemble --device cuda
     python benchmarks/bench_text.py --list
 
 Needs (see docs/text.md)::

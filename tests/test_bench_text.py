@@ -60,3 +60,13 @@ def test_search_settings_repeat_and_the_bench_recipe_is_candidate_d():
     shared = set(chosen) & set(recipe)
     assert {"tokenizer__vocab_size", "encoder__d_model", "encoder__n_layers", "lr", "tokenizer__token_dropout"} <= shared
     assert {k: chosen[k] for k in shared} == {k: recipe[k] for k in shared}
+
+
+def test_text_sentiment_example_runs_on_a_slice(capsys):
+    spec = importlib.util.spec_from_file_location("text_sentiment", os.path.join(HERE, "..", "examples", "text_sentiment.py"))
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    clf = example.main(["--quick", "--max-train", "300", "--epochs", "1"])
+    out = capsys.readouterr().out
+    assert "tabformer from scratch" in out and "most attended" in out
+    assert clf.get_params()["tokenizer__vocab_size"] == 30000 and clf.module_.encoder.n_layers == 1
