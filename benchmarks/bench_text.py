@@ -159,13 +159,14 @@ def run(name, args):
             )
         elif name.startswith("rt500"):
             # 50 held-out rows make early stopping noise: a fixed budget, same for all.
-            few = dict(validation_fraction=None, max_epochs=args.few_epochs, lr=args.few_lr, head__pooling=args.pooling)
+            # Every rt500 model gets the same head (dropout 0.1), so they differ only in the encoder's start.
+            few = dict(validation_fraction=None, max_epochs=args.few_epochs, lr=args.few_lr, head__pooling=args.pooling, head__dropout=0.1)
             if name == "rt500-scratch":
-                model = _classifier(args, **SCRATCH, **few)
+                model = _classifier(args, **dict(SCRATCH, **few))
             else:
                 # -frozen: the encoder is fixed, the embeddings train; -probe: only the head trains.
                 frozen = dict(freeze_encoder=name != "rt500-mlm", freeze_embedder=name == "rt500-mlm-probe")
-                model = _classifier(args, encoder=_mlm_encoder(args, X_train), head__dropout=0.1, **frozen, **few)
+                model = _classifier(args, encoder=_mlm_encoder(args, X_train), **frozen, **few)
         elif name == "rt-minilm":
             from tabformer import TabFormerClassifier
             from tabformer.pretrained import load_bert

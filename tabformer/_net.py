@@ -66,11 +66,11 @@ _SHARED_PARAMS_DOC = """
     freeze_encoder : bool, default=False
         Keep the encoder fixed (no gradient, eval mode): the embedder and the head train.
     freeze_embedder : bool, default=False
-        Keep the embedder fixed too (word, patch and cell embeddings, positions). It
-        needs a :class:`~tabformer.model.PretrainedEncoder` as ``encoder``, whose
-        embedder it keeps; with ``freeze_encoder=True`` only the head trains (a linear
-        probe). Frozen word embeddings keep words the labels never show where
-        pretraining put them, which can matter with few labels.
+        Keep the embedder fixed (word, patch and cell embeddings, positions; no
+        gradient, eval mode, so ``tokenizer__token_dropout`` is off). It needs a
+        :class:`~tabformer.model.PretrainedEncoder` as ``encoder``, whose embedder it
+        keeps. Alone, the encoder and head train over fixed embeddings; with
+        ``freeze_encoder=True`` only the head trains (a linear probe).
     lr : float, default=1e-3
         AdamW learning rate (``optimizer__weight_decay`` etc. route to AdamW).
     max_epochs : int, default=40
@@ -123,9 +123,11 @@ def _construct(cls, params: dict, prefix: str, *args):
 
 
 class _TabFormerNet:
-    """Behaviour shared by the classifier and the regressor (a mixin before skorch's net)."""
+    """Behaviour shared by the classifier, regressor, tagger and pretrainer (a mixin before skorch's net)."""
 
     prefixes_ = NeuralNet.prefixes_ + ["tokenizer", "encoder", "head"]
+    # The default for estimators pickled before the parameter existed (get_params, clone).
+    freeze_embedder = False
 
     def _get_param_names(self):
         # skorch lists every public-looking attribute; its private bookkeeping
@@ -181,7 +183,7 @@ class _TabFormerNet:
         pretrained = self._pretrained()
         if pretrained is not None:
             embedder = copy.deepcopy(pretrained.embedder)
-        elif self.freeze_embedder:
+        elif self.freeze_embedder and self._fusion() != "late":  # late fusion has its own error below
             raise ValueError(
                 "freeze_embedder=True would freeze a randomly initialised embedder; it needs a PretrainedEncoder "
                 f"as `encoder` (e.g. TabFormerPretrainer().fit(X).encoder_ or load_bert(path)), got {type(self.encoder).__name__}"
@@ -192,8 +194,9 @@ class _TabFormerNet:
         if self._fusion() == "late":
             if pretrained is not None or self.encoder is not None:
                 raise ValueError("fusion='late' builds one fresh encoder per modality; warm-starting from `encoder` needs fusion='early'")
-            if self.freeze_encoder:
-                raise ValueError("freeze_encoder=True with fusion='late' would freeze randomly initialised encoders; it needs fusion='early' and a pretrained `encoder`")
+            for name in ("freeze_encoder", "freeze_embedder"):
+                if getattr(self, name):
+                    raise ValueError(f"{name}=True with fusion='late' would freeze randomly initialised weights; it needs fusion='early' and a pretrained `encoder`")
             if not hasattr(embedder, "forward_groups"):
                 raise ValueError(
                     f"fusion='late' needs mixed inputs (a MixedTokenizer); the tokenizer is {type(self.tokenizer_).__name__}"

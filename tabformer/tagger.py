@@ -9,7 +9,6 @@ exactly one tag per input word. ``score`` is entity-level F1 with the CoNLL-2000
 
 from __future__ import annotations
 
-
 import numpy as np
 import torch
 import torch.nn.functional as F

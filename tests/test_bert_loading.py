@@ -97,6 +97,7 @@ def test_bert_special_ids_are_remapped_to_tabformer_layout(folder):
     tok = pretrained.tokenizer
     assert tok.vocab_size_ == 30522
     assert tok.convert_ids_to_tokens([0, 1, 2, 3, 4]) == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    assert tok.convert_tokens_to_ids(["[CLS]", "[MASK]", "no-such-token-here"]) == [2, 4, 1]
     # the tokens that lived at ids 1..4 in vocab.txt moved to the specials' old ids
     assert sorted(tok.source_ids_[:5].tolist()) == [0, 100, 101, 102, 103]
     assert sorted(tok.source_ids_.tolist()) == list(range(30522))

@@ -83,7 +83,9 @@ def test_text_classifier_tagger_and_mlm_on_cuda():
     assert pre.transform(TEXTS[:4]).shape == (4, 16)
     probe = TabFormerClassifier(encoder=pre.encoder_, freeze_encoder=True, freeze_embedder=True, device="cuda",
                                 max_epochs=2, verbose=0).fit(TEXTS, TEXT_LABELS)
-    for got, want in zip(probe.module_.encoder.parameters(), pre.encoder_.encoder.parameters()):
+    frozen = [*zip(probe.module_.encoder.parameters(), pre.encoder_.encoder.parameters()),
+              *zip(probe.module_.embedder.parameters(), pre.encoder_.embedder.parameters())]
+    for got, want in frozen:
         torch.testing.assert_close(got.cpu(), want)
 
 

@@ -347,6 +347,8 @@ def test_late_fusion_refuses_to_freeze_random_encoders(mixed):
     X, y = mixed
     with pytest.raises(ValueError, match="freeze_encoder=True with fusion='late'"):
         TabFormerClassifier(fusion="late", freeze_encoder=True, **TINY).fit(X, y)
+    with pytest.raises(ValueError, match="freeze_embedder=True with fusion='late'"):
+        TabFormerClassifier(fusion="late", freeze_embedder=True, **TINY).fit(X, y)
 
 
 def test_mid_fusion_keeps_modalities_apart_in_the_first_layers(mixed):

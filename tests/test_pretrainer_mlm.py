@@ -1,8 +1,11 @@
 """TabFormerPretrainer with the masked-token objective, and its objective protocol."""
 
+import pickle
+
 import numpy as np
 import pytest
 import torch
+from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
@@ -105,6 +108,11 @@ def test_freeze_embedder_trains_only_the_head():
     assert any(not torch.equal(a, b) for a, b in zip(static.module_.encoder.parameters(), encoder.encoder.parameters()))
     with pytest.raises(ValueError, match="freeze_embedder=True would freeze a randomly initialised embedder"):
         TabFormerClassifier(freeze_embedder=True, max_epochs=1, **SMALL).fit(TEXTS, labels)
+    # an estimator pickled before the parameter existed still clones and refits
+    old = pickle.loads(pickle.dumps(static))
+    del old.__dict__["freeze_embedder"]
+    assert clone(old).get_params()["freeze_embedder"] is False
+    assert old.fit(TEXTS, labels).module_.embedder.word_embeddings.weight.requires_grad
 
 
 def test_pretrainer_is_a_pipeline_transformer():

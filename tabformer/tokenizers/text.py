@@ -330,6 +330,14 @@ class WordPieceTokenizer(BaseTokenizer):
         backend = self._backend()
         return [backend.id_to_token(int(i)) for i in ids]
 
+    def convert_tokens_to_ids(self, tokens) -> list:
+        """Ids of token strings (sub-words as in the vocabulary); ``[UNK]``'s id for the rest."""
+        check_is_fitted(self, "tokenizer_json_")
+        backend = self._backend()
+        ids = [backend.token_to_id(str(token)) for token in tokens]
+        unknown = backend.token_to_id("[UNK]")
+        return [unknown if i is None else i for i in ids]
+
     def token_labels(self, batch: dict) -> list:
         """The sub-word strings of each row's real tokens (what ``explain`` labels with).
 
