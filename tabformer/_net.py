@@ -229,8 +229,8 @@ class _TabFormerNet:
             callbacks.append(("lr_scheduler", LRScheduler(policy=CosineAnnealingLR, T_max=self.max_epochs)))
         elif lr_schedule == "warmup_linear":
             callbacks.append(("lr_scheduler", WarmupLinearLR()))
-        elif lr_schedule is not None:
-            raise ValueError(f"lr_schedule must be 'cosine', 'warmup_linear' or None, got {lr_schedule!r}")
+        # Any other value is refused by fit (_check_lr_schedule), not here: skorch builds
+        # callbacks inside set_params, and sklearn wants set_params to store, not validate.
         if self.patience is not None and self._uses_validation():
             callbacks.append(
                 ("early_stopping", EarlyStopping(monitor="valid_loss", patience=self.patience, load_best=True, sink=self._sink))
@@ -330,8 +330,16 @@ class _TabFormerNet:
             self._train_new_module(batch, y_encoded, **fit_params)
         return self
 
+    def _check_lr_schedule(self):
+        lr_schedule = getattr(self, "lr_schedule", None)
+        if lr_schedule not in ("cosine", "warmup_linear", None):
+            raise ValueError(f"lr_schedule must be 'cosine', 'warmup_linear' or None, got {lr_schedule!r}")
+
     def _fit_tokenizer(self, X) -> dict:
-        """Fit ``tokenizer_`` on ``X`` (or reuse a pretrained encoder's) and return X's tokens."""
+        """Fit ``tokenizer_`` on ``X`` (or reuse a pretrained encoder's) and return X's tokens.
+
+        Every fit calls it first, so settings are checked here, before the slow part."""
+        self._check_lr_schedule()
         pretrained = self._pretrained()
         if pretrained is not None:
             # The embedder's ids belong to the pretrained tokenizer: reuse it, fitted.

@@ -56,6 +56,15 @@ def test_warmup_share_is_validated(table):
         _small(lr_schedule="warmup_linear", callbacks__lr_scheduler__warmup=1.5).fit(X, y)
     with pytest.raises(ValueError, match="warmup_linear"):
         _small(lr_schedule="linear").fit(X, y)
+    # set_params only stores (sklearn's contract), also on a fitted net; fit refuses
+    net = _small(max_epochs=1).fit(X, y).set_params(lr_schedule="linear")
+    assert net.lr_schedule == "linear"
+    with pytest.raises(ValueError, match="lr_schedule must be"):
+        net.fit(X, y)
+    from tabformer import TabFormerPretrainer
+
+    with pytest.raises(ValueError, match="lr_schedule must be"):
+        TabFormerPretrainer(lr_schedule="linear", max_epochs=1, verbose=0).fit(["a b c", "b c d"] * 8)
 
 
 def test_factor_is_piecewise_linear():
