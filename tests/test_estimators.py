@@ -239,6 +239,7 @@ def test_unknown_tokenizer_and_encoder_types(table, tiny):
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.cuda
 def test_cuda_fit_predict(table, tiny):
     X, y = table
     clf = TabFormerClassifier(device="cuda", **tiny).fit(X, y)
