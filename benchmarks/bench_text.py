@@ -36,12 +36,6 @@ from tabformer.datasets import load_conll2003, load_fortunes, rotten_tomatoes_sp
 RUNS = ["rt-tfidf", "rt-scratch", "rt-scratch-ensemble", "rt-mlm", "rt-minilm", "rt500-tfidf", "rt500-scratch", "rt500-mlm", "rt500-mlm-frozen", "rt500-mlm-probe", "conll-scratch", "conll-minilm"]
 
 
-def load_rt(seed=0):
-    """The fixed RT split, in the benchmark's order: X_train, y_train, X_test, y_test."""
-    X_train, X_test, y_train, y_test = rotten_tomatoes_split(random_state=seed)
-    return X_train, y_train, X_test, y_test
-
-
 def _subset(X, y, n, seed=0):
     if n is None or n >= len(X):
         return X, y
@@ -132,7 +126,7 @@ def run(name, args):
     """Return (metric name, value, notes)."""
     start = time.time()
     if name.startswith("rt"):
-        X_train, y_train, X_test, y_test = load_rt()
+        X_train, X_test, y_train, y_test = rotten_tomatoes_split()
         if name.startswith("rt500"):
             X_lab, y_lab = _subset(X_train, y_train, 500, args.seed)
         else:

@@ -23,7 +23,9 @@ import pandas as pd
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_text import SCRATCH, _minilm, _subset, load_rt  # noqa: E402
+from bench_text import SCRATCH, _minilm, _subset  # noqa: E402
+
+from tabformer.datasets import rotten_tomatoes_split  # noqa: E402
 
 
 def _estimator(args, grouped):
@@ -78,7 +80,7 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
-    X_train, y_train, _, _ = load_rt()
+    X_train, _, y_train, _ = rotten_tomatoes_split()
     X, y = _subset(X_train, y_train, args.rows, seed=0)
 
     times = {"random batches": [], "grouped by length": [], "plain PyTorch loop": []}

@@ -19,14 +19,11 @@ import argparse
 import json
 import multiprocessing
 import os
-import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-from bench_text import load_rt  # noqa: E402
+from tabformer.datasets import rotten_tomatoes_split
 
 SPACE = {
     "tokenizer__vocab_size": [4000, 8000, 16000, 30000],
@@ -83,7 +80,7 @@ def _fit_one(job):
     from tabformer import TabFormerClassifier
 
     torch.set_num_threads(2)
-    X_train, y_train, X_test, y_test = load_rt()
+    X_train, X_test, y_train, y_test = rotten_tomatoes_split()
     settings = dict(settings, head__dropout=settings["encoder__dropout"])
     start = time.time()
     model = TabFormerClassifier(
@@ -98,8 +95,7 @@ def _fit_one(job):
                 epochs=len(model.history_), seconds=round(time.time() - start, 1), settings=settings)
 
 
-def _ensemble_accuracy(out, rows):
-    y_test = np.asarray(load_rt()[3])
+def _ensemble_accuracy(out, rows, y_test):
     classes = np.unique(y_test)
     proba = np.mean([np.load(os.path.join(out, f"{r['name']}_s{r['seed']}.npy")) for r in rows], axis=0)
     return float((classes[proba.argmax(1)] == y_test).mean())
@@ -130,19 +126,20 @@ def main(argv=None):
     with open(os.path.join(args.out, f"{args.stage}.jsonl"), "a", encoding="utf-8") as handle:
         handle.writelines(json.dumps(row) + "\n" for row in rows)
     print()
+    y_test = rotten_tomatoes_split()[3]
     if args.stage == "random":
         rows.sort(key=lambda r: -r["valid"])
         print("rank  valid   test    settings")
         for rank, row in enumerate(rows[:12], 1):
             print(f"{rank:4d}  {row['valid']:.4f}  {row['test']:.4f}  {row['settings']}")
         for k in (1, 5, 20):
-            print(f"soft vote of the top {k} by validation: test accuracy {_ensemble_accuracy(args.out, rows[:k]):.4f}")
+            print(f"soft vote of the top {k} by validation: test accuracy {_ensemble_accuracy(args.out, rows[:k], y_test):.4f}")
     else:
         print("setting  valid mean  test mean  test sd  ensemble of the seeds")
         for name in args.candidates:
             group = [r for r in rows if r["name"] == name]
             valid, test = np.mean([r["valid"] for r in group]), [r["test"] for r in group]
-            print(f"{name:7s}  {valid:.4f}      {np.mean(test):.4f}     {np.std(test):.4f}   {_ensemble_accuracy(args.out, group):.4f}")
+            print(f"{name:7s}  {valid:.4f}      {np.mean(test):.4f}     {np.std(test):.4f}   {_ensemble_accuracy(args.out, group, y_test):.4f}")
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ import torch
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
-from .base import MASK, PAD, SEP, SPECIAL_TOKENS, BaseTokenizer
+from .base import MASK, PAD, SEP, SPECIAL_TOKENS, UNK, BaseTokenizer
 
 __all__ = ["WordPieceTokenizer", "TextEmbedder", "aggregate_subwords", "looks_like_text"]
 
@@ -335,8 +335,7 @@ class WordPieceTokenizer(BaseTokenizer):
         check_is_fitted(self, "tokenizer_json_")
         backend = self._backend()
         ids = [backend.token_to_id(str(token)) for token in tokens]
-        unknown = backend.token_to_id("[UNK]")
-        return [unknown if i is None else i for i in ids]
+        return [UNK if i is None else i for i in ids]
 
     def token_labels(self, batch: dict) -> list:
         """The sub-word strings of each row's real tokens (what ``explain`` labels with).
