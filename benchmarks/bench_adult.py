@@ -25,7 +25,7 @@ from skorch import NeuralNet
 from torch.utils.flop_counter import FlopCounterMode
 
 from tabformer import TabFormerClassifier
-from tabformer.datasets import adult_split
+from splits import adult_split
 
 
 def matmul_peak(seconds: float = 3.0, repeats: int = 3, n: int = 1024) -> float:

@@ -39,7 +39,7 @@ from sklearn.feature_extraction.text import TfidfVectorizer  # noqa: E402
 from sklearn.metrics import accuracy_score, r2_score  # noqa: E402
 
 from tabformer import TabFormerClassifier, TabFormerRegressor  # noqa: E402
-from tabformer.datasets import emoji_split, lending_club_split  # noqa: E402
+from splits import emoji_split, lending_club_split  # noqa: E402
 
 ENCODER = dict(encoder__d_model=64, encoder__n_layers=2, encoder__n_heads=4, encoder__dropout=0.1)
 

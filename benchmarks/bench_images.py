@@ -40,7 +40,7 @@ from skorch.callbacks import LRScheduler
 from torch.optim.lr_scheduler import LambdaLR
 
 from tabformer import PretrainedEncoder, TabFormerClassifier
-from tabformer.datasets_images import load_fashion_mnist
+from tabformer.datasets.images import load_fashion_mnist
 
 ENCODER = dict(encoder__d_model=64, encoder__n_layers=4, encoder__n_heads=4, encoder__norm_first=True,
                encoder__attention_dropout=0.0)

@@ -29,7 +29,7 @@ from sklearn.pipeline import make_pipeline  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 from tabformer import TabFormerClassifier, TabFormerPretrainer  # noqa: E402
-from tabformer.datasets import emoji_split  # noqa: E402
+from splits import emoji_split  # noqa: E402
 
 MODEL = dict(
     encoder__d_model=64, encoder__n_layers=2, encoder__n_heads=4,

@@ -31,7 +31,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from tabformer.datasets import load_conll2003, load_fortunes, rotten_tomatoes_split
+from splits import rotten_tomatoes_split
+from tabformer.datasets import load_conll2003, load_fortunes
 
 RUNS = ["rt-tfidf", "rt-scratch", "rt-scratch-ensemble", "rt-mlm", "rt-minilm", "rt500-tfidf", "rt500-scratch", "rt500-mlm", "rt500-mlm-frozen", "rt500-mlm-probe", "conll-scratch", "conll-minilm"]
 
@@ -106,7 +107,7 @@ _CACHE = {}
 
 def _mlm_encoder(args, X_train):
     if "mlm" not in _CACHE and args.mlm_load:
-        from tabformer.model import PretrainedEncoder
+        from tabformer.nn.models import PretrainedEncoder
 
         _CACHE["mlm"] = PretrainedEncoder.load(args.mlm_load)
         _CACHE["mlm_info"] = f"MLM encoder loaded from {args.mlm_load}"
@@ -163,7 +164,7 @@ def run(name, args):
                 model = _classifier(args, encoder=_mlm_encoder(args, X_train), **frozen, **few)
         elif name == "rt-minilm":
             from tabformer import TabFormerClassifier
-            from tabformer.pretrained import load_bert
+            from tabformer.hub import load_bert
 
             model = TabFormerClassifier(
                 encoder=load_bert(_minilm(), max_length=64), head__pooling=args.pooling, lr=args.minilm_lr, batch_size=32,
@@ -193,7 +194,7 @@ def run(name, args):
                 lr=1e-3, batch_size=32, max_epochs=args.epochs, patience=3, random_state=args.seed, verbose=args.verbose, device=args.device, **params,
             )
         else:
-            from tabformer.pretrained import load_bert
+            from tabformer.hub import load_bert
 
             model = TabFormerTagger(
                 encoder=load_bert(_minilm(), max_length=128), lr=1e-4, batch_size=32, max_epochs=args.minilm_epochs,

@@ -25,14 +25,14 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_text import SCRATCH, _minilm, _subset  # noqa: E402
 
-from tabformer.datasets import rotten_tomatoes_split  # noqa: E402
+from splits import rotten_tomatoes_split  # noqa: E402
 
 
 def _estimator(args, grouped):
     from tabformer import TabFormerClassifier
 
     if args.model == "minilm":
-        from tabformer.pretrained import load_bert
+        from tabformer.hub import load_bert
 
         params = dict(encoder=load_bert(_minilm(), max_length=64), lr=5e-5)
     else:

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from tabformer.datasets import rotten_tomatoes_split
+from splits import rotten_tomatoes_split
 
 SPACE = {
     "tokenizer__vocab_size": [4000, 8000, 16000, 30000],

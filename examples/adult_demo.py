@@ -18,7 +18,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler
 
 from tabformer import TabFormerClassifier
-from tabformer.datasets import adult_split
+from sklearn.model_selection import train_test_split
+
+from tabformer.datasets import load_adult
 
 POSITIVE = ">50K"
 
@@ -60,7 +62,8 @@ def evaluate(name, model, X_train, X_test, y_train, y_test):
 
 
 def main():
-    X_train, X_test, y_train, y_test = adult_split()
+    X, y = load_adult()
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, stratify=y, random_state=0)
     print(f"Adult: {len(X_train)} training rows, {len(X_test)} test rows, {X_train.shape[1]} columns\n")
     rows = [evaluate("tabformer (defaults)", TabFormerClassifier(random_state=0), X_train, X_test, y_train, y_test)]
     for name, model in baselines().items():

@@ -21,7 +21,9 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from tabformer import TabFormerClassifier  # noqa: E402
-from tabformer.datasets import emoji_split  # noqa: E402
+from sklearn.model_selection import train_test_split  # noqa: E402
+
+from tabformer.datasets import load_emoji  # noqa: E402
 
 
 def main(argv=None):
@@ -31,7 +33,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
 
     # 1. A DataFrame: "image" holds (32, 32, 3) uint8 arrays, "name" holds str.
-    X_train, X_test, y_train, y_test = emoji_split()
+    X, y = load_emoji()
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, stratify=y, random_state=0)
     print(f"{len(X_train)} training emoji, {len(X_test)} test emoji; columns {list(X_train.columns)}")
 
     # 2. tokenizer="auto" (the default) detects each column's kind. Sub-tokenizer

@@ -22,7 +22,9 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from tabformer import TabFormerClassifier  # noqa: E402
-from tabformer.datasets import rotten_tomatoes_split  # noqa: E402
+from sklearn.model_selection import train_test_split  # noqa: E402
+
+from tabformer.datasets import load_rotten_tomatoes  # noqa: E402
 
 # bench_text.py's from-scratch recipe (docs/text.md: chosen on validation accuracy).
 RECIPE = dict(
@@ -44,7 +46,8 @@ def main(argv=None):
     parser.add_argument("--max-train", type=int, default=None, help="use only the first N training snippets")
     args = parser.parse_args(argv)
 
-    X_train, X_test, y_train, y_test = rotten_tomatoes_split()
+    texts, labels = load_rotten_tomatoes()
+    X_train, X_test, y_train, y_test = train_test_split(texts, labels, test_size=0.2, stratify=labels, random_state=0)
     X_train, y_train = X_train[: args.max_train], y_train[: args.max_train]
     print(f"{len(X_train)} training snippets, {len(X_test)} test snippets; e.g. {X_train[0]!r} -> {y_train[0]}")
 

@@ -1,12 +1,9 @@
 """tabformer: one Transformer encoder for tables, text and images, as scikit-learn estimators."""
 
-from .encoder import TransformerEncoder
-from .estimators import TabFormerClassifier, TabFormerRegressor
-from .model import PretrainedEncoder, TabFormerModel
-from .pretrainer import TabFormerPretrainer
+from .estimators import TabFormerClassifier, TabFormerPretrainer, TabFormerRegressor, TabFormerTagger
+from .nn import PretrainedEncoder, TabFormerModel, TransformerEncoder
 from .pretraining import mlm as _mlm  # noqa: F401  (registers objective='mlm')
 from .pretraining import simclr as _simclr  # noqa: F401  (registers objective='simclr')
-from .tagger import TabFormerTagger
 from .tokenizers import PatchTokenizer, TabularTokenizer, WordPieceTokenizer
 
 __version__ = "0.1.0"

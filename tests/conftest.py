@@ -1,7 +1,14 @@
+import os
+import sys
+
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+
+# The benchmark scripts import their fixed splits as `from splits import ...` (they run as
+# scripts from benchmarks/); tests that load them need the same folder on the path.
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
 
 # Tiny models run fastest single-threaded, and it avoids oversubscribing 2-core CI machines.
 torch.set_num_threads(1)

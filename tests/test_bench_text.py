@@ -38,7 +38,7 @@ def test_bench_text_speed_table(capsys):
 
 def test_bench_text_label_scarce_runs_reuse_a_saved_encoder(tmp_path, capsys):
     from tabformer import TabFormerPretrainer
-    from tabformer.datasets import rotten_tomatoes_split
+    from splits import rotten_tomatoes_split
 
     texts = rotten_tomatoes_split()[0][:200]
     pre = TabFormerPretrainer(max_epochs=1, encoder__d_model=16, encoder__n_layers=1, encoder__n_heads=2,

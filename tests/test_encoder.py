@@ -3,12 +3,9 @@ import math
 import pytest
 import torch
 
-from tabformer.encoder import (
-    MultiHeadSelfAttention,
-    TransformerEncoder,
-    attention_bias_from_mask,
-    sinusoidal_table,
-)
+from tabformer.nn.attention import MultiHeadSelfAttention, attention_bias_from_mask
+from tabformer.nn.encoder import TransformerEncoder
+from tabformer.nn.positions import sinusoidal_table
 
 
 def naive_attention(attention: MultiHeadSelfAttention, x, mask=None):

@@ -7,7 +7,8 @@ from sklearn.datasets import load_digits
 
 from tabformer import TabFormerClassifier
 from tabformer.tokenizers import PatchTokenizer
-from tabformer.tokenizers.image import attention_map, load_backbone
+from tabformer.inspection import attention_map
+from tabformer.nn.embedders.backbone import load_backbone
 
 
 @pytest.fixture(scope="module")

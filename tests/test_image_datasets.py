@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tabformer.datasets import MissingDatasetError
-from tabformer.datasets_images import FASHION_MNIST_DIR, load_fashion_mnist
+from tabformer.datasets.images import FASHION_MNIST_DIR, load_fashion_mnist
 
 
 @pytest.mark.skipif(not os.path.isdir(FASHION_MNIST_DIR), reason="apt-get install -y dataset-fashion-mnist")

@@ -8,7 +8,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 
 from tabformer import TabFormerClassifier, TabFormerPretrainer
-from tabformer.datasets_images import FASHION_MNIST_DIR, load_fashion_mnist
+from tabformer.datasets.images import FASHION_MNIST_DIR, load_fashion_mnist
 
 pytestmark = [
     pytest.mark.slow,

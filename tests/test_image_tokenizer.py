@@ -146,7 +146,7 @@ def test_clone_and_unfitted_errors(grey):
 
 
 def test_random_shift_translates_training_batches_only(grey):
-    from tabformer.tokenizers.image import shift_images
+    from tabformer.nn.embedders.image import shift_images
 
     pixels = torch.rand(64, 1, 12, 12)
     shifted = shift_images(pixels, 2)

@@ -7,7 +7,7 @@ import torch
 from sklearn.base import clone
 
 from tabformer import TabFormerClassifier, TabFormerRegressor
-from tabformer.model import LateFusionModel, TabFormerModel
+from tabformer.nn.models import LateFusionModel, TabFormerModel
 from tabformer.tokenizers import (
     MixedTokenizer,
     PatchTokenizer,
@@ -337,7 +337,7 @@ def test_slash_in_column_names_keeps_segments_apart(mixed):
         ("table", TabularTokenizer(), ["brand", "price"]),
     ]).fit(X2)
     batch = tok.transform(X2)
-    from tabformer.tokenizers.mixed import segment_arrays
+    from tabformer.nn.embedders.mixed import segment_arrays
 
     assert set(segment_arrays(batch, "text:title")) == {"input_ids", "attention_mask", "token_type_ids", "present"}
     assert segment_arrays(batch, "text:title/short")["input_ids"].shape[1] < batch["text:title/input_ids"].shape[1]
@@ -352,7 +352,7 @@ def test_late_fusion_refuses_to_freeze_random_encoders(mixed):
 
 
 def test_mid_fusion_keeps_modalities_apart_in_the_first_layers(mixed):
-    from tabformer.encoder import grouped_attention_bias
+    from tabformer.nn.attention import grouped_attention_bias
 
     mask = torch.tensor([[True, True, True, False, True]])
     groups = torch.tensor([-1, 0, 0, 1, 1])  # CLS, two tokens of group 0, two of group 1

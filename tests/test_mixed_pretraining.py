@@ -190,7 +190,7 @@ def test_mlm_loss_averages_words_and_cells_by_count(fitted):
     tokenizer, batch = fitted
     torch.manual_seed(0)
     embedder = tokenizer.build_embedder(16)
-    from tabformer.encoder import TransformerEncoder
+    from tabformer.nn.encoder import TransformerEncoder
 
     module = MixedMaskedTokenModule(embedder, TransformerEncoder(d_model=16, n_heads=2, n_layers=1)).eval()
     out, _ = MixedMaskedTokenDataset(batch, tokenizer, random_state=0).__getitems__(list(range(N)))

@@ -7,8 +7,9 @@ import sys
 import numpy as np
 import pytest
 
-from tabformer import datasets_multimodal as mm
-from tabformer.datasets import MissingDatasetError, emoji_split, lending_club_split, load_emoji, load_lending_club
+from tabformer.datasets import multimodal as mm
+from splits import emoji_split, lending_club_split
+from tabformer.datasets import MissingDatasetError, load_emoji, load_lending_club
 
 HAS_EMOJI = os.path.exists(mm.EMOJI_TEST_FILE) and os.path.exists(mm.EMOJI_FONT_FILE)
 needs_emoji = pytest.mark.skipif(not HAS_EMOJI, reason=f"needs: {mm.EMOJI_INSTALL}")

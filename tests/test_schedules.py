@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from tabformer import TabFormerClassifier
-from tabformer.schedules import WarmupLinearLR
+from tabformer.callbacks import WarmupLinearLR
 
 
 @pytest.fixture

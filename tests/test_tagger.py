@@ -6,7 +6,9 @@ import numpy as np
 import pytest
 import torch
 
-from tabformer.tagger import IGNORE_INDEX, TabFormerTagger, bio_entities, entity_f1
+from tabformer import TabFormerTagger
+from tabformer.metrics import bio_entities, entity_f1
+from tabformer.nn.heads import IGNORE_INDEX
 
 
 @pytest.fixture(autouse=True, scope="module")

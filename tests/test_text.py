@@ -11,7 +11,7 @@ from sklearn.base import clone
 from tabformer import TabFormerClassifier
 from tabformer.tokenizers import WordPieceTokenizer, make_tokenizer
 from tabformer.tokenizers.base import CLS, MASK, PAD, SEP, UNK
-from tabformer.tokenizers.text import aggregate_subwords
+from tabformer.inspection import aggregate_subwords
 
 POS = ["a wonderful moving film", "great acting and a superb script", "i loved every minute",
        "brilliant and funny", "a delight from start to finish", "warm clever and wonderful"]
@@ -192,7 +192,7 @@ def test_grid_search_over_text_classifier():
 def test_mean_pooling_head_ignores_padding():
     import torch
 
-    from tabformer.heads import ClassificationHead
+    from tabformer.nn.heads import ClassificationHead
 
     head = ClassificationHead(4, 2, pooling="mean")
     hidden = torch.randn(2, 4, 4)

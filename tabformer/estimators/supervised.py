@@ -3,7 +3,7 @@
 Each estimator is a skorch net whose ``fit`` first fits a fresh clone of its tokenizer
 on ``X`` (so nothing leaks across CV folds), tokenizes ``X`` once, and then lets skorch
 train ``TabFormerModel(embedder, encoder, head)`` on the cached token arrays. The
-behaviour they share with the tagger and the pretrainer lives in :mod:`tabformer._net`.
+behaviour they share with the tagger and the pretrainer lives in :mod:`tabformer.estimators._base`.
 
 Parameters route by prefix, skorch style: ``tokenizer__*`` to the tokenizer,
 ``encoder__*`` to :class:`~tabformer.encoder.TransformerEncoder`, ``head__*`` to the head,
@@ -22,11 +22,11 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet, NeuralNetClassifier, NeuralNetRegressor
 
-from ._data import TensorDictDataset
-from ._net import _SHARED_PARAMS_DOC, _construct, _init_shared, _TabFormerNet
-from ._validation import check_target
-from .heads import ClassificationHead, RegressionHead
-from .model import TabFormerModel
+from .._data import TensorDictDataset
+from .._validation import check_target
+from ..nn.heads import ClassificationHead, RegressionHead
+from ..nn.models import TabFormerModel
+from ._base import _SHARED_PARAMS_DOC, _construct, _init_shared, _TabFormerNet
 
 __all__ = ["TabFormerClassifier", "TabFormerRegressor"]
 

@@ -6,139 +6,16 @@ positions, and runs ``n_layers`` identical blocks of multi-head self-attention a
 position-wise feed-forward network, each wrapped in a residual and a LayerNorm.
 """
 
+
 from __future__ import annotations
 
-import math
-
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-__all__ = [
-    "MultiHeadSelfAttention",
-    "FeedForward",
-    "EncoderLayer",
-    "LearnedPositions",
-    "SinusoidalPositions",
-    "TransformerEncoder",
-    "attention_bias_from_mask",
-    "sinusoidal_table",
-]
+from .attention import MultiHeadSelfAttention, attention_bias_from_mask, grouped_attention_bias
+from .positions import LearnedPositions, SinusoidalPositions
 
-
-def grouped_attention_bias(mask: torch.Tensor, groups: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """Additive bias ``(B, 1, 1+T, 1+T)`` letting tokens attend within their group only.
-
-    ``groups`` (shape ``(1+T,)``, CLS first with group ``-1``) names each token's
-    modality. CLS attends to every real token; a token attends to the real tokens of
-    its own group, never to CLS (which would carry the other modalities back in), and
-    always to itself, so that no row of the softmax is empty (a masked token's output
-    is never read: no real query attends to it).
-    """
-    cls_query, cls_key = (groups == -1)[:, None], (groups == -1)[None, :]
-    same = groups[:, None] == groups[None, :]
-    allowed = cls_query | (same & ~cls_key)  # (1+T, 1+T): query row, key column
-    allowed = allowed[None, None] & mask[:, None, None, :]
-    allowed = allowed | torch.eye(len(groups), dtype=torch.bool, device=mask.device)
-    bias = torch.zeros(allowed.shape, dtype=dtype, device=mask.device)
-    return bias.masked_fill_(~allowed, torch.finfo(dtype).min)
-
-
-def attention_bias_from_mask(mask: torch.Tensor | None, dtype: torch.dtype) -> torch.Tensor | None:
-    """Turn a key mask (``True`` = real token) into an additive attention bias.
-
-    This is the one place where tabformer's mask convention is translated for an
-    attention API. The bias has shape ``(B, 1, 1, T)`` and holds ``0`` for real keys and
-    the most negative finite value for padding: a finite value, not ``-inf``, so a row
-    whose keys were all padding could never produce NaN (CLS is never masked anyway).
-    Returns ``None`` when every token is real, which lets SDPA pick its fastest kernel.
-    """
-    if mask is None:
-        return None
-    if mask.dtype != torch.bool:
-        raise TypeError(f"mask must be a bool tensor (True = real token), got {mask.dtype}")
-    if bool(mask.all()):
-        return None
-    bias = torch.zeros(mask.shape, dtype=dtype, device=mask.device)
-    bias.masked_fill_(~mask, torch.finfo(dtype).min)
-    return bias[:, None, None, :]
-
-
-class MultiHeadSelfAttention(nn.Module):
-    """Multi-head self-attention: ``softmax(Q Kᵀ / √d_k) V`` per head, then ``W_O``.
-
-    Q, K and V have separate projections (as in BERT, which keeps pretrained weights
-    loadable one-to-one). The product runs through
-    :func:`torch.nn.functional.scaled_dot_product_attention`, except when attention
-    weights are requested, which SDPA does not return; then the same formula is
-    computed explicitly.
-
-    Parameters
-    ----------
-    d_model : int
-        Token width ``D``; must be divisible by ``n_heads``.
-    n_heads : int
-        Number of heads; each works in ``d_k = D / n_heads`` dimensions.
-    attention_dropout : float
-        Dropout on the attention probabilities (training only).
-    bias : bool
-        Whether the four projections have biases.
-    """
-
-    def __init__(self, d_model: int, n_heads: int, attention_dropout: float = 0.0, bias: bool = True):
-        super().__init__()
-        if d_model % n_heads:
-            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
-        self.d_model = d_model
-        self.n_heads = n_heads
-        self.d_head = d_model // n_heads
-        self.attention_dropout = attention_dropout
-        self.query = nn.Linear(d_model, d_model, bias=bias)
-        self.key = nn.Linear(d_model, d_model, bias=bias)
-        self.value = nn.Linear(d_model, d_model, bias=bias)
-        self.out = nn.Linear(d_model, d_model, bias=bias)
-
-    def _split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        batch, length, _ = x.shape
-        return x.view(batch, length, self.n_heads, self.d_head).transpose(1, 2)
-
-    def forward(
-        self,
-        x: torch.Tensor,
-        bias: torch.Tensor | None = None,
-        need_weights: bool = False,
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Attend.
-
-        Parameters
-        ----------
-        x : Tensor of shape (B, T, D)
-        bias : Tensor of shape (B, 1, 1, T) or None
-            Additive bias from :func:`attention_bias_from_mask`.
-        need_weights : bool
-            Also return the attention probabilities, shape ``(B, H, T, T)``.
-
-        Returns
-        -------
-        out : Tensor of shape (B, T, D)
-        weights : Tensor of shape (B, H, T, T) or None
-        """
-        batch, length, _ = x.shape
-        q = self._split_heads(self.query(x))
-        k = self._split_heads(self.key(x))
-        v = self._split_heads(self.value(x))
-        dropout_p = self.attention_dropout if self.training else 0.0
-        weights = None
-        if need_weights:
-            scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)
-            if bias is not None:
-                scores = scores + bias
-            weights = scores.softmax(dim=-1)
-            context = F.dropout(weights, dropout_p, self.training) @ v
-        else:
-            context = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout_p)
-        context = context.transpose(1, 2).reshape(batch, length, self.d_model)
-        return self.out(context), weights
+__all__ = ["FeedForward", "EncoderLayer", "TransformerEncoder"]
 
 
 class FeedForward(nn.Module):
@@ -203,51 +80,6 @@ class EncoderLayer(nn.Module):
             x = self.norm1(x + self.dropout(attended))
             x = self.norm2(x + self.dropout(self.feed_forward(x)))
         return x, weights
-
-
-def sinusoidal_table(length: int, d_model: int) -> torch.Tensor:
-    """``PE[pos, 2i] = sin(pos / 10000^(2i/d))``, ``PE[pos, 2i+1] = cos(...)``; shape (length, d)."""
-    position = torch.arange(length, dtype=torch.float64)[:, None]
-    even = torch.arange(0, d_model, 2, dtype=torch.float64)
-    angle = position / torch.pow(10000.0, even / d_model)
-    table = torch.zeros(length, d_model, dtype=torch.float64)
-    table[:, 0::2] = torch.sin(angle)
-    table[:, 1::2] = torch.cos(angle)[:, : d_model // 2]
-    return table.float()
-
-
-class LearnedPositions(nn.Module):
-    """A trainable embedding per position ``0 .. max_length-1``."""
-
-    def __init__(self, max_length: int, d_model: int):
-        super().__init__()
-        self.max_length = max_length
-        self.embedding = nn.Embedding(max_length, d_model)
-        nn.init.normal_(self.embedding.weight, std=0.02)
-
-    def forward(self, position_ids: torch.Tensor) -> torch.Tensor:
-        if position_ids.max() >= self.max_length:
-            raise ValueError(
-                f"sequence needs position {int(position_ids.max())} but the encoder was built with "
-                f"max_length={self.max_length}; raise encoder__max_length"
-            )
-        return self.embedding(position_ids)
-
-
-class SinusoidalPositions(nn.Module):
-    """Fixed sine/cosine positions (Vaswani et al., 2017); a buffer, not a parameter."""
-
-    def __init__(self, max_length: int, d_model: int):
-        super().__init__()
-        self.max_length = max_length
-        self.register_buffer("table", sinusoidal_table(max_length, d_model), persistent=False)
-
-    def forward(self, position_ids: torch.Tensor) -> torch.Tensor:
-        if position_ids.max() >= self.max_length:
-            raise ValueError(
-                f"sequence needs position {int(position_ids.max())} but max_length={self.max_length}"
-            )
-        return self.table[position_ids]
 
 
 class TransformerEncoder(nn.Module):

@@ -20,10 +20,10 @@ from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from torch import nn
 
-from ._data import TensorDictDataset
-from ._net import _TabFormerNet
-from .model import PretrainedEncoder, encode
-from .pretraining import OBJECTIVES
+from .._data import TensorDictDataset
+from ..nn.models import PretrainedEncoder, encode
+from ..pretraining import OBJECTIVES
+from ._base import _TabFormerNet
 
 __all__ = ["TabFormerPretrainer", "PretrainingModel"]
 

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["ClassificationHead", "RegressionHead", "mean_pool"]
+__all__ = ["ClassificationHead", "RegressionHead", "TokenClassificationHead", "TokenCrossEntropy", "mean_pool", "IGNORE_INDEX"]
+
+#: label of positions that take no part in a per-token loss (sub-word continuations,
+#: padding, [SEP], unmasked tokens in masked-token pretraining); PyTorch's default
+IGNORE_INDEX = -100
 
 
 def mean_pool(hidden: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -71,3 +76,37 @@ class ClassificationHead(nn.Module):
 
 class RegressionHead(ClassificationHead):
     """The CLS head with one output per regression target (same layers, other loss)."""
+
+
+# ------------------------------------------------------------------ modules
+class TokenClassificationHead(nn.Module):
+    """Logits per token from ``h[:, 1:]`` (CLS dropped): ``(B, T, n_tags)``.
+
+    Parameters
+    ----------
+    d_model : int
+    n_outputs : int
+    dropout : float, default=0.0
+    """
+
+    def __init__(self, d_model: int, n_outputs: int, dropout: float = 0.0):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout) if dropout else nn.Identity()
+        self.linear = nn.Linear(d_model, n_outputs)
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.linear(self.dropout(hidden[:, 1:]))
+
+
+class TokenCrossEntropy(nn.Module):
+    """Cross-entropy over tokens whose label is not ``IGNORE_INDEX``.
+
+    The text embedder drops all-padding columns while training, so the logits may be
+    shorter than the labels; the dropped columns only hold ignored labels.
+    """
+
+    def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        target = target[:, : logits.shape[1]].long()
+        if not bool((target != IGNORE_INDEX).any()):
+            return logits.sum() * 0.0  # a batch of empty sentences: no signal, no NaN
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1), ignore_index=IGNORE_INDEX)

@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from ._dataset_files import MissingDatasetError
+from ._files import MissingDatasetError
 
 __all__ = ["load_fashion_mnist", "FASHION_MNIST_CLASSES"]
 

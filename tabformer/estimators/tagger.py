@@ -4,123 +4,23 @@ Words are split into WordPiece sub-words; the first sub-word of a word carries t
 word's label and the rest are ignored by the loss (``ignore_index``), as in BERT's NER
 fine-tuning. ``predict`` reads the first sub-word's prediction back, so it returns
 exactly one tag per input word. ``score`` is entity-level F1 with the CoNLL-2000
-``conlleval`` chunk rules, implemented here (:func:`bio_entities`, :func:`entity_f1`).
+``conlleval`` chunk rules (:func:`tabformer.metrics.entity_f1`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
-from torch import nn
 
-from ._data import TensorDictDataset
-from ._net import _SHARED_PARAMS_DOC, _TabFormerNet, _init_shared
-from .model import TabFormerModel
+from .._data import TensorDictDataset
+from ..metrics import entity_f1
+from ..nn.heads import IGNORE_INDEX, TokenClassificationHead, TokenCrossEntropy
+from ..nn.models import TabFormerModel
+from ._base import _SHARED_PARAMS_DOC, _TabFormerNet, _init_shared
 
-__all__ = ["TabFormerTagger", "TokenClassificationHead", "TokenCrossEntropy", "bio_entities", "entity_f1", "IGNORE_INDEX"]
-
-#: label of sub-words (and padding, [SEP]) that take no part in the loss
-IGNORE_INDEX = -100
-
-
-# ------------------------------------------------------------------ metric
-def _split_tag(tag: str) -> tuple[str, str]:
-    if tag == "O":
-        return "O", ""
-    prefix, dash, kind = str(tag).partition("-")
-    if not dash or prefix not in ("B", "I"):
-        raise ValueError(f"tag {tag!r} is not BIO: expected 'O', 'B-<type>' or 'I-<type>'")
-    return prefix, kind
-
-
-def bio_entities(tags) -> list[tuple[int, int, str]]:
-    """Entities in one sentence's tags as ``(start, end_exclusive, type)``.
-
-    CoNLL rules (``conlleval``): an entity starts at ``B-X``, at ``I-X`` after ``O``, or
-    at ``I-X`` after a tag of another type; it ends before ``B``, ``O`` or a type change.
-    So both IOB2 and IOB1 sequences are read the way the shared-task scorer reads them.
-
-    Examples
-    --------
-    >>> bio_entities(["B-PER", "I-PER", "O", "I-LOC", "B-LOC", "I-ORG"])
-    [(0, 2, 'PER'), (3, 4, 'LOC'), (4, 5, 'LOC'), (5, 6, 'ORG')]
-    """
-    entities, start, previous, previous_kind = [], None, "O", ""
-    for i, tag in enumerate(list(tags) + ["O"]):
-        prefix, kind = _split_tag(tag)
-        ends = previous != "O" and (prefix in ("B", "O") or kind != previous_kind)
-        if ends and start is not None:
-            entities.append((start, i, previous_kind))
-            start = None
-        if prefix == "B" or (prefix == "I" and (previous == "O" or kind != previous_kind)):
-            start = i
-        previous, previous_kind = prefix, kind
-    return entities
-
-
-def entity_f1(y_true, y_pred, return_precision_recall: bool = False):
-    """Micro-averaged entity-level F1 over sentences (exact span and type match).
-
-    Parameters
-    ----------
-    y_true, y_pred : list of n lists of BIO tags, sentence ``i`` of equal length in both
-    return_precision_recall : bool, default=False
-        Return ``(precision, recall, f1)`` instead of ``f1``.
-
-    Returns
-    -------
-    float in [0, 1]; 0 when there is no entity in either (as ``conlleval`` prints).
-    """
-    y_true, y_pred = list(y_true), list(y_pred)
-    if len(y_true) != len(y_pred):
-        raise ValueError(f"y_true has {len(y_true)} sentences but y_pred has {len(y_pred)}")
-    n_true = n_pred = n_correct = 0
-    for i, (true, pred) in enumerate(zip(y_true, y_pred)):
-        if len(true) != len(pred):
-            raise ValueError(f"sentence {i}: {len(true)} true tags but {len(pred)} predicted")
-        gold, guess = set(bio_entities(true)), set(bio_entities(pred))
-        n_true, n_pred, n_correct = n_true + len(gold), n_pred + len(guess), n_correct + len(gold & guess)
-    precision = n_correct / n_pred if n_pred else 0.0
-    recall = n_correct / n_true if n_true else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    return (precision, recall, f1) if return_precision_recall else f1
-
-
-# ------------------------------------------------------------------ modules
-class TokenClassificationHead(nn.Module):
-    """Logits per token from ``h[:, 1:]`` (CLS dropped): ``(B, T, n_tags)``.
-
-    Parameters
-    ----------
-    d_model : int
-    n_outputs : int
-    dropout : float, default=0.0
-    """
-
-    def __init__(self, d_model: int, n_outputs: int, dropout: float = 0.0):
-        super().__init__()
-        self.dropout = nn.Dropout(dropout) if dropout else nn.Identity()
-        self.linear = nn.Linear(d_model, n_outputs)
-
-    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.linear(self.dropout(hidden[:, 1:]))
-
-
-class TokenCrossEntropy(nn.Module):
-    """Cross-entropy over tokens whose label is not ``IGNORE_INDEX``.
-
-    The text embedder drops all-padding columns while training, so the logits may be
-    shorter than the labels; the dropped columns only hold ignored labels.
-    """
-
-    def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-        target = target[:, : logits.shape[1]].long()
-        if not bool((target != IGNORE_INDEX).any()):
-            return logits.sum() * 0.0  # a batch of empty sentences: no signal, no NaN
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1), ignore_index=IGNORE_INDEX)
+__all__ = ["TabFormerTagger"]
 
 
 def _check_sentences(X, what="X") -> list:

@@ -1,6 +1,5 @@
 """What every dataset loader shares: the error for a missing data package, and finding
-a package's folder without importing it. Its own module so that the loaders in
-``datasets*.py`` can import it without importing each other (no import cycle)."""
+a package's folder without importing it. Every loader module imports it; none imports another loader."""
 
 from __future__ import annotations
 

@@ -1,0 +1,72 @@
+"""The fixed train/test splits the benchmarks report their figures on.
+
+They live here, not in the library: a user splits their own data. Each is a plain
+``train_test_split`` of a :mod:`tabformer.datasets` loader with a fixed seed, so the
+figures in docs/ can be reproduced exactly.
+"""
+
+from __future__ import annotations
+
+from sklearn.model_selection import train_test_split
+
+from tabformer.datasets import load_adult, load_emoji, load_lending_club, load_rotten_tomatoes
+
+__all__ = ["adult_split", "rotten_tomatoes_split", "lending_club_split", "emoji_split"]
+
+
+def adult_split(random_state: int = 0, test_size: float = 0.25):
+    """The fixed stratified 75/25 split of Adult used by the demo and the benchmarks.
+
+    Returns
+    -------
+    X_train, X_test, y_train, y_test
+    """
+    X, y = load_adult()
+    return train_test_split(X, y, test_size=test_size, stratify=y, random_state=random_state)
+
+
+def rotten_tomatoes_split(random_state: int = 0, test_size: float = 0.2):
+    """The fixed stratified 80/20 split the text benchmarks report on.
+
+    Returns
+    -------
+    X_train, X_test : list of str (10,246 and 2,562 snippets)
+    y_train, y_test : ndarray of str
+    """
+    texts, labels = load_rotten_tomatoes()
+    return train_test_split(texts, labels, test_size=test_size, random_state=random_state, stratify=labels)
+
+
+def lending_club_split(test_size: float = 0.25, random_state: int = 0):
+    """The fixed 75/25 split of :func:`load_lending_club` (seed 0, not stratified: y is continuous).
+
+    Returns
+    -------
+    X_train : DataFrame of shape (7500, 51)
+    X_test : DataFrame of shape (2500, 51)
+    y_train : Series of shape (7500,)
+    y_test : Series of shape (2500,)
+    """
+    X, y = load_lending_club()
+    return train_test_split(X, y, test_size=test_size, random_state=random_state)
+
+
+def emoji_split(test_size: float = 0.25, random_state: int = 0, target: str = "group"):
+    """The fixed split of :func:`load_emoji` (32 px), stratified on the group.
+
+    The split is stratified on the 9 groups whatever ``target`` is, so both targets share
+    the same train and test images. (Stratifying on the 99 subgroups is impossible: the
+    subgroup ``animal-amphibian`` holds one emoji, the frog, and 8 subgroups hold fewer
+    than 4, so a few subgroups are absent from one side.)
+
+    Returns
+    -------
+    X_train : DataFrame of shape (2741, 2)
+    X_test : DataFrame of shape (914, 2)
+    y_train : Series of shape (2741,)
+    y_test : Series of shape (914,)
+        Groups or subgroups, as ``target`` says.
+    """
+    X, y = load_emoji(target=target)
+    groups = y if target == "group" else load_emoji(target="group")[1]
+    return train_test_split(X, y, test_size=test_size, stratify=groups, random_state=random_state)

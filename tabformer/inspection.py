@@ -1,0 +1,68 @@
+"""What a fitted estimator attends to: CLS attention per token, per column, per image patch,
+and sub-words merged back into words."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.utils.validation import check_is_fitted
+
+__all__ = ["attention_map", "aggregate_subwords"]
+
+
+# ----------------------------------------------------------------------------- explanation
+def attention_map(estimator, X, layer=-1, upsample=False) -> np.ndarray:
+    """CLS attention over the patches, as an image-shaped map to overlay.
+
+    Parameters
+    ----------
+    estimator : fitted TabFormerClassifier/Regressor with a :class:`PatchTokenizer`
+    X : images accepted by ``estimator.predict``
+    layer : int or "mean", default=-1
+        Encoder layer whose attention to read (heads averaged), or the mean over layers.
+    upsample : bool, default=False
+        Bilinearly resize the map to the image size, for overlaying.
+
+    Returns
+    -------
+    ndarray of shape (n_images, h, w), or (n_images, H, W) with ``upsample``
+        The CLS query's attention on each patch (each map sums to at most 1; the rest
+        is CLS's attention to itself).
+    """
+    check_is_fitted(estimator)
+    tokenizer = estimator.tokenizer_
+    if not hasattr(tokenizer, "grid_shape_"):
+        raise TypeError(f"attention_map needs an image tokenizer, the estimator has {type(tokenizer).__name__}")
+    _, maps = estimator.forward_features(tokenizer.transform(X), return_attention=True)
+    if layer == "mean":
+        cls = np.mean([m.mean(axis=1)[:, 0, 1:] for m in maps], axis=0)
+    else:
+        cls = maps[layer].mean(axis=1)[:, 0, 1:]
+    grid = cls.reshape(len(cls), *tokenizer.grid_shape_)
+    if upsample:
+        grid = torch.nn.functional.interpolate(
+            torch.from_numpy(grid)[:, None], size=tokenizer.image_size_, mode="bilinear", align_corners=False
+        )[:, 0].numpy()
+    return grid
+
+
+def aggregate_subwords(frame: pd.DataFrame) -> pd.DataFrame:
+    """Merge ``explain`` rows of WordPiece continuations (``##xx``) into whole words.
+
+    Parameters
+    ----------
+    frame : DataFrame from ``TabFormerClassifier.explain`` with a WordPiece tokenizer
+
+    Returns
+    -------
+    DataFrame with columns ``row``, ``layer``, ``word`` (position of the word in the
+    row), ``label`` (the word, ``##`` joined) and ``attention`` (sum over its
+    sub-words); [SEP] stays a word of its own.
+    """
+    frame = frame.sort_values(["row", "layer", "token"])
+    starts = ~frame["label"].astype(str).str.startswith("##")
+    word = starts.astype(int).groupby([frame["row"], frame["layer"]]).cumsum() - 1
+    grouped = frame.assign(word=word).groupby(["row", "layer", "word"], sort=True)
+    out = grouped.agg(label=("label", lambda s: "".join(t[2:] if t.startswith("##") else t for t in s)), attention=("attention", "sum"))
+    return out.reset_index()[["row", "layer", "word", "label", "attention"]]

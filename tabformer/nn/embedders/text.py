@@ -1,0 +1,59 @@
+"""Sub-word ids as tokens: word + segment embeddings; positions are the encoder's."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+__all__ = ["TextEmbedder"]
+
+
+class TextEmbedder(nn.Module):
+    """Word embedding + segment embedding per sub-word; positions are the encoder's.
+
+    While training, columns that are padding in every row of the batch are cut off:
+    the dataset is padded once to its longest text, and most batches are shorter.
+    Padding never changes the output, so this only saves time. In eval mode nothing
+    is cut, so outputs of different batches line up.
+
+    Parameters
+    ----------
+    vocab_size : int
+    d_model : int
+    n_segments : int, default=2
+    token_dropout : float, default=0.0
+        Training only: probability that a real, non-special sub-word becomes [MASK].
+    mask_id : int, default=4
+        Id of ``[MASK]``, what a dropped sub-word becomes.
+    n_special : int, default=5
+        Ids below this are special tokens ([PAD], [UNK], [CLS], [SEP], [MASK]), never dropped.
+    """
+
+    def __init__(self, vocab_size: int, d_model: int, n_segments: int = 2, token_dropout: float = 0.0, mask_id: int = 4, n_special: int = 5):
+        super().__init__()
+        self.mask_id = mask_id
+        self.n_special = n_special
+        self.token_dropout = token_dropout
+        self.word_embeddings = nn.Embedding(vocab_size, d_model)
+        self.token_type_embeddings = nn.Embedding(n_segments, d_model)
+        nn.init.normal_(self.word_embeddings.weight, std=0.02)
+        nn.init.normal_(self.token_type_embeddings.weight, std=0.02)
+
+    def forward(self, input_ids, attention_mask, token_type_ids=None, **_):
+        """``input_ids`` (B, T) -> tokens (B, T', D), mask (B, T') with T' <= T."""
+        mask = attention_mask.bool()
+        if self.training:
+            length = max(int(mask.sum(dim=1).max()), 1)
+            input_ids, mask = input_ids[:, :length], mask[:, :length]
+            token_type_ids = None if token_type_ids is None else token_type_ids[:, :length]
+            # getattr: embedders pickled before the setting existed have none.
+            if getattr(self, "token_dropout", 0.0) > 0:
+                drop = (torch.rand(input_ids.shape, device=input_ids.device) < self.token_dropout) & mask
+                drop &= input_ids >= self.n_special
+                input_ids = input_ids.masked_fill(drop, self.mask_id)
+        tokens = self.word_embeddings(input_ids)
+        if token_type_ids is None:
+            tokens = tokens + self.token_type_embeddings.weight[0]
+        else:
+            tokens = tokens + self.token_type_embeddings(token_type_ids)
+        return tokens, mask

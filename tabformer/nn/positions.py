@@ -1,0 +1,72 @@
+"""Position embeddings: learned or sinusoidal for sequences (text), a learned 2-D grid for
+image patches. Tables get none: their columns have identities, not an order."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+__all__ = ["LearnedPositions", "SinusoidalPositions", "GridPositions", "sinusoidal_table"]
+
+
+def sinusoidal_table(length: int, d_model: int) -> torch.Tensor:
+    """``PE[pos, 2i] = sin(pos / 10000^(2i/d))``, ``PE[pos, 2i+1] = cos(...)``; shape (length, d)."""
+    position = torch.arange(length, dtype=torch.float64)[:, None]
+    even = torch.arange(0, d_model, 2, dtype=torch.float64)
+    angle = position / torch.pow(10000.0, even / d_model)
+    table = torch.zeros(length, d_model, dtype=torch.float64)
+    table[:, 0::2] = torch.sin(angle)
+    table[:, 1::2] = torch.cos(angle)[:, : d_model // 2]
+    return table.float()
+
+
+class LearnedPositions(nn.Module):
+    """A trainable embedding per position ``0 .. max_length-1``."""
+
+    def __init__(self, max_length: int, d_model: int):
+        super().__init__()
+        self.max_length = max_length
+        self.embedding = nn.Embedding(max_length, d_model)
+        nn.init.normal_(self.embedding.weight, std=0.02)
+
+    def forward(self, position_ids: torch.Tensor) -> torch.Tensor:
+        if position_ids.max() >= self.max_length:
+            raise ValueError(
+                f"sequence needs position {int(position_ids.max())} but the encoder was built with "
+                f"max_length={self.max_length}; raise encoder__max_length"
+            )
+        return self.embedding(position_ids)
+
+
+class SinusoidalPositions(nn.Module):
+    """Fixed sine/cosine positions (Vaswani et al., 2017); a buffer, not a parameter."""
+
+    def __init__(self, max_length: int, d_model: int):
+        super().__init__()
+        self.max_length = max_length
+        self.register_buffer("table", sinusoidal_table(max_length, d_model), persistent=False)
+
+    def forward(self, position_ids: torch.Tensor) -> torch.Tensor:
+        if position_ids.max() >= self.max_length:
+            raise ValueError(
+                f"sequence needs position {int(position_ids.max())} but max_length={self.max_length}"
+            )
+        return self.table[position_ids]
+
+
+class GridPositions(nn.Module):
+    """One learned embedding per grid cell, ``(1, h*w, D)``, ViT-style (std 0.02)."""
+
+    def __init__(self, grid_shape, d_model):
+        super().__init__()
+        self.grid_shape = tuple(grid_shape)
+        self.weight = nn.Parameter(torch.zeros(1, grid_shape[0] * grid_shape[1], d_model))
+        nn.init.trunc_normal_(self.weight, std=0.02)
+
+    def forward(self, feature_map: torch.Tensor) -> torch.Tensor:
+        """``(B, D, h, w)`` map -> ``(B, h*w, D)`` tokens with positions added."""
+        if tuple(feature_map.shape[-2:]) != self.grid_shape:
+            raise ValueError(
+                f"token grid is {tuple(feature_map.shape[-2:])}, the embedder was built for {self.grid_shape}"
+            )
+        return feature_map.flatten(2).transpose(1, 2) + self.weight.to(feature_map.dtype)
