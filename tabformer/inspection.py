@@ -8,10 +8,60 @@ import pandas as pd
 import torch
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["attention_map", "aggregate_subwords"]
+__all__ = ["explain", "attention_map", "aggregate_subwords"]
 
 
-# ----------------------------------------------------------------------------- explanation
+def explain(estimator, X, layer="all", level="token") -> pd.DataFrame:
+    """CLS attention over the input tokens, averaged over heads, as a tidy DataFrame.
+
+    Parameters
+    ----------
+    estimator : fitted tabformer estimator with one token sequence (not late fusion)
+    X : input accepted by ``estimator.predict``
+    layer : "all" or int
+        Which encoder layer(s) to report (0-based; negative counts from the last).
+    level : {"token", "column"}, default="token"
+        ``"token"``: one row per token. ``"column"``: attention summed over the tokens
+        of each input column (all words of a text column, all patches of an image).
+
+    Returns
+    -------
+    DataFrame with columns ``row`` (position in ``X``), ``layer``, ``token`` (index
+    in the token sequence, CLS excluded), ``column`` (input column the token comes
+    from; ``"text"``/``"image"`` for a single text or image input), ``label`` (a
+    sub-word, a patch ``"r{i}c{j}"`` or a table column) and ``attention`` (weight the
+    CLS query puts on that token; padding and masked segments excluded, so one row
+    and layer sums to at most 1, the rest being CLS's self-attention). With
+    ``level="column"``: ``row``, ``layer``, ``column``, ``n_tokens``, ``attention``.
+    """
+    check_is_fitted(estimator)
+    if level not in ("token", "column"):
+        raise ValueError(f"level must be 'token' or 'column', got {level!r}")
+    batch = estimator.tokenize(X)
+    _, maps = estimator.forward_features(batch, return_attention=True)
+    described = estimator.tokenizer_.describe_tokens(batch)
+    if layer == "all":
+        layers = range(len(maps))
+    elif isinstance(layer, (int, np.integer)) and -len(maps) <= layer < len(maps):
+        layers = [int(layer) % len(maps)]
+    else:
+        raise ValueError(f"layer must be 'all' or an int in [{-len(maps)}, {len(maps) - 1}], got {layer!r}")
+    records = []
+    for layer_index in layers:
+        cls_rows = maps[layer_index].mean(axis=1)[:, 0, 1:]  # (n, T): CLS query, heads averaged
+        for row, tokens in enumerate(described):
+            for position, column, label in tokens:
+                records.append((row, layer_index, position, column, label, float(cls_rows[row, position])))
+    frame = pd.DataFrame.from_records(records, columns=["row", "layer", "token", "column", "label", "attention"])
+    if level == "column":
+        frame = (
+            frame.groupby(["row", "layer", "column"], sort=False)
+            .agg(n_tokens=("token", "size"), attention=("attention", "sum"))
+            .reset_index()
+        )
+    return frame
+
+
 def attention_map(estimator, X, layer=-1, upsample=False) -> np.ndarray:
     """CLS attention over the patches, as an image-shaped map to overlay.
 

@@ -232,9 +232,9 @@ def test_empty_X(tiny):
 
 def test_unknown_tokenizer_and_encoder_types(table, tiny):
     X, y = table
-    with pytest.raises(ValueError, match="unknown tokenizer"):
+    with pytest.raises(ValueError, match="'tokenizer' parameter of TabFormerClassifier must be a str among"):
         TabFormerClassifier(tokenizer="nope", **tiny).fit(X, y)
-    with pytest.raises(TypeError, match="encoder must be"):
+    with pytest.raises(TypeError, match="'encoder' parameter of TabFormerClassifier must be None"):
         TabFormerClassifier(encoder=42, **tiny).fit(X, y)
 
 

@@ -6,7 +6,7 @@ import torch
 from sklearn.base import clone
 
 from tabformer.tokenizers import PatchTokenizer, TabularTokenizer, make_tokenizer
-from tabformer.tokenizers.image import looks_like_images
+from tabformer.tokenizers.detect import looks_like_images
 
 Image = pytest.importorskip("PIL.Image")
 

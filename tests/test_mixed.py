@@ -223,7 +223,7 @@ def test_late_fusion_has_one_encoder_per_modality(mixed):
 
 def test_fusion_errors(mixed):
     X, y = mixed
-    with pytest.raises(ValueError, match="fusion must be .early., .late. or a number"):
+    with pytest.raises(ValueError, match="'fusion' parameter of TabFormerClassifier must be a str among"):
         TabFormerClassifier(fusion="middle", **TINY).fit(X, y)
     with pytest.raises(ValueError, match="fusion='late' needs mixed inputs"):
         TabFormerClassifier(fusion="late", max_epochs=1, verbose=0).fit(X[["brand", "price"]], y)

@@ -6,13 +6,11 @@ import pytest
 import torch
 
 from tabformer import TabFormerClassifier, TabFormerPretrainer
-from tabformer.pretraining.mixed import (
-    MixedMaskedTokenDataset,
-    MixedMaskedTokenModule,
-    MixedSimCLRModule,
-    MixedTwoViewDataset,
-)
-from tabformer.pretraining.mlm import IGNORE_INDEX
+from tabformer.nn.heads import IGNORE_INDEX
+from tabformer.pretraining.losses import masked_token_loss
+from tabformer.pretraining.mlm import MixedMaskedTokenHead
+from tabformer.pretraining.simclr import ContrastiveHead
+from tabformer.pretraining.views import MixedMaskedTokenDataset, MixedTwoViewDataset
 from tabformer.tokenizers import MixedTokenizer, PatchTokenizer, WordPieceTokenizer
 from tabformer.tokenizers.base import MASK, PAD, SEP
 from tabformer.tokenizers.tabular import MISSING_ID, UNSEEN_ID
@@ -192,7 +190,12 @@ def test_mlm_loss_averages_words_and_cells_by_count(fitted):
     embedder = tokenizer.build_embedder(16)
     from tabformer.nn.encoder import TransformerEncoder
 
-    module = MixedMaskedTokenModule(embedder, TransformerEncoder(d_model=16, n_heads=2, n_layers=1)).eval()
+    head = MixedMaskedTokenHead(embedder, 16).eval()
+    encoder = TransformerEncoder(d_model=16, n_heads=2, n_layers=1).eval()
+    embedder.eval()
+
+    def module(**inputs):
+        return masked_token_loss(head(embedder, encoder, **inputs))
     out, _ = MixedMaskedTokenDataset(batch, tokenizer, random_state=0).__getitems__(list(range(N)))
     ignore = torch.full_like
     text_only = dict(out, **{"table/mlm_labels": ignore(out["table/mlm_labels"], IGNORE_INDEX)})
@@ -205,11 +208,10 @@ def test_mlm_loss_averages_words_and_cells_by_count(fitted):
         torch.testing.assert_close(both, (n_text * words + n_cells * cells) / (n_text + n_cells))
         # a masked cell is scored against its own column's categories only: ~log(#categories) at init
         assert float(cells) < np.log(4) + 0.5
-        allowed = module.allowed_g2  # the table is the third sub-tokenizer (text, image, table)
-        head = module.heads["g2"]
-        head.bias[~allowed.any(0)] += 100.0  # other rows (missing/unseen ids) cannot be predicted
+        allowed = head.allowed_g2  # the table is the third sub-tokenizer (text, image, table)
+        head.heads["g2"].bias[~allowed.any(0)] += 100.0  # other rows (missing/unseen ids) cannot be predicted
         torch.testing.assert_close(module(**cells_only), cells)
-        head.bias[allowed[0]] += torch.linspace(0, 5, int(allowed[0].sum()))
+        head.heads["g2"].bias[allowed[0]] += torch.linspace(0, 5, int(allowed[0].sum()))
         assert not torch.allclose(module(**cells_only), cells)
 
 
@@ -227,7 +229,7 @@ def test_mlm_on_rows_without_text_or_categories_raises():
 ])
 def test_pretrain_then_transform_and_warm_start(objective, extra):
     pre = TabFormerPretrainer(objective=objective, max_epochs=12, lr=3e-3, lr_schedule=None, **TINY, **extra).fit(X)
-    assert isinstance(pre.module_.objective, MixedSimCLRModule if objective == "simclr" else MixedMaskedTokenModule)
+    assert isinstance(pre.module_.head, ContrastiveHead if objective == "simclr" else MixedMaskedTokenHead)
     if objective == "simclr":
         assert pre.objective_.corruption_rate == 0.4  # objective__* reaches the objective
     losses = pre.history_[:, "train_loss"]

@@ -59,11 +59,11 @@ def test_warmup_share_is_validated(table):
     # set_params only stores (sklearn's contract), also on a fitted net; fit refuses
     net = _small(max_epochs=1).fit(X, y).set_params(lr_schedule="linear")
     assert net.lr_schedule == "linear"
-    with pytest.raises(ValueError, match="lr_schedule must be"):
+    with pytest.raises(ValueError, match="'lr_schedule' parameter of TabFormerClassifier must be"):
         net.fit(X, y)
     from tabformer import TabFormerPretrainer
 
-    with pytest.raises(ValueError, match="lr_schedule must be"):
+    with pytest.raises(ValueError, match="'lr_schedule' parameter of TabFormer[A-Za-z]* must be"):
         TabFormerPretrainer(lr_schedule="linear", max_epochs=1, verbose=0).fit(["a b c", "b c d"] * 8)
 
 

@@ -10,7 +10,9 @@ from torch.utils.data import DataLoader
 
 from tabformer import PretrainedEncoder, TabFormerClassifier, TransformerEncoder
 from tabformer.pretraining import OBJECTIVES
-from tabformer.pretraining.simclr import SimCLR, nt_xent_loss
+from tabformer.nn.models import PretrainingModel
+from tabformer.pretraining.losses import nt_xent_loss
+from tabformer.pretraining.simclr import SimCLR
 from tabformer.tokenizers import PatchTokenizer
 
 
@@ -44,6 +46,17 @@ def test_nt_xent_rewards_matching_views_and_rejects_tiny_batches():
         nt_xent_loss(z[:1], z[:1])
 
 
+class _Loss(torch.nn.Module):
+    """The pretraining model with the objective's loss on top, as TabFormerPretrainer.get_loss scores it."""
+
+    def __init__(self, model, objective):
+        super().__init__()
+        self.model, self.objective = model, objective
+
+    def forward(self, **inputs):
+        return self.objective.loss(self.model(**inputs))
+
+
 @pytest.fixture(scope="module")
 def digits():
     data = load_digits()
@@ -57,7 +70,9 @@ def setup(digits):
     encoder = TransformerEncoder(d_model=16, n_layers=1, n_heads=2, attention_dropout=0.0)
     # Mild views: a 1-layer d=16 model learns the full 8x8 recipe too slowly for a unit test.
     objective = OBJECTIVES["simclr"](crop_scale=(0.6, 1.0), jitter_p=0.0, blur_p=0.0, projection_dim=8)
-    module = objective.build_module(tokenizer, tokenizer.build_embedder(16), encoder)
+    embedder = tokenizer.build_embedder(16)
+    model = PretrainingModel(embedder, encoder, objective.build_head(tokenizer, embedder, 16))
+    module = _Loss(model, objective)
     dataset = objective.make_dataset(tokenizer.transform(digits[0]), tokenizer, random_state=0)
     return tokenizer, objective, module, dataset
 
@@ -66,12 +81,12 @@ def test_registered_and_views_are_fresh_reproducible_augmentations(setup, digits
     tokenizer, objective, _, dataset = setup
     assert OBJECTIVES["simclr"] is SimCLR and SimCLR.drop_last
     (first, _), (again, _) = dataset[3], dataset[3]
-    assert first["view1"].shape == (1, 8, 8)
-    assert not torch.equal(first["view1"], first["view2"])  # two different views
-    assert not torch.equal(first["view1"], again["view1"])  # new views at every access
-    assert 0 <= float(first["view1"].min()) and float(first["view1"].max()) <= 1
+    assert first["view1/pixels"].shape == (1, 8, 8)
+    assert not torch.equal(first["view1/pixels"], first["view2/pixels"])  # two different views
+    assert not torch.equal(first["view1/pixels"], again["view1/pixels"])  # new views at every access
+    assert 0 <= float(first["view1/pixels"].min()) and float(first["view1/pixels"].max()) <= 1
     twin = objective.make_dataset(tokenizer.transform(digits[0]), tokenizer, random_state=0)
-    torch.testing.assert_close(twin[3][0]["view1"], first["view1"])  # seeded
+    torch.testing.assert_close(twin[3][0]["view1/pixels"], first["view1/pixels"])  # seeded
     with pytest.raises(TypeError, match="PatchTokenizer"):
         objective.make_dataset({"pixels": np.zeros((2, 1, 8, 8))}, object(), 0)
 
@@ -91,7 +106,7 @@ def _train(module, dataset, steps, batch_size=32, lr=3e-3):
     done = 0
     while done < steps:
         for inputs, _ in loader:
-            assert len(inputs["view1"]) == batch_size  # the last small batch was dropped
+            assert len(inputs["view1/pixels"]) == batch_size  # the last small batch was dropped
             loss = module(**inputs)
             optimizer.zero_grad()
             loss.backward()
@@ -119,7 +134,7 @@ def test_a_few_steps_reduce_the_contrastive_loss(setup):
 def _pretrained(setup):
     tokenizer, _, module, dataset = setup
     _train(module, dataset, steps=6)
-    return PretrainedEncoder(tokenizer, module.embedder, module.encoder)
+    return PretrainedEncoder(tokenizer, module.model.embedder, module.model.encoder)
 
 
 def _same(a, b):

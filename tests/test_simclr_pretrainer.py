@@ -8,7 +8,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 
 from tabformer import TabFormerClassifier, TabFormerPretrainer
-from tabformer.pretraining.simclr import SimCLRModule
+from tabformer.pretraining.simclr import ContrastiveHead
 
 TINY = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, batch_size=32, verbose=0,
             objective__blur_p=0.0, tokenizer__patch_size=4)
@@ -23,7 +23,7 @@ def digits():
 def test_fit_without_labels_then_transform_gives_cls_embeddings(digits):
     X, _ = digits
     pre = TabFormerPretrainer(objective="simclr", max_epochs=2, random_state=0, **TINY).fit(X)
-    assert isinstance(pre.module_.objective, SimCLRModule)
+    assert isinstance(pre.module_.head, ContrastiveHead)
     assert pre.objective_.blur_p == 0.0  # objective__* parameters reach the objective
     embeddings = pre.transform(X[:10])
     assert embeddings.shape == (10, 16) and np.isfinite(embeddings).all()
@@ -32,9 +32,9 @@ def test_fit_without_labels_then_transform_gives_cls_embeddings(digits):
     assert pre.get_iterator(views, training=True).drop_last  # SimCLR trains on full batches only
     assert not pre.get_iterator(views, training=False).drop_last
     # the embeddings are the encoder's CLS output, not the projection head's
-    module = pre.module_.objective
+    pre.module_.eval()
     with torch.no_grad():
-        cls = module.embed(torch.from_numpy(pre.tokenizer_.transform(X[:10])["pixels"]))
+        cls = pre.module_.forward_features(pixels=torch.from_numpy(pre.tokenizer_.transform(X[:10])["pixels"]))[:, 0]
     np.testing.assert_allclose(embeddings, cls.numpy(), rtol=1e-5, atol=1e-6)
 
 

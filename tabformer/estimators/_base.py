@@ -1,13 +1,14 @@
-"""What every tabformer estimator shares: the skorch-net mixin behind the classifier,
-regressor, tagger and pretrainer (tokenizer fitting, encoder building and warm starts,
-validation split, schedules, early stopping, batching, features and explanations).
+"""``TabFormerNet``: the skorch net behind every tabformer estimator.
 
-Each estimator is a skorch net whose ``fit`` first fits a fresh clone of its tokenizer
-on ``X`` (so nothing leaks across CV folds), tokenizes ``X`` once, and then lets skorch
-train ``TabFormerModel(embedder, encoder, head)`` on the cached token arrays.
+``fit`` checks the parameters once, fits a fresh clone of the tokenizer on ``X`` (so
+nothing leaks across CV folds), tokenizes ``X`` once, builds ``module_`` for the fitted
+tokenizer and lets skorch train it on the cached token arrays. Subclasses say what the
+target is (``_fit_target``), which head reads the encoder (``build_head``) and how
+predictions come back; everything else (encoder building and warm starts, the
+validation split, schedules, early stopping, batching, the inference loop) lives here.
 
 Parameters route by prefix, skorch style: ``tokenizer__*`` to the tokenizer,
-``encoder__*`` to :class:`~tabformer.encoder.TransformerEncoder`, ``head__*`` to the head,
+``encoder__*`` to :class:`~tabformer.nn.TransformerEncoder`, ``head__*`` to the head,
 and skorch's own (``lr``, ``max_epochs``, ``batch_size``, ``device``, ``optimizer__*``,
 ``callbacks__*``...).
 """
@@ -25,93 +26,25 @@ from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from skorch.callbacks import EarlyStopping, LRScheduler
 from torch.optim.lr_scheduler import CosineAnnealingLR
-from torch.utils.data import Subset
+from torch.utils.data import Dataset, Subset
 
+from .. import inspection
 from .._data import LengthGroupedBatchSampler, TensorDictDataset, collate_batched, sequence_lengths
 from .._validation import check_target
 from ..callbacks import WarmupLinearLR
 from ..hub import load_pretrained
 from ..nn.encoder import TransformerEncoder
 from ..nn.heads import mean_pool
-from ..nn.models import LateFusionModel, PretrainedEncoder
+from ..nn.models import PretrainedEncoder
 from ..tokenizers import make_tokenizer
+from ._params import SHARED_CONSTRAINTS, check_params
+
+__all__ = ["TabFormerNet", "construct", "num_samples"]
+
+POOLINGS = ("cls", "mean", "cls+mean")
 
 
-_SHARED_PARAMS_DOC = """
-    Parameters
-    ----------
-    tokenizer : str or tokenizer instance, default="auto"
-        How ``X`` becomes tokens. ``"auto"`` picks by input: images (arrays, PIL images
-        or image paths) -> :class:`~tabformer.tokenizers.PatchTokenizer`; a list or
-        Series of str -> :class:`~tabformer.tokenizers.WordPieceTokenizer`; a DataFrame
-        with text or image columns -> :class:`~tabformer.tokenizers.MixedTokenizer`
-        (kinds detected per column, see its ``column_kinds_``); any other table ->
-        :class:`~tabformer.tokenizers.TabularTokenizer`. Or a name (``"tabular"``,
-        ``"wordpiece"``, ``"patch"``, ``"mixed"``) or an unfitted tokenizer instance
-        (cloned at every ``fit``). Set its parameters with ``tokenizer__<name>``.
-    fusion : {"early", "late"} or int, default="early"
-        Mixed inputs only. ``"early"``: every column's tokens form one sequence in one
-        encoder, so words, patches and cells attend to each other. An int ``k``: mid
-        fusion (Nagrani et al., 2021), the same sequence and encoder, but in its first
-        ``k`` layers tokens attend within their own modality only (CLS reads all);
-        ``0`` is early fusion. ``"late"``: one encoder per modality (same
-        ``encoder__*`` settings), CLS vectors concatenated and projected before the
-        head; the usual multimodal baseline.
-    encoder : None, TransformerEncoder, PretrainedEncoder or path, default=None
-        ``None`` builds a fresh :class:`~tabformer.encoder.TransformerEncoder` from the
-        ``encoder__*`` parameters (``encoder__d_model``, ``encoder__n_layers``,
-        ``encoder__n_heads``, ``encoder__dropout``...). A module, or a file written by
-        its ``save``, warm-starts from its weights (copied, never modified). A
-        :class:`~tabformer.model.PretrainedEncoder` also brings its fitted tokenizer
-        and embedder, which ``fit`` then reuses instead of fitting new ones.
-    freeze_encoder : bool, default=False
-        Keep the encoder fixed (no gradient, eval mode): the embedder and the head train.
-    freeze_embedder : bool, default=False
-        Keep the embedder fixed (word, patch and cell embeddings, positions; no
-        gradient, eval mode, so ``tokenizer__token_dropout`` is off). It needs a
-        :class:`~tabformer.model.PretrainedEncoder` as ``encoder``, whose embedder it
-        keeps. Alone, the encoder and head train over fixed embeddings; with
-        ``freeze_encoder=True`` only the head trains (a linear probe).
-    lr : float, default=1e-3
-        AdamW learning rate (``optimizer__weight_decay`` etc. route to AdamW).
-    max_epochs : int, default=40
-        Upper bound; early stopping may end training sooner.
-    lr_schedule : {"cosine", "warmup_linear"} or None, default="cosine"
-        ``"cosine"``: per-epoch cosine decay of the learning rate from ``lr`` to 0 over
-        ``max_epochs``. ``"warmup_linear"``: BERT's fine-tuning schedule, per batch: a
-        linear climb over the first 10% of the steps (``callbacks__lr_scheduler__warmup``),
-        then a linear fall to 0 (:class:`~tabformer.schedules.WarmupLinearLR`).
-        ``None``: constant ``lr``.
-    batch_size : int, default=256
-        Text: ``iterator_train__group_by_length=True`` batches rows of similar length
-        together (shuffled within windows of 50 batches, or of the int given), so less
-        of each training batch is padding; fits of short, varied texts run faster.
-    validation_fraction : float or None, default=0.1
-        Share of the training rows held out (stratified for classifiers) to monitor
-        ``valid_loss`` for early stopping. Ignored when ``train_split`` is given.
-        ``None`` or ``0`` trains on every row for ``max_epochs``.
-    patience : int or None, default=8
-        Stop after this many epochs without a better ``valid_loss``, and restore the
-        best weights. ``None`` disables early stopping. Classifiers can watch accuracy
-        instead: ``callbacks__early_stopping__monitor="valid_acc"`` with
-        ``callbacks__early_stopping__lower_is_better=False``.
-    random_state : int or None, default=None
-        Seeds weight init, shuffling and the validation split: CPU fits repeat exactly,
-        except that a WordPiece vocabulary trained in ``fit`` can differ in a few tokens
-        between fits (an upstream ``tokenizers`` issue; ``tokenizer__vocab_file`` with a
-        vocabulary saved by ``save_vocabulary`` is exact).
-    train_split : "auto", callable or None, default="auto"
-        skorch's ``train_split``; ``"auto"`` uses ``validation_fraction``.
-    device : str, default="cpu"
-        ``"cuda"`` trains on a GPU through skorch.
-    verbose : int, default=1
-        1 prints skorch's per-epoch table; 0 is silent.
-    **kwargs
-        Routed parameters: ``tokenizer__*``, ``encoder__*``, ``head__*`` and skorch's.
-"""
-
-
-def _construct(cls, params: dict, prefix: str, *args):
+def construct(cls, params: dict, prefix: str, *args):
     """``cls(*args, **params)``, with an error naming any ``prefix__`` key it does not take."""
     accepted = set(inspect.signature(cls).parameters)
     unknown = sorted(set(params) - accepted)
@@ -123,12 +56,68 @@ def _construct(cls, params: dict, prefix: str, *args):
     return cls(*args, **params)
 
 
-class _TabFormerNet:
-    """Behaviour shared by the classifier, regressor, tagger and pretrainer (a mixin before skorch's net)."""
+def num_samples(X) -> int:
+    """Rows in ``X`` (a DataFrame, an array or a list of samples)."""
+    if hasattr(X, "__array__") and not hasattr(X, "shape"):
+        X = np.asarray(X)
+    if hasattr(X, "shape") and len(X.shape) > 0:
+        return int(X.shape[0])
+    try:
+        return len(X)
+    except TypeError:
+        raise TypeError(f"X must be a DataFrame, an array or a list of samples, got {type(X).__name__}") from None
+
+
+class TabFormerNet(NeuralNet):
+    """Base of every tabformer estimator; not meant to be used directly.
+
+    Subclasses declare their own parameters only (``__init__`` adds them and passes the
+    rest on) and their ``_parameter_constraints``.
+    """
 
     prefixes_ = NeuralNet.prefixes_ + ["tokenizer", "encoder", "head"]
-    # The default for estimators pickled before the parameter existed (get_params, clone).
-    freeze_embedder = False
+    _parameter_constraints: dict = SHARED_CONSTRAINTS
+
+    def __init__(
+        self,
+        tokenizer="auto",
+        encoder=None,
+        *,
+        module,
+        criterion,
+        optimizer=torch.optim.AdamW,
+        lr=1e-3,
+        max_epochs=40,
+        batch_size=256,
+        lr_schedule="cosine",
+        train_split="auto",
+        validation_fraction=0.1,
+        patience=8,
+        random_state=None,
+        dataset=TensorDictDataset,
+        verbose=1,
+        device="cpu",
+        **kwargs,
+    ):
+        super().__init__(
+            module=module,
+            criterion=criterion,
+            optimizer=optimizer,
+            lr=lr,
+            max_epochs=max_epochs,
+            batch_size=batch_size,
+            train_split=train_split,
+            dataset=dataset,
+            verbose=verbose,
+            device=device,
+            **kwargs,
+        )
+        self.tokenizer = tokenizer
+        self.encoder = encoder
+        self.lr_schedule = lr_schedule
+        self.validation_fraction = validation_fraction
+        self.patience = patience
+        self.random_state = random_state
 
     def _get_param_names(self):
         # skorch lists every public-looking attribute; its private bookkeeping
@@ -138,16 +127,16 @@ class _TabFormerNet:
     @classmethod
     def from_pretrained(cls, path, **params):
         """An unfitted estimator warm-started from a local BERT folder (``config.json``,
-        ``model.safetensors``, ``vocab.txt``) or a ``PretrainedEncoder.save`` file;
-        ``params`` are the estimator's own (``lr``, ``max_epochs``, ``freeze_encoder``...)."""
+        ``model.safetensors``, ``vocab.txt``) or a ``PretrainedEncoder.save`` file.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+        **params : the estimator's own parameters (``lr``, ``max_epochs``, ``freeze_encoder``...)
+        """
         return cls(encoder=load_pretrained(path), **params)
 
     # ------------------------------------------------------------ building
-    def _encoder_params(self) -> dict:
-        params = self.get_params_for("encoder")
-        params.setdefault("positions", getattr(self.tokenizer_, "default_positions", None))
-        return params
-
     def _pretrained(self) -> PretrainedEncoder | None:
         if isinstance(self.encoder, PretrainedEncoder):
             return self.encoder
@@ -163,72 +152,34 @@ class _TabFormerNet:
         if pretrained is not None:
             return copy.deepcopy(pretrained.encoder)
         if self.encoder is None:
-            return _construct(TransformerEncoder, self._encoder_params(), "encoder")
+            params = self.get_params_for("encoder")
+            params.setdefault("positions", self.tokenizer_.default_positions)
+            return construct(TransformerEncoder, params, "encoder")
         if isinstance(self.encoder, (str, os.PathLike)):
             return TransformerEncoder.load(self.encoder)
-        if isinstance(self.encoder, TransformerEncoder):
-            if self.get_params_for("encoder"):
-                raise ValueError(
-                    "encoder__* parameters configure a new encoder; they cannot change the "
-                    f"pretrained encoder passed as `encoder` (got {sorted(self.get_params_for('encoder'))})"
-                )
-            return copy.deepcopy(self.encoder)
-        raise TypeError(
-            f"encoder must be None, a TransformerEncoder or a path to one, got {type(self.encoder).__name__}"
-        )
+        if self.get_params_for("encoder"):
+            raise ValueError(
+                "encoder__* parameters configure a new encoder; they cannot change the "
+                f"pretrained encoder passed as `encoder` (got {sorted(self.get_params_for('encoder'))})"
+            )
+        return copy.deepcopy(self.encoder)
 
-    def initialize_module(self):
-        encoder = self.build_encoder()
+    def build_embedder(self, d_model: int) -> torch.nn.Module:
+        """The embedder: a copy of a pretrained encoder's, or a fresh one the tokenizer describes."""
         pretrained = self._pretrained()
         if pretrained is not None:
-            embedder = copy.deepcopy(pretrained.embedder)
-        elif self.freeze_embedder and self._fusion() != "late":  # late fusion has its own error below
-            raise ValueError(
-                "freeze_embedder=True would freeze a randomly initialised embedder; it needs a PretrainedEncoder "
-                f"as `encoder` (e.g. TabFormerPretrainer().fit(X).encoder_ or load_bert(path)), got {type(self.encoder).__name__}"
-            )
-        else:
-            embedder = self.tokenizer_.build_embedder(encoder.d_model)
-        head = self.build_head(encoder.d_model)
-        if self._fusion() == "late":
-            if pretrained is not None or self.encoder is not None:
-                raise ValueError("fusion='late' builds one fresh encoder per modality; warm-starting from `encoder` needs fusion='early'")
-            for name in ("freeze_encoder", "freeze_embedder"):
-                if getattr(self, name):
-                    raise ValueError(f"{name}=True with fusion='late' would freeze randomly initialised weights; it needs fusion='early' and a pretrained `encoder`")
-            if not hasattr(embedder, "forward_groups"):
-                raise ValueError(
-                    f"fusion='late' needs mixed inputs (a MixedTokenizer); the tokenizer is {type(self.tokenizer_).__name__}"
-                )
-            encoders = [encoder] + [self.build_encoder() for _ in embedder.group_names[1:]]
-            self.module_ = LateFusionModel(embedder, encoders, head, freeze_encoder=self.freeze_encoder)
-            return self
-        kwargs = self.get_params_for("module")
-        if isinstance(self._fusion(), int) and self._fusion() > 0:
-            kwargs["fusion_layer"] = self._fusion()
-        if self.freeze_embedder:
-            kwargs["freeze_embedder"] = True
-        self.module_ = self.module(embedder=embedder, encoder=encoder, head=head, freeze_encoder=self.freeze_encoder, **kwargs)
-        return self
-
-    def _fusion(self):
-        fusion = getattr(self, "fusion", "early")  # subclasses without the parameter: early
-        if isinstance(fusion, (int, np.integer)) and not isinstance(fusion, bool) and fusion >= 0:
-            return int(fusion)
-        if fusion not in ("early", "late"):
-            raise ValueError(f"fusion must be 'early', 'late' or a number of modality-only layers (int >= 0), got {fusion!r}")
-        return fusion
+            return copy.deepcopy(pretrained.embedder)
+        return self.tokenizer_.build_embedder(d_model)
 
     def get_default_callbacks(self):
         callbacks = list(super().get_default_callbacks())
-        lr_schedule = getattr(self, "lr_schedule", None)  # subclasses without the parameter: constant lr
-        if lr_schedule == "cosine":
+        if self.lr_schedule == "cosine":
             # Decays to zero at max_epochs, so a fit that runs to the end finishes with
             # small, refining steps instead of stopping mid-stride at the peak rate.
             callbacks.append(("lr_scheduler", LRScheduler(policy=CosineAnnealingLR, T_max=self.max_epochs)))
-        elif lr_schedule == "warmup_linear":
+        elif self.lr_schedule == "warmup_linear":
             callbacks.append(("lr_scheduler", WarmupLinearLR()))
-        # Any other value is refused by fit (_check_lr_schedule), not here: skorch builds
+        # Any other value is refused by fit (check_params), not here: skorch builds
         # callbacks inside set_params, and sklearn wants set_params to store, not validate.
         if self.patience is not None and self._uses_validation():
             callbacks.append(
@@ -253,9 +204,8 @@ class _TabFormerNet:
         if not self.validation_fraction:
             return dataset, None
         indices = np.arange(len(dataset))
-        stratify = self._stratify_labels(y)
         train_idx, valid_idx = train_test_split(
-            indices, test_size=self.validation_fraction, random_state=self._split_seed(), stratify=stratify
+            indices, test_size=self.validation_fraction, random_state=self._split_seed(), stratify=self._stratify_labels(y)
         )
         return Subset(dataset, train_idx), Subset(dataset, valid_idx)
 
@@ -283,7 +233,8 @@ class _TabFormerNet:
                     sequence_lengths(dataset), kwargs.pop("batch_size"), kwargs.pop("drop_last", False), window
                 )
                 kwargs.pop("shuffle")
-        if self._is_batched(dataset):
+        inner = dataset.dataset if isinstance(dataset, Subset) else dataset
+        if isinstance(inner, TensorDictDataset):
             kwargs.setdefault("collate_fn", collate_batched)
         iterator = self.iterator_train if training else self.iterator_valid
         return iterator(dataset, **kwargs)
@@ -292,15 +243,10 @@ class _TabFormerNet:
         """Whether training should skip the last, smaller batch (subclasses decide)."""
         return False
 
-    @staticmethod
-    def _is_batched(dataset) -> bool:
-        inner = dataset.dataset if isinstance(dataset, Subset) else dataset
-        return isinstance(inner, TensorDictDataset)
-
     def tokenize(self, X) -> dict:
-        """Tokenize ``X`` with the fitted tokenizer (dict of numpy arrays)."""
+        """Tokenize ``X`` with the fitted tokenizer (dict of numpy arrays, one row per sample)."""
         check_is_fitted(self, "tokenizer_")
-        if isinstance(X, torch.utils.data.Dataset):
+        if isinstance(X, Dataset):
             # skorch's scoring callbacks call predict on the already tokenized validation set.
             return X
         return self.tokenizer_.transform(X)
@@ -311,7 +257,7 @@ class _TabFormerNet:
 
         Parameters
         ----------
-        X : DataFrame or array-like of shape (n_samples, n_features)
+        X : DataFrame, array-like, list of str or images, n_samples rows
         y : array-like of shape (n_samples,) (or (n_samples, n_targets) for regression)
         **fit_params : passed to skorch's ``fit``.
 
@@ -319,26 +265,22 @@ class _TabFormerNet:
         -------
         self
         """
-        _reject_sample_weight(self, fit_params)
+        check_params(self)
+        if "sample_weight" in fit_params:
+            # skorch would forward an unknown fit parameter to the module's forward, where
+            # it could be silently ignored; refuse it instead.
+            raise ValueError(f"{type(self).__name__} does not support sample_weight yet; resample the rows instead")
         if self.warm_start and getattr(self, "initialized_", False) and hasattr(self, "tokenizer_"):
             return self.partial_fit(X, y, **fit_params)
         # Cheap checks on y come before the (possibly slow) tokenizer fit.
-        y_encoded = self._fit_target(y, _num_samples(X))
+        y_encoded = self._fit_target(y, num_samples(X))
         with self._seeded():
             batch = self._fit_tokenizer(X)
             self._train_new_module(batch, y_encoded, **fit_params)
         return self
 
-    def _check_lr_schedule(self):
-        lr_schedule = getattr(self, "lr_schedule", None)
-        if lr_schedule not in ("cosine", "warmup_linear", None):
-            raise ValueError(f"lr_schedule must be 'cosine', 'warmup_linear' or None, got {lr_schedule!r}")
-
     def _fit_tokenizer(self, X) -> dict:
-        """Fit ``tokenizer_`` on ``X`` (or reuse a pretrained encoder's) and return X's tokens.
-
-        Every fit calls it first, so settings are checked here, before the slow part."""
-        self._check_lr_schedule()
+        """Fit ``tokenizer_`` on ``X`` (or reuse a pretrained encoder's) and return X's tokens."""
         pretrained = self._pretrained()
         if pretrained is not None:
             # The embedder's ids belong to the pretrained tokenizer: reuse it, fitted.
@@ -349,7 +291,12 @@ class _TabFormerNet:
 
     def _train_new_module(self, data, y, **fit_params):
         """Build a fresh module for the fitted tokenizer and train it on ``data`` (tokens or a dataset)."""
-        self._record_features()
+        self.n_features_in_ = getattr(self.tokenizer_, "n_features_in_", None)
+        names = getattr(self.tokenizer_, "feature_names_in_", None)
+        if names is not None:
+            self.feature_names_in_ = names
+        elif "feature_names_in_" in vars(self):
+            del self.feature_names_in_
         self.initialize()
         NeuralNet.partial_fit(self, data, y, _routing_method="fit", **fit_params)
 
@@ -357,23 +304,16 @@ class _TabFormerNet:
         """Continue training on ``X`` with the fitted tokenizer (fits everything if unfitted)."""
         if not hasattr(self, "tokenizer_") or not self.initialized_:
             return self.fit(X, y, **fit_params)
-        batch = self.tokenize(X)
-        y_encoded = self._encode_target(check_target(y, self._n_rows(batch), numeric=self._numeric_target))
+        data, y_encoded = self._continued_data(X, y)
         with self._seeded():
-            NeuralNet.partial_fit(self, batch, y_encoded, **fit_params)
+            NeuralNet.partial_fit(self, data, y_encoded, **fit_params)
         return self
 
-    @staticmethod
-    def _n_rows(batch: dict) -> int:
-        return len(next(iter(batch.values())))
-
-    def _record_features(self):
-        self.n_features_in_ = getattr(self.tokenizer_, "n_features_in_", None)
-        names = getattr(self.tokenizer_, "feature_names_in_", None)
-        if names is not None:
-            self.feature_names_in_ = names
-        elif "feature_names_in_" in vars(self):
-            del self.feature_names_in_
+    def _continued_data(self, X, y):
+        """``(tokens or dataset, encoded target)`` of ``X, y`` for a continued fit."""
+        batch = self.tokenize(X)
+        n_rows = len(next(iter(batch.values())))
+        return batch, self._encode_target(check_target(y, n_rows, numeric=self._numeric_target))
 
     def _seeded(self):
         """Fork the global torch RNG and seed it, so a fit is reproducible and leaves
@@ -381,102 +321,87 @@ class _TabFormerNet:
         fork = torch.random.fork_rng(devices=[])
         if self.random_state is None:
             return fork
+        seed = int(self.random_state)
 
         class _Seeded:
             def __enter__(inner):
                 fork.__enter__()
-                torch.manual_seed(int(self.random_state))
+                torch.manual_seed(seed)
 
             def __exit__(inner, *exc):
                 return fork.__exit__(*exc)
 
         return _Seeded()
 
-    def forward_features(self, X, return_attention: bool = False, pooling: str = "cls"):
-        """Encoder output for ``X``: one embedding per row, shape (n_samples, d_model).
-
-        ``pooling``: ``"cls"`` (the CLS output), ``"mean"`` (mean of the CLS and real-token
-        outputs) or ``"cls+mean"`` (both side by side, (n_samples, 2 * d_model)). With
-        ``return_attention=True`` also returns a list (one per layer) of arrays of
-        shape (n_samples, n_heads, 1+T, 1+T).
-        """
-        check_is_fitted(self, "tokenizer_")
-        if pooling not in ("cls", "mean", "cls+mean"):
-            raise ValueError(f"pooling must be 'cls', 'mean' or 'cls+mean', got {pooling!r}")
-        if pooling != "cls" and not hasattr(self.module_, "_encode"):
-            raise ValueError(f"pooling={pooling!r} needs a single token sequence; {type(self.module_).__name__} has none")
-        dataset = TensorDictDataset(X if isinstance(X, dict) else self.tokenize(X))
-        self.module_.eval()
-        cls, maps = [], []
-        with torch.no_grad():
-            for batch, _ in self.get_iterator(dataset, training=False):
-                batch = {k: v.to(self.device) for k, v in batch.items()}
-                if pooling == "cls":
-                    out, mask = self.module_.forward_features(return_attention=return_attention, **batch), None
-                else:
-                    out, mask = self.module_._encode(return_attention, **batch)
-                hidden, attention = out if return_attention else (out, None)
-                parts = [hidden[:, 0]] if pooling != "mean" else []
-                if pooling != "cls":
-                    parts.append(mean_pool(hidden, mask))
-                cls.append(torch.cat(parts, dim=1).float().cpu().numpy())
-                if return_attention:
-                    maps.append([a.float().cpu().numpy() for a in attention])
-        embeddings = np.concatenate(cls)
-        if not return_attention:
-            return embeddings
-        return embeddings, [np.concatenate([m[layer] for m in maps]) for layer in range(len(maps[0]))]
-
-    def explain(self, X, layer="all", level="token") -> "pd.DataFrame":
-        """CLS attention over the input tokens, averaged over heads, as a tidy DataFrame.
+    # -------------------------------------------------------- inference
+    def iter_batches(self, X, forward):
+        """The one inference loop: ``forward(inputs)`` on each batch of ``X``, in eval mode.
 
         Parameters
         ----------
-        X : input accepted by ``predict``
-        layer : "all" or int
-            Which encoder layer(s) to report (0-based; negative counts from the last).
-        level : {"token", "column"}, default="token"
-            ``"token"``: one row per token. ``"column"``: attention summed over the tokens
-            of each input column (all words of a text column, all patches of an image).
+        X : dict of arrays (tokens), a torch Dataset, or raw input for ``tokenize``
+        forward : callable
+            ``forward(inputs)`` with ``inputs`` a dict of tensors on ``device``, each of
+            shape (batch, ...); its return value is yielded as is.
+
+        Yields
+        ------
+        what ``forward`` returns, batch by batch, in row order, computed without gradients.
+        """
+        check_is_fitted(self, "module_")
+        tokens = X if isinstance(X, (dict, Dataset)) else self.tokenize(X)
+        dataset = tokens if isinstance(tokens, Dataset) else TensorDictDataset(tokens)
+        self.module_.eval()
+        with torch.no_grad():
+            for inputs, _ in self.get_iterator(dataset, training=False):
+                yield forward({key: value.to(self.device) for key, value in inputs.items()})
+
+    def forward_features(self, X, return_attention: bool = False, pooling: str = "cls"):
+        """Encoder output for ``X``: one embedding per row.
+
+        Parameters
+        ----------
+        X : input accepted by ``predict``, or its tokens (dict of arrays)
+        return_attention : bool, default=False
+            Also return a list (one per layer) of arrays of shape
+            (n_samples, n_heads, 1+T, 1+T).
+        pooling : {"cls", "mean", "cls+mean"}, default="cls"
+            The CLS output, the mean of the CLS and real-token outputs, or both side by side.
 
         Returns
         -------
-        DataFrame with columns ``row`` (position in ``X``), ``layer``, ``token`` (index
-        in the token sequence, CLS excluded), ``column`` (input column the token comes
-        from; ``"text"``/``"image"`` for a single text or image input), ``label`` (a
-        sub-word, a patch ``"r{i}c{j}"`` or a table column) and ``attention`` (weight the
-        CLS query puts on that token; padding and masked segments excluded, so one row
-        and layer sums to at most 1, the rest being CLS's self-attention). With
-        ``level="column"``: ``row``, ``layer``, ``column``, ``n_tokens``, ``attention``.
+        ndarray of shape (n_samples, d_model), or (n_samples, 2 * d_model) for ``"cls+mean"``
         """
-        import pandas as pd
+        check_is_fitted(self, "tokenizer_")
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        if pooling != "cls" and not hasattr(self.module_, "encode"):
+            raise ValueError(f"pooling={pooling!r} needs a single token sequence; {type(self.module_).__name__} has none")
 
-        check_is_fitted(self)
-        if level not in ("token", "column"):
-            raise ValueError(f"level must be 'token' or 'column', got {level!r}")
-        batch = self.tokenize(X)
-        _, maps = self.forward_features(batch, return_attention=True)
-        described = self.tokenizer_.describe_tokens(batch)
-        if layer == "all":
-            layers = range(len(maps))
-        elif isinstance(layer, (int, np.integer)) and -len(maps) <= layer < len(maps):
-            layers = [int(layer) % len(maps)]
-        else:
-            raise ValueError(f"layer must be 'all' or an int in [{-len(maps)}, {len(maps) - 1}], got {layer!r}")
-        records = []
-        for layer_index in layers:
-            cls_rows = maps[layer_index].mean(axis=1)[:, 0, 1:]  # (n, T): CLS query, heads averaged
-            for row, tokens in enumerate(described):
-                for position, column, label in tokens:
-                    records.append((row, layer_index, position, column, label, float(cls_rows[row, position])))
-        frame = pd.DataFrame.from_records(records, columns=["row", "layer", "token", "column", "label", "attention"])
-        if level == "column":
-            frame = (
-                frame.groupby(["row", "layer", "column"], sort=False)
-                .agg(n_tokens=("token", "size"), attention=("attention", "sum"))
-                .reset_index()
-            )
-        return frame
+        def features(inputs):
+            if pooling == "cls":
+                out, mask = self.module_.forward_features(return_attention=return_attention, **inputs), None
+            else:
+                out, mask = self.module_.encode(return_attention, **inputs)
+            hidden, attention = out if return_attention else (out, None)
+            parts = [hidden[:, 0]] if pooling != "mean" else []
+            if pooling != "cls":
+                parts.append(mean_pool(hidden, mask))
+            maps = [a.float().cpu().numpy() for a in attention] if return_attention else None
+            return torch.cat(parts, dim=1).float().cpu().numpy(), maps
+
+        outputs = list(self.iter_batches(X, features))
+        embeddings = np.concatenate([embedding for embedding, _ in outputs])
+        if not return_attention:
+            return embeddings
+        return embeddings, [np.concatenate([maps[layer] for _, maps in outputs]) for layer in range(len(outputs[0][1]))]
+
+    def explain(self, X, layer="all", level="token"):
+        """CLS attention over the input tokens, averaged over heads, as a tidy DataFrame.
+
+        See :func:`tabformer.inspection.explain`, which this calls.
+        """
+        return inspection.explain(self, X, layer=layer, level=level)
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "tokenizer_") and bool(getattr(self, "initialized_", False)) and hasattr(self, "module_")
@@ -489,32 +414,7 @@ class _TabFormerNet:
         tags.non_deterministic = self.random_state is None
         return tags
 
-
-def _num_samples(X) -> int:
-    if hasattr(X, "__array__") and not hasattr(X, "shape"):
-        X = np.asarray(X)
-    if hasattr(X, "shape") and len(getattr(X, "shape")) > 0:
-        return int(X.shape[0])
-    try:
-        return len(X)
-    except TypeError:
-        raise TypeError(f"X must be a DataFrame, an array or a list of samples, got {type(X).__name__}") from None
-
-
-def _reject_sample_weight(net, fit_params):
-    # skorch would forward an unknown fit parameter to the module's forward, where it
-    # could be silently ignored; refuse it instead.
-    if "sample_weight" in fit_params:
-        raise ValueError(f"{type(net).__name__} does not support sample_weight yet; resample the rows instead")
-
-
-def _init_shared(net, tokenizer, encoder, freeze_encoder, freeze_embedder, validation_fraction, patience, random_state, lr_schedule, fusion="early"):
-    net.lr_schedule = lr_schedule
-    net.fusion = fusion
-    net.tokenizer = tokenizer
-    net.encoder = encoder
-    net.freeze_encoder = freeze_encoder
-    net.freeze_embedder = freeze_embedder
-    net.validation_fraction = validation_fraction
-    net.patience = patience
-    net.random_state = random_state
+    def check_data(self, X, y):
+        # Targets are validated and encoded in fit (_fit_target); skorch's inference of
+        # classes from the encoded ints would only shadow ours.
+        pass

@@ -1,78 +1,31 @@
 """Self-supervised pretraining as an sklearn transformer, generic over objectives.
 
 ``TabFormerPretrainer(objective=name)`` looks ``name`` up in
-:data:`tabformer.pretraining.OBJECTIVES` (importing ``tabformer.pretraining.<name>``
-first if it has not registered yet), builds it from the ``objective__*`` parameters,
-and lets it do the modality-specific work: ``make_dataset`` (masks, augmented views)
-and ``build_module`` (the loss module around the shared embedder and encoder). The
-pretrainer only fits the tokenizer, builds embedder + encoder, and trains.
+:data:`tabformer.pretraining.OBJECTIVES`, builds it from the ``objective__*`` parameters,
+and lets it do the modality-specific work: ``make_dataset`` (masks, augmented views),
+``build_head`` (its layers over the shared embedder and encoder) and ``loss``, which is
+this net's ``get_loss``. The pretrainer only fits the tokenizer, builds embedder +
+encoder, and trains.
 """
 
 from __future__ import annotations
 
 import copy
-import importlib
 
 import numpy as np
-import torch
 from sklearn.base import TransformerMixin
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
-from skorch import NeuralNet
-from torch import nn
 
-from .._data import TensorDictDataset
-from ..nn.models import PretrainedEncoder, encode
-from ..pretraining import OBJECTIVES
-from ._base import _TabFormerNet
+from ..nn.models import PretrainedEncoder, PretrainingModel
+from ..pretraining import get_objective
+from ._base import POOLINGS, TabFormerNet
+from ._params import SHARED_CONSTRAINTS, check_params
 
-__all__ = ["TabFormerPretrainer", "PretrainingModel"]
+__all__ = ["TabFormerPretrainer"]
 
 
-class PretrainingModel(nn.Module):
-    """Holds the shared embedder and encoder next to the objective's loss module.
-
-    ``forward(**inputs)`` is the objective's loss; ``forward_features(**batch)`` the
-    encoder output ``(B, 1+T, D)`` used by ``transform``.
-    """
-
-    def __init__(self, embedder: nn.Module, encoder: nn.Module, objective: nn.Module):
-        super().__init__()
-        self.embedder = embedder
-        self.encoder = encoder
-        self.objective = objective
-
-    def forward(self, **inputs) -> torch.Tensor:
-        return self.objective(**inputs)
-
-    def _encode(self, return_attention: bool = False, **batch):
-        return encode(self.embedder, self.encoder, batch, return_attention)
-
-    def forward_features(self, return_attention: bool = False, **batch):
-        return self._encode(return_attention, **batch)[0]
-
-
-class ObjectiveLoss(nn.Module):
-    """skorch's criterion slot: the module already returns the loss."""
-
-    def forward(self, loss, target=None):
-        return loss
-
-
-def get_objective(name):
-    """The objective class registered as ``name``, importing its module on demand."""
-    if not isinstance(name, str):
-        raise TypeError(f"objective must be a registered name, got {type(name).__name__}")
-    if name not in OBJECTIVES:
-        try:
-            importlib.import_module(f"tabformer.pretraining.{name}")
-        except ImportError:
-            pass
-    if name not in OBJECTIVES:
-        raise ValueError(f"unknown objective {name!r}; registered objectives: {sorted(OBJECTIVES)}")
-    return OBJECTIVES[name]
-
-
-class TabFormerPretrainer(_TabFormerNet, TransformerMixin, NeuralNet):
+class TabFormerPretrainer(TransformerMixin, TabFormerNet):
     """Pretrain embedder + encoder without labels; ``transform`` gives CLS embeddings.
 
     Parameters
@@ -114,7 +67,7 @@ class TabFormerPretrainer(_TabFormerNet, TransformerMixin, NeuralNet):
     ----------
     objective_ : the objective instance used in ``fit``
     tokenizer_ : fitted tokenizer
-    module_ : PretrainingModel
+    module_ : :class:`~tabformer.nn.models.PretrainingModel`
     encoder_ : PretrainedEncoder
         A copy of the fitted tokenizer, embedder and encoder: pass it as ``encoder=`` to
         a classifier or tagger to warm-start it.
@@ -127,7 +80,13 @@ class TabFormerPretrainer(_TabFormerNet, TransformerMixin, NeuralNet):
     >>> TabFormerClassifier(encoder=pre.encoder_).fit(few_texts, few_labels)      # doctest: +SKIP
     """
 
-    prefixes_ = _TabFormerNet.prefixes_ + ["objective"]
+    prefixes_ = TabFormerNet.prefixes_ + ["objective"]
+    _parameter_constraints = {
+        **SHARED_CONSTRAINTS,
+        "objective": [str],
+        "pooling": [StrOptions(set(POOLINGS))],
+        "criterion": [None],
+    }
 
     def __init__(
         self,
@@ -135,47 +94,36 @@ class TabFormerPretrainer(_TabFormerNet, TransformerMixin, NeuralNet):
         tokenizer="auto",
         encoder=None,
         *,
+        pooling="cls",
         module=PretrainingModel,
-        criterion=ObjectiveLoss,
-        optimizer=torch.optim.AdamW,
-        lr=1e-3,
+        criterion=None,
         max_epochs=20,
         batch_size=128,
-        lr_schedule="cosine",
-        train_split="auto",
-        validation_fraction=0.1,
         patience=5,
-        random_state=None,
-        pooling="cls",
-        dataset=TensorDictDataset,
-        verbose=1,
-        device="cpu",
         **kwargs,
     ):
         super().__init__(
-            module=module, criterion=criterion, optimizer=optimizer, lr=lr, max_epochs=max_epochs,
-            batch_size=batch_size, train_split=train_split, dataset=dataset, verbose=verbose,
-            device=device, **kwargs,
+            tokenizer, encoder, module=module, criterion=criterion, max_epochs=max_epochs, batch_size=batch_size,
+            patience=patience, **kwargs,
         )
         self.objective = objective
-        self.tokenizer = tokenizer
-        self.encoder = encoder
-        self.validation_fraction = validation_fraction
-        self.patience = patience
-        self.random_state = random_state
-        self.lr_schedule = lr_schedule
         self.pooling = pooling
 
-    # The pretrainer has no head and never freezes what it is training.
-    freeze_encoder = False
+    def initialize_criterion(self):
+        # The objective scores its own predictions (get_loss); there is no criterion module.
+        self.criterion_ = None
+        return self
 
     def initialize_module(self):
         encoder = self.build_encoder()
-        pretrained = self._pretrained()
-        embedder = copy.deepcopy(pretrained.embedder) if pretrained is not None else self.tokenizer_.build_embedder(encoder.d_model)
-        loss_module = self.objective_.build_module(self.tokenizer_, embedder, encoder)
-        self.module_ = self.module(embedder=embedder, encoder=encoder, objective=loss_module, **self.get_params_for("module"))
+        embedder = self.build_embedder(encoder.d_model)
+        head = self.objective_.build_head(self.tokenizer_, embedder, encoder.d_model)
+        self.module_ = self.module(embedder=embedder, encoder=encoder, head=head, **self.get_params_for("module"))
         return self
+
+    def get_loss(self, y_pred, y_true, X=None, training=False):
+        """The objective's loss of what its head predicted (``y_true`` is a placeholder)."""
+        return self.objective_.loss(y_pred)
 
     def _drop_last_in_training(self) -> bool:
         # An objective may ask for full batches only (SimCLR: few negatives are noise).
@@ -193,8 +141,7 @@ class TabFormerPretrainer(_TabFormerNet, TransformerMixin, NeuralNet):
         -------
         self
         """
-        if self.pooling not in ("cls", "mean", "cls+mean"):
-            raise ValueError(f"pooling must be 'cls', 'mean' or 'cls+mean', got {self.pooling!r}")
+        check_params(self)
         objective_class = get_objective(self.objective)
         self.objective_ = objective_class(**self.get_params_for("objective"))
         with self._seeded():
@@ -203,14 +150,8 @@ class TabFormerPretrainer(_TabFormerNet, TransformerMixin, NeuralNet):
             self._train_new_module(dataset, None, **fit_params)
         return self
 
-    def partial_fit(self, X, y=None, **fit_params):
-        """Continue pretraining on ``X`` with the fitted tokenizer (fits if unfitted)."""
-        if not hasattr(self, "tokenizer_") or not self.initialized_:
-            return self.fit(X, y, **fit_params)
-        dataset = self.objective_.make_dataset(self.tokenize(X), self.tokenizer_, self.random_state)
-        with self._seeded():
-            NeuralNet.partial_fit(self, dataset, None, **fit_params)
-        return self
+    def _continued_data(self, X, y):
+        return self.objective_.make_dataset(self.tokenize(X), self.tokenizer_, self.random_state), None
 
     def transform(self, X):
         """CLS embeddings of the pretrained encoder.
@@ -241,17 +182,12 @@ class TabFormerPretrainer(_TabFormerNet, TransformerMixin, NeuralNet):
         """Minus the objective's loss on ``X`` (higher is better, as sklearn expects)."""
         check_is_fitted(self)
         dataset = self.objective_.make_dataset(self.tokenize(X), self.tokenizer_, self.random_state)
-        losses, sizes = [], []
-        self.module_.eval()
-        with torch.no_grad():
-            for batch, target in self.get_iterator(dataset, training=False):
-                batch = {k: v.to(self.device) for k, v in batch.items()}
-                losses.append(float(self.module_(**batch)))
-                sizes.append(len(target))
-        return -float(np.average(losses, weights=sizes))
 
-    def check_data(self, X, y):
-        pass
+        def batch_loss(inputs):
+            return float(self.objective_.loss(self.module_(**inputs))), len(next(iter(inputs.values())))
+
+        losses, sizes = zip(*self.iter_batches(dataset, batch_loss))
+        return -float(np.average(losses, weights=sizes))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -1,43 +1,59 @@
-"""scikit-learn estimators over the shared encoder, trained through skorch.
+"""The classifier and the regressor: a head on the CLS token (or on pooled tokens).
 
-Each estimator is a skorch net whose ``fit`` first fits a fresh clone of its tokenizer
-on ``X`` (so nothing leaks across CV folds), tokenizes ``X`` once, and then lets skorch
-train ``TabFormerModel(embedder, encoder, head)`` on the cached token arrays. The
-behaviour they share with the tagger and the pretrainer lives in :mod:`tabformer.estimators._base`.
-
-Parameters route by prefix, skorch style: ``tokenizer__*`` to the tokenizer,
-``encoder__*`` to :class:`~tabformer.encoder.TransformerEncoder`, ``head__*`` to the head,
-and skorch's own (``lr``, ``max_epochs``, ``batch_size``, ``device``, ``optimizer__*``,
-``callbacks__*``...).
+Both are :class:`~tabformer.estimators._finetuning.FineTuningNet` subclasses; all they
+add is the target (labels or standardised numbers), the head, the ``fusion`` choice for
+mixed inputs, and how predictions come back.
 """
 
 from __future__ import annotations
 
 import warnings
+from numbers import Integral
 
 import numpy as np
 import torch
 from sklearn.exceptions import DataConversionWarning
 from sklearn.preprocessing import LabelEncoder
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
-from skorch import NeuralNet, NeuralNetClassifier, NeuralNetRegressor
+from skorch import NeuralNetClassifier, NeuralNetRegressor
 
-from .._data import TensorDictDataset
 from .._validation import check_target
 from ..nn.heads import ClassificationHead, RegressionHead
-from ..nn.models import TabFormerModel
-from ._base import _SHARED_PARAMS_DOC, _construct, _init_shared, _TabFormerNet
+from ._base import construct
+from ._finetuning import FineTuningNet
+from ._params import FINE_TUNING_CONSTRAINTS, FINE_TUNING_PARAMS_DOC, FUSION_PARAM_DOC, SHARED_PARAMS_DOC
 
 __all__ = ["TabFormerClassifier", "TabFormerRegressor"]
 
+_PARAMS_DOC = SHARED_PARAMS_DOC + FINE_TUNING_PARAMS_DOC + FUSION_PARAM_DOC
 
-class TabFormerClassifier(_TabFormerNet, NeuralNetClassifier):
+
+class _CLSHeadNet(FineTuningNet):
+    """What the classifier and regressor share: the ``fusion`` parameter and the target check."""
+
+    _parameter_constraints = {
+        **FINE_TUNING_CONSTRAINTS,
+        "fusion": [StrOptions({"early", "late"}), Interval(Integral, 0, None, closed="left")],
+    }
+
+    def __init__(self, tokenizer="auto", encoder=None, *, fusion="early", **kwargs):
+        super().__init__(tokenizer, encoder, **kwargs)
+        self.fusion = fusion
+
+    def fusion_mode(self):
+        if isinstance(self.fusion, bool):  # an Integral to sklearn's check, not a layer count
+            raise ValueError(f"fusion must be 'early', 'late' or a number of modality-only layers (int >= 0), got {self.fusion!r}")
+        return self.fusion if isinstance(self.fusion, str) else int(self.fusion)
+
+
+class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
     __doc__ = (
         """Transformer classifier over tokenized inputs, with a CLS-token head.
 
     Labels may be of any type (strings included); binary and multiclass.
     """
-        + _SHARED_PARAMS_DOC
+        + _PARAMS_DOC
         + """
     Attributes
     ----------
@@ -61,44 +77,8 @@ class TabFormerClassifier(_TabFormerNet, NeuralNetClassifier):
 
     _numeric_target = False
 
-    def __init__(
-        self,
-        tokenizer="auto",
-        encoder=None,
-        *,
-        freeze_encoder=False,
-        freeze_embedder=False,
-        fusion="early",
-        module=TabFormerModel,
-        criterion=torch.nn.CrossEntropyLoss,
-        optimizer=torch.optim.AdamW,
-        lr=1e-3,
-        max_epochs=40,
-        batch_size=256,
-        lr_schedule="cosine",
-        train_split="auto",
-        validation_fraction=0.1,
-        patience=8,
-        random_state=None,
-        dataset=TensorDictDataset,
-        verbose=1,
-        device="cpu",
-        **kwargs,
-    ):
-        super().__init__(
-            module=module,
-            criterion=criterion,
-            optimizer=optimizer,
-            lr=lr,
-            max_epochs=max_epochs,
-            batch_size=batch_size,
-            train_split=train_split,
-            dataset=dataset,
-            verbose=verbose,
-            device=device,
-            **kwargs,
-        )
-        _init_shared(self, tokenizer, encoder, freeze_encoder, freeze_embedder, validation_fraction, patience, random_state, lr_schedule, fusion)
+    def __init__(self, tokenizer="auto", encoder=None, *, criterion=torch.nn.CrossEntropyLoss, **kwargs):
+        super().__init__(tokenizer, encoder, criterion=criterion, **kwargs)
 
     @property
     def classes_(self):
@@ -140,12 +120,13 @@ class TabFormerClassifier(_TabFormerNet, NeuralNetClassifier):
         return y if counts.min() >= 2 and n_valid >= len(counts) else None
 
     def build_head(self, d_model):
-        return _construct(ClassificationHead, self.get_params_for("head"), "head", d_model, len(self.classes_))
+        return construct(ClassificationHead, self.get_params_for("head"), "head", d_model, len(self.classes_))
 
     def predict_proba(self, X):
         """Class probabilities, shape (n_samples, n_classes), columns in ``classes_`` order."""
         check_is_fitted(self)
-        return NeuralNetClassifier.predict_proba(self, self.tokenize(X))
+        batches = self.iter_batches(self.tokenize(X), lambda inputs: torch.softmax(self.module_(**inputs).float(), dim=-1).cpu().numpy())
+        return np.concatenate(list(batches))
 
     def predict(self, X):
         """Most probable class label per row, shape (n_samples,)."""
@@ -155,20 +136,15 @@ class TabFormerClassifier(_TabFormerNet, NeuralNetClassifier):
             return indices
         return self.classes_[indices]
 
-    def check_data(self, X, y):
-        # Labels were validated and encoded in fit; skorch's inference of classes from
-        # the encoded ints would only shadow ours.
-        pass
 
-
-class TabFormerRegressor(_TabFormerNet, NeuralNetRegressor):
+class TabFormerRegressor(_CLSHeadNet, NeuralNetRegressor):
     __doc__ = (
         """Transformer regressor over tokenized inputs, with a CLS-token head.
 
     Targets may be 1-D or 2-D (several outputs); they are standardised internally
     (``standardize_target``) and predictions are returned on the original scale.
     """
-        + _SHARED_PARAMS_DOC
+        + _PARAMS_DOC
         + """
     standardize_target : bool, default=True
         Train on ``(y - mean) / std`` per target, which keeps the default learning rate
@@ -191,45 +167,10 @@ class TabFormerRegressor(_TabFormerNet, NeuralNetRegressor):
 
     _numeric_target = True
 
-    def __init__(
-        self,
-        tokenizer="auto",
-        encoder=None,
-        *,
-        freeze_encoder=False,
-        freeze_embedder=False,
-        fusion="early",
-        standardize_target=True,
-        module=TabFormerModel,
-        criterion=torch.nn.MSELoss,
-        optimizer=torch.optim.AdamW,
-        lr=1e-3,
-        max_epochs=40,
-        batch_size=256,
-        lr_schedule="cosine",
-        train_split="auto",
-        validation_fraction=0.1,
-        patience=8,
-        random_state=None,
-        dataset=TensorDictDataset,
-        verbose=1,
-        device="cpu",
-        **kwargs,
-    ):
-        super().__init__(
-            module=module,
-            criterion=criterion,
-            optimizer=optimizer,
-            lr=lr,
-            max_epochs=max_epochs,
-            batch_size=batch_size,
-            train_split=train_split,
-            dataset=dataset,
-            verbose=verbose,
-            device=device,
-            **kwargs,
-        )
-        _init_shared(self, tokenizer, encoder, freeze_encoder, freeze_embedder, validation_fraction, patience, random_state, lr_schedule, fusion)
+    _parameter_constraints = {**_CLSHeadNet._parameter_constraints, "standardize_target": ["boolean"]}
+
+    def __init__(self, tokenizer="auto", encoder=None, *, standardize_target=True, criterion=torch.nn.MSELoss, **kwargs):
+        super().__init__(tokenizer, encoder, criterion=criterion, **kwargs)
         self.standardize_target = standardize_target
 
     def _fit_target(self, y, n_samples):
@@ -255,12 +196,13 @@ class TabFormerRegressor(_TabFormerNet, NeuralNetRegressor):
         return ((y2d - self.target_mean_) / self.target_scale_).astype(np.float32)
 
     def build_head(self, d_model):
-        return _construct(RegressionHead, self.get_params_for("head"), "head", d_model, self.n_targets_)
+        return construct(RegressionHead, self.get_params_for("head"), "head", d_model, self.n_targets_)
 
     def predict(self, X):
         """Predicted targets: shape (n_samples,) if fitted on 1-D y, else (n_samples, n_targets)."""
         check_is_fitted(self)
-        scaled = NeuralNet.predict_proba(self, self.tokenize(X)).reshape(-1, self.n_targets_)
+        outputs = self.iter_batches(self.tokenize(X), lambda inputs: self.module_(**inputs).float().cpu().numpy())
+        scaled = np.concatenate(list(outputs)).reshape(-1, self.n_targets_)
         y = scaled * self.target_scale_ + self.target_mean_
         return y.ravel() if self.target_ndim_ == 1 else y
 
@@ -269,9 +211,6 @@ class TabFormerRegressor(_TabFormerNet, NeuralNetRegressor):
         # skorch gives every net a predict_proba; a regressor must not advertise one,
         # or sklearn tools (and users) would treat it as a probabilistic classifier.
         raise AttributeError("TabFormerRegressor has no predict_proba; use predict")
-
-    def check_data(self, X, y):
-        pass
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

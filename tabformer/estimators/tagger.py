@@ -12,13 +12,12 @@ from __future__ import annotations
 import numpy as np
 import torch
 from sklearn.utils.validation import check_is_fitted
-from skorch import NeuralNet
 
-from .._data import TensorDictDataset
 from ..metrics import entity_f1
 from ..nn.heads import IGNORE_INDEX, TokenClassificationHead, TokenCrossEntropy
-from ..nn.models import TabFormerModel
-from ._base import _SHARED_PARAMS_DOC, _TabFormerNet, _init_shared
+from ._base import construct
+from ._finetuning import FineTuningNet
+from ._params import FINE_TUNING_PARAMS_DOC, SHARED_PARAMS_DOC, check_params
 
 __all__ = ["TabFormerTagger"]
 
@@ -35,7 +34,7 @@ def _check_sentences(X, what="X") -> list:
     return [list(words) for words in sentences]
 
 
-class TabFormerTagger(_TabFormerNet, NeuralNet):
+class TabFormerTagger(FineTuningNet):
     __doc__ = (
         """Transformer sequence labeller: one tag per word (e.g. BIO named entities).
 
@@ -44,7 +43,7 @@ class TabFormerTagger(_TabFormerNet, NeuralNet):
     word is trained on and read for its tag. Words cut off by ``tokenizer__max_length``
     (or made of characters the normaliser removes) get ``default_tag_``.
     """
-        + _SHARED_PARAMS_DOC.replace('default="auto"', 'default="wordpiece"')
+        + (SHARED_PARAMS_DOC + FINE_TUNING_PARAMS_DOC).replace('default="auto"', 'default="wordpiece"').replace("default=256", "default=32")
         + """
     Attributes
     ----------
@@ -65,38 +64,11 @@ class TabFormerTagger(_TabFormerNet, NeuralNet):
     """
     )
 
-    def __init__(
-        self,
-        tokenizer="wordpiece",
-        encoder=None,
-        *,
-        freeze_encoder=False,
-        freeze_embedder=False,
-        module=TabFormerModel,
-        criterion=TokenCrossEntropy,
-        optimizer=torch.optim.AdamW,
-        lr=1e-3,
-        max_epochs=40,
-        batch_size=32,
-        lr_schedule="cosine",
-        train_split="auto",
-        validation_fraction=0.1,
-        patience=8,
-        random_state=None,
-        dataset=TensorDictDataset,
-        verbose=1,
-        device="cpu",
-        **kwargs,
-    ):
-        super().__init__(
-            module=module, criterion=criterion, optimizer=optimizer, lr=lr, max_epochs=max_epochs,
-            batch_size=batch_size, train_split=train_split, dataset=dataset, verbose=verbose,
-            device=device, **kwargs,
-        )
-        _init_shared(self, tokenizer, encoder, freeze_encoder, freeze_embedder, validation_fraction, patience, random_state, lr_schedule)
+    def __init__(self, tokenizer="wordpiece", encoder=None, *, criterion=TokenCrossEntropy, batch_size=32, **kwargs):
+        super().__init__(tokenizer, encoder, criterion=criterion, batch_size=batch_size, **kwargs)
 
     def build_head(self, d_model):
-        return TokenClassificationHead(d_model, len(self.classes_), **self.get_params_for("head"))
+        return construct(TokenClassificationHead, self.get_params_for("head"), "head", d_model, len(self.classes_))
 
     def _check_tags(self, X, y):
         if y is None:
@@ -132,6 +104,7 @@ class TabFormerTagger(_TabFormerNet, NeuralNet):
         -------
         self
         """
+        check_params(self)
         X = _check_sentences(X)
         tags = self._check_tags(X, y)
         flat = [tag for row in tags for tag in row]
@@ -145,19 +118,15 @@ class TabFormerTagger(_TabFormerNet, NeuralNet):
             self._train_new_module(batch, self._align(batch, tags), **fit_params)
         return self
 
-    def partial_fit(self, X, y=None, classes=None, **fit_params):
-        """Continue training with the fitted tokenizer and tag set (fits if unfitted)."""
-        if not hasattr(self, "tokenizer_") or not self.initialized_:
-            return self.fit(X, y, **fit_params)
+    def _continued_data(self, X, y):
+        """Tokens of ``X`` and the sub-word labels of ``y``, with the fitted tag set."""
         X = _check_sentences(X)
         tags = self._check_tags(X, y)
         unknown = {t for row in tags for t in row} - set(self.classes_)
         if unknown:
             raise ValueError(f"y holds tag(s) {sorted(unknown)} not seen in fit; tags are {list(self.classes_)}")
         batch = self.tokenize(X)
-        with self._seeded():
-            NeuralNet.partial_fit(self, batch, self._align(batch, tags), **fit_params)
-        return self
+        return batch, self._align(batch, tags)
 
     def predict_proba(self, X):
         """Tag probabilities per sub-word position, shape (n, T, n_tags), plus the batch.
@@ -169,19 +138,19 @@ class TabFormerTagger(_TabFormerNet, NeuralNet):
         """
         check_is_fitted(self)
         batch = self.tokenize(_check_sentences(X))
-        dataset = TensorDictDataset(batch)
         proba = np.zeros(batch["input_ids"].shape + (len(self.classes_),), dtype=np.float32)
-        self.module_.eval()
+
+        def tag_probabilities(inputs):
+            # Cut the columns that are padding in the whole mini-batch: the data is
+            # padded to its longest sentence, most batches are far shorter.
+            length = max(int(inputs["attention_mask"].sum(dim=1).max()), 1)
+            logits = self.module_(**{key: value[:, :length] for key, value in inputs.items()})
+            return torch.softmax(logits.float(), dim=-1).cpu().numpy()
+
         start = 0
-        with torch.no_grad():
-            for inputs, _ in self.get_iterator(dataset, training=False):
-                # Cut the columns that are padding in the whole mini-batch: the data is
-                # padded to its longest sentence, most batches are far shorter.
-                length = max(int(inputs["attention_mask"].sum(dim=1).max()), 1)
-                inputs = {k: v[:, :length].to(self.device) for k, v in inputs.items()}
-                logits = self.module_(**inputs)
-                proba[start : start + len(logits), :length] = torch.softmax(logits.float(), dim=-1).cpu().numpy()
-                start += len(logits)
+        for rows in self.iter_batches(batch, tag_probabilities):
+            proba[start : start + len(rows), : rows.shape[1]] = rows
+            start += len(rows)
         return proba, batch
 
     def predict(self, X):
@@ -214,6 +183,3 @@ class TabFormerTagger(_TabFormerNet, NeuralNet):
         if sample_weight is not None:
             raise ValueError("TabFormerTagger.score does not support sample_weight")
         return entity_f1(y, self.predict(X))
-
-    def check_data(self, X, y):
-        pass

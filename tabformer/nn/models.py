@@ -7,7 +7,7 @@ from torch import nn
 
 from .encoder import TransformerEncoder
 
-__all__ = ["TabFormerModel", "LateFusionModel", "PretrainedEncoder", "encode"]
+__all__ = ["TabFormerModel", "LateFusionModel", "PretrainingModel", "PretrainedEncoder", "encode"]
 
 
 def encode(embedder: nn.Module, encoder: TransformerEncoder, batch: dict, return_attention: bool = False, fusion_layer: int = 0):
@@ -78,13 +78,13 @@ class TabFormerModel(nn.Module):
             self.embedder.eval()
         return self
 
-    def _encode(self, return_attention: bool = False, **batch):
+    def encode(self, return_attention: bool = False, **batch):
         """``(encoder output, token mask (B, T) or None)``."""
         return encode(self.embedder, self.encoder, batch, return_attention, self.fusion_layer)
 
     def forward_features(self, return_attention: bool = False, **batch):
         """Return the encoder output ``(B, 1+T, D)`` (and attention maps if asked)."""
-        return self._encode(return_attention, **batch)[0]
+        return self.encode(return_attention, **batch)[0]
 
     def forward_head(self, hidden: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """The head's output; ``mask`` (B, T) reaches heads that pool over tokens."""
@@ -93,7 +93,7 @@ class TabFormerModel(nn.Module):
         return self.head(hidden)
 
     def forward(self, **batch) -> torch.Tensor:
-        hidden, mask = self._encode(**batch)
+        hidden, mask = self.encode(**batch)
         return self.forward_head(hidden, mask)
 
 
@@ -152,6 +152,34 @@ class LateFusionModel(nn.Module):
 
     def forward(self, **batch) -> torch.Tensor:
         return self.forward_head(self.forward_features(**batch))
+
+
+class PretrainingModel(nn.Module):
+    """The shared embedder and encoder next to a pretraining objective's head.
+
+    ``forward(**inputs)`` returns what the head predicts from the objective's views
+    (``head(embedder, encoder, **inputs)``); the objective's ``loss`` scores it. The head
+    receives the embedder and encoder as arguments instead of holding them, so the state
+    dict holds each weight once: ``embedder.*``, ``encoder.*``, ``head.*``.
+    ``forward_features(**batch)`` is the encoder output ``(B, 1+T, D)`` of plain
+    (uncorrupted) tokens, what ``transform`` reads.
+    """
+
+    def __init__(self, embedder: nn.Module, encoder: TransformerEncoder, head: nn.Module):
+        super().__init__()
+        self.embedder = embedder
+        self.encoder = encoder
+        self.head = head
+
+    def forward(self, **inputs):
+        return self.head(self.embedder, self.encoder, **inputs)
+
+    def encode(self, return_attention: bool = False, **batch):
+        """``(encoder output, token mask (B, T) or None)``."""
+        return encode(self.embedder, self.encoder, batch, return_attention)
+
+    def forward_features(self, return_attention: bool = False, **batch):
+        return self.encode(return_attention, **batch)[0]
 
 
 class PretrainedEncoder(nn.Module):

@@ -1,27 +1,25 @@
 """Self-supervised objectives for :class:`~tabformer.TabFormerPretrainer`.
 
 An objective is a class registered in :data:`OBJECTIVES` under its name
-(``TabFormerPretrainer(objective=name)``). Its protocol, so that the pretrainer stays
-generic over modalities:
+(``TabFormerPretrainer(objective=name)``), built from the ``objective__*`` parameters.
+Its protocol keeps the pretrainer generic over modalities:
 
 ``make_dataset(batch, tokenizer, random_state) -> torch Dataset``
     ``batch`` is the tokenizer's output for the unlabeled rows (dict of numpy arrays);
-    the dataset yields ``(inputs_dict, dummy_target)`` and may draw fresh random views
-    or masks on every access (SimCLR augmentations, MLM masking), so every epoch sees
-    new ones.
-``build_module(tokenizer, embedder, encoder) -> nn.Module``
-    A module whose ``forward(**inputs)`` returns the scalar loss; it owns any extra
-    heads (projection head, masked-token head) and shares ``embedder``/``encoder``.
+    the dataset yields ``(inputs_dict, dummy_target)`` and draws fresh random views or
+    masks on every access (:mod:`tabformer.pretraining.views`).
+``build_head(tokenizer, embedder, d_model) -> nn.Module``
+    The objective's own layers (projection head, masked-token head). Its
+    ``forward(embedder, encoder, **inputs)`` receives the shared embedder and encoder
+    as arguments, so :class:`~tabformer.nn.models.PretrainingModel` owns them once.
+``loss(predictions) -> scalar Tensor``
+    What the head predicted, scored (:mod:`tabformer.pretraining.losses`); the
+    pretrainer's ``get_loss`` calls it.
+``drop_last`` (optional class attribute)
+    ``True`` asks the training loader to drop the last, smaller batch.
 """
 
-OBJECTIVES: dict = {}
+from . import mlm, simclr  # noqa: F401  (register objective="mlm" and objective="simclr")
+from .registry import OBJECTIVES, get_objective, register_objective
 
-
-def register_objective(name: str):
-    """Class decorator adding a pretraining objective to :data:`OBJECTIVES`."""
-
-    def decorate(cls):
-        OBJECTIVES[name] = cls
-        return cls
-
-    return decorate
+__all__ = ["OBJECTIVES", "register_objective", "get_objective"]

@@ -15,104 +15,127 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .._data import TensorDictDataset
-from ..tokenizers.base import MASK, SPECIAL_TOKENS
-from ..tokenizers.mixed import MixedTokenizer
-from . import register_objective
+from ..nn.embedders.mixed import SEPARATOR
+from ..nn.heads import IGNORE_INDEX
+from ..tokenizers.tabular import FIRST_CATEGORY_ID
+from .losses import masked_token_loss
+from .registry import register_objective
+from .views import LABELS, MaskedTokenDataset, MixedMaskedTokenDataset
 
-__all__ = ["MaskedTokenModeling", "MaskedTokenDataset", "MaskedTokenModule", "mask_tokens"]
-
-#: label of positions that take no part in the loss
-IGNORE_INDEX = -100
-_N_SPECIAL = len(SPECIAL_TOKENS)  # ids below this are [PAD] [UNK] [CLS] [SEP] [MASK]
+__all__ = ["MaskedTokenModeling", "MaskedTokenHead", "MixedMaskedTokenHead", "TokenHead"]
 
 
-class MaskedTokenDataset(TensorDictDataset):
-    """Tokenized rows that come out with fresh masks at every access.
+class TokenHead(nn.Module):
+    """``LayerNorm(GELU(Linear(h)))`` then logits against an output matrix (+ bias):
+    BERT's masked-token head, one per vocabulary."""
 
-    Batches carry ``input_ids`` (corrupted), the other tokenizer arrays, and
-    ``mlm_labels`` (original id at chosen positions, ``-100`` elsewhere).
+    def __init__(self, d_model: int, n_outputs: int, tie_weights: bool):
+        super().__init__()
+        self.transform = nn.Sequential(nn.Linear(d_model, d_model), nn.GELU(), nn.LayerNorm(d_model))
+        self.decoder = None if tie_weights else nn.Linear(d_model, n_outputs, bias=False)
+        self.bias = nn.Parameter(torch.zeros(n_outputs))
+
+    def forward(self, states: torch.Tensor, tied_weight: torch.Tensor) -> torch.Tensor:
+        weight = tied_weight if self.decoder is None else self.decoder.weight
+        return F.linear(self.transform(states), weight, self.bias)
+
+
+class MaskedTokenHead(nn.Module):
+    """Masked-token head for text: predict the original id at the chosen positions.
+
+    ``forward(embedder, encoder, input_ids, attention_mask, mlm_labels, token_type_ids)``
+    embeds and encodes the corrupted ids and returns ``[(logits, target)]`` of the
+    chosen positions only, so only they go through the vocabulary-sized output layer,
+    tied to the word embeddings (as BERT's) unless ``tie_weights=False``.
+    """
+
+    def __init__(self, d_model: int, vocab_size: int, tie_weights: bool = True):
+        super().__init__()
+        self.head = TokenHead(d_model, vocab_size, tie_weights)
+
+    def forward(self, embedder, encoder, input_ids, attention_mask, mlm_labels, token_type_ids=None, **_):
+        tokens, mask = embedder(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
+        hidden = encoder(tokens, mask)[:, 1:]
+        labels = mlm_labels[:, : hidden.shape[1]]  # the text embedder cuts padding in training
+        chosen = labels != IGNORE_INDEX
+        return [(self.head(hidden[chosen], embedder.word_embeddings.weight), labels[chosen])]
+
+
+class MixedMaskedTokenHead(nn.Module):
+    """Masked-token head for :class:`~tabformer.pretraining.views.MixedMaskedTokenDataset` batches.
+
+    One pass of the whole row through the embedder and encoder; then, per text
+    sub-tokenizer, a head onto its vocabulary tied to its word embeddings (as
+    :class:`MaskedTokenHead`), and per table, a head onto
+    the rows of the categorical embedding table tied to ``category_embedding``, where a
+    masked cell of column ``j`` is scored only against column ``j``'s own categories
+    (its rows ``offset_j + 2 ..``; every other row, and its missing/unseen rows, get
+    ``-inf``-like logits). The loss is the mean cross-entropy over all masked positions,
+    words and cells together, i.e. the two losses averaged with weights the number of
+    masked positions of each.
+
+    ``forward(embedder, encoder, **inputs)`` returns one ``(logits, target)`` pair per
+    segment with masked positions; :func:`masked_token_loss` averages them.
 
     Parameters
     ----------
-    X : dict of arrays from a discrete tokenizer (``input_ids``, ``attention_mask``...)
-    vocab_size : int
-    mask_prob, mask_token_prob, random_token_prob : float
-    random_state : int or None
+    embedder : MixedEmbedder
+        Read once, to size the heads (it is not kept).
+    d_model : int
+    tie_weights : bool, default=True
     """
 
-    def __init__(self, X, vocab_size, mask_prob=0.15, mask_token_prob=0.8, random_token_prob=0.1, random_state=None):
-        X = {key: value for key, value in X.items() if key != "word_ids"}
-        super().__init__(X)
-        self.vocab_size = int(vocab_size)
-        self.mask_prob = mask_prob
-        self.mask_token_prob = mask_token_prob
-        self.random_token_prob = random_token_prob
-        self.generator = make_generator(random_state)
-
-    def __getitems__(self, indices):
-        X, y = super().__getitems__(indices)
-        ids = X["input_ids"]
-        candidates = X["attention_mask"].bool() & (ids >= _N_SPECIAL)
-        ids, labels = mask_tokens(
-            ids, candidates, self.vocab_size, self.mask_prob, self.mask_token_prob, self.random_token_prob, self.generator
-        )
-        return dict(X, input_ids=ids, mlm_labels=labels), y
-
-
-def make_generator(random_state=None) -> torch.Generator:
-    """A private torch generator seeded from ``random_state`` (``None``: from the global RNG)."""
-    generator = torch.Generator()
-    generator.manual_seed(int(torch.randint(2**62, ()).item()) if random_state is None else int(random_state))
-    return generator
-
-
-def mask_tokens(ids, candidates, vocab_size, mask_prob, mask_token_prob, random_token_prob, generator):
-    """BERT's corruption of a (B, T) id batch; returns ``(corrupted ids, labels)``.
-
-    Each ``candidates`` position is chosen with probability ``mask_prob``; a chosen id
-    becomes ``[MASK]`` (``mask_token_prob``), a random non-special id below
-    ``vocab_size`` (``random_token_prob``) or stays. ``labels`` hold the original id at
-    chosen positions and ``IGNORE_INDEX`` elsewhere. ``ids`` is not modified.
-    """
-    ids = ids.clone()
-    draw = torch.rand(ids.shape, generator=generator)
-    chosen = candidates & (draw < mask_prob)
-    labels = torch.where(chosen, ids, torch.full_like(ids, IGNORE_INDEX))
-    kind = torch.rand(ids.shape, generator=generator)
-    ids[chosen & (kind < mask_token_prob)] = MASK
-    random = chosen & (kind >= mask_token_prob) & (kind < mask_token_prob + random_token_prob)
-    replacement = torch.randint(_N_SPECIAL, int(vocab_size), ids.shape, generator=generator)
-    return torch.where(random, replacement, ids), labels
-
-
-class MaskedTokenModule(nn.Module):
-    """Loss module: embed, encode, predict the original id at the chosen positions.
-
-    Head: ``LayerNorm(GELU(Linear(h)))`` then a linear map onto the vocabulary through
-    the (tied) word-embedding matrix plus a bias.
-    """
-
-    def __init__(self, embedder: nn.Module, encoder: nn.Module, vocab_size: int, tie_weights: bool = True):
+    def __init__(self, embedder: nn.Module, d_model: int, tie_weights: bool = True):
         super().__init__()
-        self.embedder = embedder
-        self.encoder = encoder
-        d_model = encoder.d_model
-        self.transform = nn.Sequential(nn.Linear(d_model, d_model), nn.GELU(), nn.LayerNorm(d_model))
-        self.decoder = None if tie_weights else nn.Linear(d_model, vocab_size, bias=False)
-        self.bias = nn.Parameter(torch.zeros(vocab_size))
+        if not hasattr(embedder, "forward_segments"):
+            raise TypeError(f"mixed masked-token modelling needs a MixedEmbedder, got {type(embedder).__name__}")
+        self.heads = nn.ModuleDict()
+        for index, name in enumerate(embedder.names):
+            sub = embedder.embedders[index]
+            if embedder.kinds[name] == "text":
+                self.heads[f"g{index}"] = TokenHead(d_model, sub.word_embeddings.num_embeddings, tie_weights)
+            elif getattr(sub, "n_categorical", 0):
+                n_rows = sub.category_embedding.num_embeddings
+                self.heads[f"g{index}"] = TokenHead(d_model, n_rows, tie_weights)
+                # allowed[j, r]: row r of the table is one of column j's categories
+                bounds = torch.cat([sub.category_offsets.cpu(), torch.tensor([n_rows])])
+                rows = torch.arange(n_rows)[None, :]
+                allowed = (rows >= bounds[:-1, None] + FIRST_CATEGORY_ID) & (rows < bounds[1:, None])
+                self.register_buffer(f"allowed_g{index}", allowed, persistent=False)
 
-    def forward(self, input_ids, attention_mask, mlm_labels, token_type_ids=None, **_):
-        tokens, mask = self.embedder(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
-        hidden = self.encoder(tokens, mask)[:, 1:]
-        labels = mlm_labels[:, : hidden.shape[1]]
-        chosen = labels != IGNORE_INDEX
-        if not bool(chosen.any()):
-            return hidden.sum() * 0.0  # nothing masked in this batch (very short rows)
-        # Only the chosen positions go through the vocabulary-sized output layer.
-        states = self.transform(hidden[chosen])
-        weight = self.embedder.word_embeddings.weight if self.decoder is None else self.decoder.weight
-        return F.cross_entropy(F.linear(states, weight, self.bias), labels[chosen])
+    def forward(self, embedder, encoder, **inputs) -> list:
+        suffix = SEPARATOR + LABELS
+        labels = {k[: -len(suffix)]: inputs.pop(k) for k in [k for k in inputs if k.endswith(suffix)]}
+        parts = embedder.forward_segments(**inputs)
+        tokens = torch.cat([t for _, t, _ in parts], dim=1)
+        mask = torch.cat([m for _, _, m in parts], dim=1)
+        hidden = encoder(tokens, mask)[:, 1:]
+        predictions, start = [], 0
+        for (key, name, _), (_, segment, _) in zip(embedder.segments, parts):
+            states = hidden[:, start: start + segment.shape[1]]
+            start += segment.shape[1]
+            if key not in labels:
+                continue
+            index = embedder.names.index(name)
+            sub, head = embedder.embedders[index], self.heads[f"g{index}"]
+            if embedder.kinds[name] == "text":
+                target = labels[key][:, : states.shape[1]]  # the text embedder cuts padding in training
+                chosen = target != IGNORE_INDEX
+                logits = head(states[chosen], sub.word_embeddings.weight)
+                target = target[chosen]
+            else:
+                cells = states[:, sub.n_numeric: sub.n_numeric + sub.n_categorical]  # numbers come first
+                target = labels[key]
+                chosen = target != IGNORE_INDEX
+                column = torch.arange(target.shape[1], device=target.device).expand_as(target)[chosen]
+                logits = head(cells[chosen], sub.category_embedding.weight).float()
+                allowed = getattr(self, f"allowed_g{index}")[column]
+                logits = logits.masked_fill(~allowed, torch.finfo(logits.dtype).min)
+                target = target[chosen] + sub.category_offsets[column]
+            predictions.append((logits, target))
+        if not predictions:
+            predictions.append((hidden[:, :0].reshape(0, hidden.shape[-1]), hidden.new_zeros(0, dtype=torch.long)))
+        return predictions
 
 
 @register_objective("mlm")
@@ -134,9 +157,9 @@ class MaskedTokenModeling:
     -----
     With a :class:`~tabformer.tokenizers.MixedTokenizer` (a DataFrame with text, image
     and table columns), the dataset and loss module come from
-    :mod:`tabformer.pretraining.mixed`: text words are masked as above and categorical
+    :mod:`tabformer.pretraining.views`: text words are masked as above and categorical
     cells with the same ``mask_prob`` (see
-    :class:`~tabformer.pretraining.mixed.MixedMaskedTokenDataset`).
+    :class:`~tabformer.pretraining.views.MixedMaskedTokenDataset`).
     """
 
     def __init__(self, mask_prob=0.15, mask_token_prob=0.8, random_token_prob=0.1, tie_weights=True):
@@ -166,11 +189,9 @@ class MaskedTokenModeling:
                 f"{self.mask_token_prob + self.random_token_prob} exceeds 1"
             )
 
-    def make_dataset(self, batch, tokenizer, random_state=None) -> MaskedTokenDataset:
+    def make_dataset(self, batch, tokenizer, random_state=None):
         """Dataset of the tokenized rows, masked afresh at every access."""
-        if isinstance(tokenizer, MixedTokenizer):
-            from .mixed import MixedMaskedTokenDataset
-
+        if getattr(tokenizer, "kind", None) == "mixed":
             self._check_probabilities()
             return MixedMaskedTokenDataset(
                 batch, tokenizer, self.mask_prob, self.mask_token_prob, self.random_token_prob, random_state
@@ -178,14 +199,16 @@ class MaskedTokenModeling:
         self._check(tokenizer)
         return MaskedTokenDataset(batch, tokenizer.vocab_size_, self.mask_prob, self.mask_token_prob, self.random_token_prob, random_state)
 
-    def build_module(self, tokenizer, embedder, encoder) -> MaskedTokenModule:
-        """The loss module sharing ``embedder`` and ``encoder``, with a masked-token head."""
-        if isinstance(tokenizer, MixedTokenizer):
-            from .mixed import MixedMaskedTokenModule
-
+    def build_head(self, tokenizer, embedder, d_model: int) -> nn.Module:
+        """The masked-token head; the shared embedder and encoder are passed at each call."""
+        if getattr(tokenizer, "kind", None) == "mixed":
             self._check_probabilities()
-            return MixedMaskedTokenModule(embedder, encoder, self.tie_weights)
+            return MixedMaskedTokenHead(embedder, d_model, self.tie_weights)
         self._check(tokenizer)
         if not hasattr(embedder, "word_embeddings"):
             raise TypeError(f"objective='mlm' needs an embedder with word_embeddings, got {type(embedder).__name__}")
-        return MaskedTokenModule(embedder, encoder, tokenizer.vocab_size_, self.tie_weights)
+        return MaskedTokenHead(d_model, tokenizer.vocab_size_, self.tie_weights)
+
+    def loss(self, predictions) -> torch.Tensor:
+        """Cross-entropy of the original ids at the masked positions (:func:`masked_token_loss`)."""
+        return masked_token_loss(predictions)

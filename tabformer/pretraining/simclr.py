@@ -11,40 +11,13 @@ information useful downstream).
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from ..tokenizers.mixed import MixedTokenizer
-from . import register_objective
-from .augment import TwoViewDataset, image_augmentation
+from .losses import nt_xent_loss
+from .registry import register_objective
+from .views import VIEWS, MixedTwoViewDataset, TwoViewDataset, image_augmentation, view_batch
 
-__all__ = ["SimCLR", "SimCLRModule", "ProjectionHead", "nt_xent_loss"]
-
-
-def nt_xent_loss(z1: torch.Tensor, z2: torch.Tensor, temperature: float = 0.5) -> torch.Tensor:
-    """Normalised-temperature cross-entropy over ``2B`` projections.
-
-    For each of the ``2B`` projections, the positive is the other view of the same
-    image and the negatives are the remaining ``2B - 2``; similarities are cosines
-    divided by ``temperature``. Returns the mean loss over the ``2B`` anchors.
-
-    Parameters
-    ----------
-    z1, z2 : Tensor of shape (B, k)
-        Projections of the first and second views (row ``i`` of both is image ``i``).
-    temperature : float
-    """
-    if z1.shape != z2.shape or z1.ndim != 2:
-        raise ValueError(f"z1 and z2 must be (B, k) of the same shape, got {tuple(z1.shape)} and {tuple(z2.shape)}")
-    batch = z1.shape[0]
-    if batch < 2:
-        raise ValueError("NT-Xent needs at least 2 images per batch (the others are the negatives)")
-    z = F.normalize(torch.cat([z1, z2]).float(), dim=1)
-    logits = z @ z.T / temperature
-    # A finite fill (not -inf) keeps the row's softmax NaN-free under any dtype.
-    logits = logits.masked_fill(torch.eye(2 * batch, dtype=torch.bool, device=z.device), torch.finfo(logits.dtype).min)
-    positives = torch.cat([torch.arange(batch, 2 * batch), torch.arange(batch)]).to(z.device)
-    return F.cross_entropy(logits, positives)
+__all__ = ["SimCLR", "ContrastiveHead", "ProjectionHead"]
 
 
 class ProjectionHead(nn.Module):
@@ -63,29 +36,25 @@ class ProjectionHead(nn.Module):
         return self.net(cls)
 
 
-class SimCLRModule(nn.Module):
-    """Shared embedder + encoder, a projection head, and the NT-Xent loss as output.
+class ContrastiveHead(nn.Module):
+    """Both views through the shared embedder and encoder in one pass, CLS through the projection.
 
-    ``forward(view1, view2)`` with two (B, C, H, W) batches returns the scalar loss.
+    ``forward(embedder, encoder, **inputs)`` reads ``"view1/<key>"`` and ``"view2/<key>"``
+    (images: ``<key>`` is ``pixels``; mixed rows: ``"<segment>/<array>"``) and returns
+    the ``(2B, k)`` projections, first view first. One pass means one set of kernel
+    launches, and the BatchNorm in the projection sees all ``2B`` rows. The embedder and
+    encoder are arguments, not submodules, so a state dict holds them once.
     """
 
-    def __init__(self, embedder: nn.Module, encoder: nn.Module, head: ProjectionHead, temperature: float):
+    def __init__(self, projection: nn.Module):
         super().__init__()
-        self.embedder = embedder
-        self.encoder = encoder
-        self.projection = head
-        self.temperature = temperature
+        self.projection = projection
 
-    def embed(self, pixels: torch.Tensor) -> torch.Tensor:
-        """CLS embeddings (B, D), before the projection head."""
-        tokens, mask = self.embedder(pixels=pixels)
-        return self.encoder(tokens, mask)[:, 0]
-
-    def forward(self, view1, view2, **ignored) -> torch.Tensor:
-        # Both views in one pass: one set of kernel launches, and BatchNorm in the head
-        # sees all 2B projections.
-        z = self.projection(self.embed(torch.cat([view1, view2])))
-        return nt_xent_loss(z[: len(view1)], z[len(view1):], self.temperature)
+    def forward(self, embedder: nn.Module, encoder: nn.Module, **inputs) -> torch.Tensor:
+        first, second = (view_batch(inputs, view) for view in VIEWS)
+        both = {key: torch.cat([value, second[key]]) for key, value in first.items()}
+        tokens, mask = embedder(**both)
+        return self.projection(encoder(tokens, mask)[:, 0])
 
 
 @register_objective("simclr")
@@ -102,7 +71,7 @@ class SimCLR:
         Hidden width of the projection head; ``None`` means ``d_model``.
     projection_batch_norm : bool, default=True
     crop_scale, crop_ratio, flip_p, jitter_p, brightness, contrast, saturation, hue, grayscale_p, blur_p, blur_sigma, blur_kernel
-        Augmentation settings, see :func:`~tabformer.pretraining.augment.image_augmentation`.
+        Augmentation settings, see :func:`~tabformer.pretraining.views.image_augmentation`.
     corruption_rate : float, default=0.3
         Mixed rows only: share of table cells replaced, in each view, by the same
         column's value in a random row (SCARF).
@@ -119,7 +88,7 @@ class SimCLR:
 
     With a :class:`~tabformer.tokenizers.MixedTokenizer` (a DataFrame with text, image
     and table columns) the views come from
-    :class:`~tabformer.pretraining.mixed.MixedTwoViewDataset`: every image column is
+    :class:`~tabformer.pretraining.views.MixedTwoViewDataset`: every image column is
     augmented as above, table cells and texts as described by the three mixed-only
     parameters.
     """
@@ -187,25 +156,22 @@ class SimCLR:
             tokenizer.image_size_, tokenizer.n_channels_, **{name: getattr(self, name) for name in self._AUGMENT}
         )
 
-    def make_dataset(self, batch, tokenizer, random_state=None) -> TwoViewDataset:
+    def make_dataset(self, batch, tokenizer, random_state=None):
         """Dataset of two fresh views per image (``batch["pixels"]``, (N, C, H, W) in [0, 1])
         or, for a :class:`~tabformer.tokenizers.MixedTokenizer`, per mixed row."""
-        if isinstance(tokenizer, MixedTokenizer):
-            from .mixed import MixedTwoViewDataset
-
+        if getattr(tokenizer, "kind", None) == "mixed":
             return MixedTwoViewDataset(
                 batch, tokenizer, self.make_transform, self.corruption_rate, self.text_mask_prob, self.text_crop, random_state
             )
         return TwoViewDataset(batch["pixels"], self.make_transform(tokenizer), random_state)
 
-    def build_module(self, tokenizer, embedder, encoder) -> SimCLRModule:
-        """The loss module sharing ``embedder`` and ``encoder``, with a fresh projection head."""
+    def build_head(self, tokenizer, embedder, d_model: int) -> ContrastiveHead:
+        """A fresh projection head; the shared embedder and encoder are passed at each call."""
         if not self.temperature > 0:
-            raise ValueError(f"temperature must be > 0, got {self.temperature!r}")
-        d_model = encoder.d_model
-        head = ProjectionHead(d_model, self.projection_hidden or d_model, self.projection_dim, self.projection_batch_norm)
-        if isinstance(tokenizer, MixedTokenizer):
-            from .mixed import MixedSimCLRModule
+            raise ValueError(f"objective__temperature must be > 0, got {self.temperature!r}")
+        return ContrastiveHead(ProjectionHead(d_model, self.projection_hidden or d_model, self.projection_dim, self.projection_batch_norm))
 
-            return MixedSimCLRModule(embedder, encoder, head, self.temperature)
-        return SimCLRModule(embedder, encoder, head, self.temperature)
+    def loss(self, projections: torch.Tensor) -> torch.Tensor:
+        """NT-Xent between the first and second half of ``projections`` (the two views)."""
+        half = len(projections) // 2
+        return nt_xent_loss(projections[:half], projections[half:], self.temperature)

@@ -1,96 +1,22 @@
-"""Tokenizers: turn raw inputs into token sequences for the shared encoder."""
+"""Tokenizers: scikit-learn transformers that turn raw inputs into token arrays for the shared
+encoder, each describing the embedder its tokens need (``embedder_spec``)."""
 
-from __future__ import annotations
-
-from sklearn.base import clone
-
-from .base import BaseTokenizer
-from .tabular import TabularTokenizer
-from .text import WordPieceTokenizer, looks_like_text
-from .image import PatchTokenizer, looks_like_images
+from .base import TOKENIZERS, BaseTokenizer, register_tokenizer
 from .detect import infer_column_kinds
+from .image import PatchTokenizer
 from .mixed import MixedTokenizer
+from .registry import make_tokenizer
+from .tabular import TabularTokenizer
+from .text import WordPieceTokenizer
 
-__all__ = ["BaseTokenizer", "TabularTokenizer", "WordPieceTokenizer", "PatchTokenizer", "MixedTokenizer", "infer_column_kinds", "TOKENIZERS", "make_tokenizer"]
-
-#: names accepted by the estimators' ``tokenizer`` parameter
-TOKENIZERS = {"tabular": TabularTokenizer, "table": TabularTokenizer, "wordpiece": WordPieceTokenizer, "text": WordPieceTokenizer, "patch": PatchTokenizer, "image": PatchTokenizer, "mixed": MixedTokenizer}
-
-
-def make_tokenizer(spec, X=None, params=None) -> BaseTokenizer:
-    """Return an unfitted tokenizer for ``spec``: a name, ``"auto"`` or an instance.
-
-    An instance is cloned, so fitting never mutates the user's object (and every CV
-    fold starts from the same unfitted tokenizer). ``params`` are the routed
-    ``tokenizer__*`` settings, applied to the result; under ``"auto"`` they also steer
-    the choice: mixed-only settings (``text__*``, ``image__*``, ``table__*``,
-    ``max_categories``, ``segment_dropout``) ask for a :class:`MixedTokenizer`.
-    """
-    params = dict(params or {})
-    if isinstance(spec, str):
-        if spec == "auto":
-            tokenizer = _auto(X, params)
-        elif spec == "mixed":
-            tokenizer = _mixed_with_templates()
-        elif spec in TOKENIZERS:
-            tokenizer = TOKENIZERS[spec]()
-        else:
-            raise ValueError(f"unknown tokenizer {spec!r}; choose 'auto', one of {sorted(TOKENIZERS)}, or pass an instance")
-    elif isinstance(spec, BaseTokenizer):
-        tokenizer = clone(spec)
-    else:
-        raise TypeError(f"tokenizer must be a name or a tabformer tokenizer instance, got {type(spec).__name__}")
-    return tokenizer.set_params(**params) if params else tokenizer
-
-
-_MIXED_ONLY = ("text__", "image__", "table__", "max_categories", "segment_dropout", "transformers")
-
-
-def _mixed_with_templates():
-    # Templates rather than None, so tokenizer__image__patch_size etc. route.
-    return MixedTokenizer(text=WordPieceTokenizer(), image=PatchTokenizer(), table=TabularTokenizer())
-
-
-def _auto(X, params):
-    # Before text: a list of image file paths is also a list of str.
-    if looks_like_images(X):
-        return PatchTokenizer()
-    # A flat list/Series of str is text; a list of word lists is pre-split text.
-    if looks_like_text(X) or _is_word_lists(X):
-        return WordPieceTokenizer()
-    if any(key.startswith(_MIXED_ONLY) for key in params) or _has_text_or_images(X, params.get("max_categories", 100)):
-        return _mixed_with_templates()
-    return TabularTokenizer()
-
-
-def _is_word_lists(X) -> bool:
-    if not isinstance(X, (list, tuple)) or not X:
-        return False
-    return isinstance(X[0], (list, tuple)) and all(isinstance(w, str) for w in X[0])
-
-
-def _has_text_or_images(X, max_categories=100) -> bool:
-    """Whether a DataFrame holds a text or image column.
-
-    A column whose kind cannot be told is left to the table tokenizer's own error,
-    unless another column is text or images: then the detection error is raised, since
-    falling back to a table would silently turn that text into categories.
-    """
-    import pandas as pd
-
-    from .detect import infer_column_kind
-
-    if not isinstance(X, pd.DataFrame):
-        return False
-    found, errors = False, []
-    for position in range(X.shape[1]):
-        column = X.iloc[:, position]
-        try:
-            found |= infer_column_kind(column, max_categories) in ("text", "image")
-        except ValueError as error:
-            errors.append(error)
-    if found and errors:
-        raise errors[0]
-    if found and not all(isinstance(c, str) for c in X.columns):
-        raise ValueError(f"mixed inputs need str column names (they name the segments); X has columns {list(X.columns)[:5]}")
-    return found
+__all__ = [
+    "BaseTokenizer",
+    "TabularTokenizer",
+    "WordPieceTokenizer",
+    "PatchTokenizer",
+    "MixedTokenizer",
+    "infer_column_kinds",
+    "TOKENIZERS",
+    "register_tokenizer",
+    "make_tokenizer",
+]

@@ -10,18 +10,42 @@ from __future__ import annotations
 
 from sklearn.base import BaseEstimator, TransformerMixin
 
+from ..nn.embedders import build_embedder
+
 # Special ids shared by every discrete tokenizer (the BERT layout a vocab.txt-loaded
 # WordPiece vocabulary remaps to). Tabular categorical columns use their own small layout,
 # documented in tabular.py, because each column has a separate embedding table.
 PAD, UNK, CLS, SEP, MASK = 0, 1, 2, 3, 4
 SPECIAL_TOKENS = {"[PAD]": PAD, "[UNK]": UNK, "[CLS]": CLS, "[SEP]": SEP, "[MASK]": MASK}
 
+#: names accepted by the estimators' ``tokenizer`` parameter -> tokenizer class
+TOKENIZERS: dict = {}
+
+
+def register_tokenizer(*names):
+    """Class decorator: ``tokenizer=name`` on an estimator builds this tokenizer class.
+
+    Parameters
+    ----------
+    *names : str
+        Every name the class answers to (e.g. ``"wordpiece"`` and ``"text"``).
+    """
+
+    def decorate(cls):
+        for name in names:
+            TOKENIZERS[name] = cls
+        return cls
+
+    return decorate
+
 
 class BaseTokenizer(TransformerMixin, BaseEstimator):
     """Base class of tabformer tokenizers.
 
     Subclasses implement ``fit(X)``, ``transform(X) -> dict[str, ndarray]`` and
-    ``build_embedder(d_model) -> nn.Module``. ``positions_`` tells the estimator which
+    ``embedder_spec() -> dict``: a JSON-able description of the embedder their tokens
+    need (``{"kind": <name in tabformer.nn.embedders.EMBEDDERS>, **sizes}``), which the
+    torch layer turns into an ``nn.Module`` (:meth:`build_embedder`). ``default_positions`` tells the estimator which
     positional embedding the encoder should add when the user leaves
     ``encoder__positions`` unset (``None`` for tables, whose columns have no order).
     """
@@ -44,8 +68,13 @@ class BaseTokenizer(TransformerMixin, BaseEstimator):
         n_rows = len(next(iter(batch.values())))
         return [[(i, name, name) for i, name in enumerate(names)] for _ in range(n_rows)]
 
-    def build_embedder(self, d_model: int):  # pragma: no cover - interface
+    def embedder_spec(self) -> dict:  # pragma: no cover - interface
+        """The embedder this fitted tokenizer's output needs, as a JSON-able dict."""
         raise NotImplementedError
+
+    def build_embedder(self, d_model: int):
+        """A fresh embedder for this fitted tokenizer: ``forward(**batch) -> (tokens (B, T, d_model), mask)``."""
+        return build_embedder(self.embedder_spec(), d_model)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -12,20 +12,24 @@ Each column becomes one of ``"text"``, ``"image"``, ``"categorical"`` or ``"nume
 
 Anything else (datetimes, a column holding no value at all, a mix of strings and
 numbers) raises an error naming the column, so nothing is guessed silently.
+
+The whole-input checks behind ``tokenizer="auto"`` live here too: images
+(:func:`looks_like_images`), texts (:func:`looks_like_text`), pre-split sentences
+(:func:`is_word_lists`).
 """
 
 from __future__ import annotations
 
 import numbers
+import os
 
 import numpy as np
 import pandas as pd
 import torch
 
 from .._validation import is_categorical_dtype, is_numeric_dtype
-from .image import _is_path, _is_pil
 
-__all__ = ["KINDS", "infer_column_kind", "infer_column_kinds"]
+__all__ = ["KINDS", "infer_column_kind", "infer_column_kinds", "looks_like_images", "looks_like_text", "is_word_lists", "is_path", "is_pil"]
 
 KINDS = ("text", "image", "categorical", "numeric")
 
@@ -33,6 +37,65 @@ KINDS = ("text", "image", "categorical", "numeric")
 TEXT_DISTINCT_SHARE = 0.5
 #: ...and its values hold at least this many words on average
 TEXT_MEAN_WORDS = 1.5
+
+
+IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
+
+
+# ----------------------------------------------------------------------------- input reading
+def is_pil(item) -> bool:
+    try:
+        from PIL import Image
+    except ImportError:  # pragma: no cover - Pillow ships with torchvision
+        return False
+    return isinstance(item, Image.Image)
+
+
+def is_path(item) -> bool:
+    return isinstance(item, (str, os.PathLike)) and str(item).lower().endswith(IMAGE_EXTENSIONS)
+
+
+def looks_like_images(X) -> bool:
+    """Whether ``tokenizer="auto"`` should treat ``X`` as images.
+
+    True for 3-D/4-D numeric arrays or tensors, and for non-empty sequences of PIL
+    images, 2-D/3-D arrays, or paths that all end in an image file extension.
+    """
+    if isinstance(X, (np.ndarray, torch.Tensor)) and X.dtype != object:
+        return X.ndim in (3, 4)
+    if hasattr(X, "tolist") and not isinstance(X, np.ndarray) and getattr(X, "ndim", 1) == 1:
+        X = X.tolist()  # pandas Series
+    if isinstance(X, np.ndarray) and X.dtype == object and X.ndim == 1:
+        X = list(X)
+    if not isinstance(X, (list, tuple)) or not X:
+        return False
+    first = X[0]
+    if is_pil(first):
+        return True
+    if isinstance(first, np.ndarray):
+        return first.ndim in (2, 3)
+    return all(is_path(item) for item in X)
+
+
+def looks_like_text(X) -> bool:
+    """True for a list/tuple/1-D array/Series whose first non-missing item is a str."""
+    if isinstance(X, str) or isinstance(X, pd.DataFrame):
+        return False
+    if isinstance(X, np.ndarray) and X.ndim != 1:
+        return False
+    if not isinstance(X, (list, tuple, np.ndarray, pd.Series)):
+        return False
+    for value in (X.tolist() if hasattr(X, "tolist") else X):
+        if value is None or (isinstance(value, float) and np.isnan(value)):
+            continue
+        return isinstance(value, str)
+    return False
+
+
+def is_word_lists(X) -> bool:
+    if not isinstance(X, (list, tuple)) or not X:
+        return False
+    return isinstance(X[0], (list, tuple)) and all(isinstance(w, str) for w in X[0])
 
 
 def _is_missing(value) -> bool:
@@ -48,11 +111,11 @@ def _hashable(value) -> bool:
 
 
 def _is_image_value(value) -> bool:
-    if _is_pil(value):
+    if is_pil(value):
         return True
     if isinstance(value, (np.ndarray, torch.Tensor)):
         return value.ndim in (2, 3)
-    return _is_path(value)
+    return is_path(value)
 
 
 def infer_column_kind(values: pd.Series, max_categories: int = 100) -> str:

@@ -20,50 +20,12 @@ from pathlib import Path
 import numpy as np
 import torch
 from sklearn.utils.validation import check_is_fitted
-from torch import nn
 
 from ..nn.embedders.backbone import BACKBONES, load_backbone
-from ..nn.embedders.image import HybridEmbedder, PatchEmbedder
-from .base import BaseTokenizer
+from .base import BaseTokenizer, register_tokenizer
+from .detect import is_pil
 
-__all__ = ["PatchTokenizer", "looks_like_images"]
-
-IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
-
-
-# ----------------------------------------------------------------------------- input reading
-def _is_pil(item) -> bool:
-    try:
-        from PIL import Image
-    except ImportError:  # pragma: no cover - Pillow ships with torchvision
-        return False
-    return isinstance(item, Image.Image)
-
-
-def _is_path(item) -> bool:
-    return isinstance(item, (str, os.PathLike)) and str(item).lower().endswith(IMAGE_EXTENSIONS)
-
-
-def looks_like_images(X) -> bool:
-    """Whether ``tokenizer="auto"`` should treat ``X`` as images.
-
-    True for 3-D/4-D numeric arrays or tensors, and for non-empty sequences of PIL
-    images, 2-D/3-D arrays, or paths that all end in an image file extension.
-    """
-    if isinstance(X, (np.ndarray, torch.Tensor)) and X.dtype != object:
-        return X.ndim in (3, 4)
-    if hasattr(X, "tolist") and not isinstance(X, np.ndarray) and getattr(X, "ndim", 1) == 1:
-        X = X.tolist()  # pandas Series
-    if isinstance(X, np.ndarray) and X.dtype == object and X.ndim == 1:
-        X = list(X)
-    if not isinstance(X, (list, tuple)) or not X:
-        return False
-    first = X[0]
-    if _is_pil(first):
-        return True
-    if isinstance(first, np.ndarray):
-        return first.ndim in (2, 3)
-    return all(_is_path(item) for item in X)
+__all__ = ["PatchTokenizer"]
 
 
 def _pil_to_array(image, colour: bool | None) -> np.ndarray:
@@ -75,7 +37,7 @@ def _pil_to_array(image, colour: bool | None) -> np.ndarray:
 
 def _read_item(item, index: int, colour: bool | None) -> np.ndarray:
     """One image as an (H, W, C) array of its native dtype; errors name the item."""
-    if _is_pil(item):
+    if is_pil(item):
         return _pil_to_array(item, colour)
     if isinstance(item, (str, os.PathLike)):
         from PIL import Image, UnidentifiedImageError
@@ -143,6 +105,7 @@ def _resize(images: torch.Tensor, size: tuple[int, int]) -> torch.Tensor:
 
 
 # ----------------------------------------------------------------------------- tokenizer
+@register_tokenizer("patch", "image")
 class PatchTokenizer(BaseTokenizer):
     """ViT tokenizer: an image becomes a grid of ``P x P`` patches.
 
@@ -357,17 +320,21 @@ class PatchTokenizer(BaseTokenizer):
         check_is_fitted(self, "grid_shape_")
         return self.grid_shape_[0] * self.grid_shape_[1]
 
-    def build_embedder(self, d_model: int) -> nn.Module:
-        """The module embedding ``pixels`` into ``(B, h*w, d_model)`` tokens (mask ``None``)."""
+    def embedder_spec(self) -> dict:
+        """A patch embedder (strided conv) or, with a ``backbone``, a hybrid one (CNN stem)."""
         check_is_fitted(self, "grid_shape_")
         if self.backbone is not None:
-            stem = load_backbone(self.backbone, self.backbone_blocks, weights=self.backbone_weights)
-            return HybridEmbedder(
-                stem, self.grid_shape_, d_model, self.image_size_, freeze=self.freeze_backbone, random_shift=self.random_shift
-            )
-        return PatchEmbedder(
-            self.n_channels_, self.image_size_, self.patch_size, d_model, self.mean_, self.std_, random_shift=self.random_shift
-        )
+            weights = self.backbone_weights if self.backbone_weights is None or self.backbone_weights == "auto" else str(self.backbone_weights)
+            return {
+                "kind": "hybrid", "backbone": self.backbone, "blocks": int(self.backbone_blocks), "weights": weights,
+                "grid_shape": list(self.grid_shape_), "image_size": list(self.image_size_),
+                "freeze": bool(self.freeze_backbone), "random_shift": int(self.random_shift),
+            }
+        return {
+            "kind": "patch", "n_channels": int(self.n_channels_), "image_size": list(self.image_size_),
+            "patch_size": int(self.patch_size), "mean": [float(v) for v in self.mean_], "std": [float(v) for v in self.std_],
+            "random_shift": int(self.random_shift),
+        }
 
     def token_labels(self, batch) -> list[list[str]]:
         """``"r{row}c{col}"`` of every patch, for :meth:`TabFormerClassifier.explain`."""

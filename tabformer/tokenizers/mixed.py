@@ -28,14 +28,12 @@ import numbers
 
 import numpy as np
 import pandas as pd
-import torch
 from sklearn.base import clone
 from sklearn.utils.metaestimators import _BaseComposition
 from sklearn.utils.validation import check_is_fitted
-from torch import nn
 
-from ..nn.embedders.mixed import SEPARATOR, MixedEmbedder, segment_arrays
-from .base import BaseTokenizer
+from ..nn.embedders.mixed import SEPARATOR, segment_arrays
+from .base import TOKENIZERS, BaseTokenizer, register_tokenizer
 from .detect import _is_missing, infer_column_kinds
 from .image import PatchTokenizer
 from .tabular import TabularTokenizer
@@ -44,11 +42,7 @@ from .text import WordPieceTokenizer
 __all__ = ["MixedTokenizer"]
 
 
-def _kind_of(tokenizer) -> str:
-    """``"text"`` and ``"image"`` tokenizers read one column at a time; others a frame."""
-    return tokenizer.kind if tokenizer.kind in ("text", "image") else "table"
-
-
+@register_tokenizer("mixed")
 class MixedTokenizer(_BaseComposition, BaseTokenizer):
     """Route DataFrame columns to text, image and table tokenizers; one sequence out.
 
@@ -104,6 +98,11 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
     default_positions = None  # text segments get their own positions in the embedder
     kind = "mixed"
 
+    @staticmethod
+    def segment_kind(tokenizer) -> str:
+        """``"text"`` or ``"image"`` for tokenizers that read one column at a time, else ``"table"``."""
+        return tokenizer.kind if tokenizer.kind in ("text", "image") else "table"
+
     def __init__(self, transformers=None, *, text=None, image=None, table=None, max_categories=100, segment_dropout=0.0):
         self.transformers = transformers
         self.text = text
@@ -143,13 +142,11 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
     # ------------------------------------------------------------- routing
     def _routing(self, frame: pd.DataFrame) -> list:
         """``[(name, unfitted tokenizer clone, columns)]`` for ``frame``."""
-        from . import TOKENIZERS
-
         if self.transformers is None:
             if not isinstance(self.max_categories, numbers.Integral) or self.max_categories < 1:
                 raise ValueError(f"max_categories must be a positive int, got {self.max_categories!r}")
             forced = {}
-            if isinstance(self.table, TabularTokenizer):
+            if getattr(self.table, "kind", None) == "table" and hasattr(self.table, "categorical_columns"):
                 # Columns the table template names explicitly are table columns, whatever
                 # detection would say (a user's explicit lists win).
                 forced.update({c: "categorical" for c in (self.table.categorical_columns or []) if c in frame.columns})
@@ -165,7 +162,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
             table_columns = [c for c in frame.columns if kinds[c] in ("categorical", "numeric")]
             if table_columns:
                 table = clone(self.table) if self.table is not None else TabularTokenizer()
-                if isinstance(table, TabularTokenizer):
+                if table.kind == "table" and hasattr(table, "categorical_columns"):
                     table.set_params(
                         categorical_columns=[c for c in table_columns if kinds[c] == "categorical"],
                         numeric_columns=[c for c in table_columns if kinds[c] == "numeric"],
@@ -226,7 +223,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         self.n_features_in_ = frame.shape[1]
         self.transformers_, self.segments_, self.column_kinds_ = [], [], {}
         for name, tokenizer, columns in self._routing(frame):
-            kind = _kind_of(tokenizer)
+            kind = self.segment_kind(tokenizer)
             if kind == "table":
                 tokenizer.fit(frame[columns])
                 self.segments_.append((name, name, None))
@@ -304,7 +301,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         batch = {}
         segments = iter(self.segments_)
         for name, tokenizer, columns in self.transformers_:
-            kind = _kind_of(tokenizer)
+            kind = self.segment_kind(tokenizer)
             if kind == "table":
                 key, _, _ = next(segments)
                 out = tokenizer.transform(frame[columns])
@@ -329,16 +326,18 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         return np.zeros((height, width, tokenizer.n_channels_), dtype=np.uint8)
 
     # --------------------------------------------------------------- device
-    def build_embedder(self, d_model: int) -> "MixedEmbedder":
-        """A :class:`MixedEmbedder` holding one embedder per sub-tokenizer."""
+    def embedder_spec(self) -> dict:
+        """A :class:`~tabformer.nn.embedders.mixed.MixedEmbedder` over every sub-tokenizer's embedder."""
         check_is_fitted(self, "transformers_")
         embedders, max_lengths, kinds = {}, {}, {}
         for name, tokenizer, _ in self.transformers_:
-            embedders[name] = tokenizer.build_embedder(d_model)
-            kinds[name] = _kind_of(tokenizer)
+            embedders[name] = tokenizer.embedder_spec()
+            kinds[name] = self.segment_kind(tokenizer)
             if kinds[name] == "text":
                 max_lengths[name] = int(tokenizer.max_length)
-        return MixedEmbedder(self.segments_, kinds, embedders, max_lengths, d_model, segment_dropout=self.segment_dropout)
+        segments = [list(segment) for segment in self.segments_]
+        return {"kind": "mixed", "segments": segments, "kinds": kinds, "embedders": embedders, "max_lengths": max_lengths,
+                "segment_dropout": float(self.segment_dropout)}
 
     def describe_tokens(self, batch: dict) -> list:
         """For each row, ``[(position, column, label), ...]`` of its real tokens.
@@ -354,7 +353,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         for key, name, column in self.segments_:
             tokenizer = tokenizers[name]
             arrays = segment_arrays(batch, key)
-            kind = _kind_of(tokenizer)
+            kind = self.segment_kind(tokenizer)
             if kind == "table":
                 names = list(tokenizer.get_feature_names_out())
                 for row in rows:

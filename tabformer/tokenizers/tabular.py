@@ -14,22 +14,18 @@ token, never by zero.
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pandas as pd
-import torch
 from sklearn.preprocessing import QuantileTransformer, StandardScaler
 from sklearn.utils.validation import check_is_fitted
-from torch import nn
 
 from .._validation import as_frame, is_categorical_dtype, is_numeric_dtype
-from ..nn.embedders.tabular import TabularEmbedder
-from .base import BaseTokenizer
+from .base import BaseTokenizer, register_tokenizer
 
 MISSING_ID, UNSEEN_ID, FIRST_CATEGORY_ID = 0, 1, 2
 
-__all__ = ["TabularTokenizer", "TabularEmbedder"]
+__all__ = ["TabularTokenizer"]
 
 
 def _dtype_family(dtype) -> str:
@@ -44,6 +40,7 @@ def _sorted_categories(values: pd.Series) -> pd.Index:
         return pd.Index(sorted(unique, key=str))
 
 
+@register_tokenizer("tabular", "table")
 class TabularTokenizer(BaseTokenizer):
     """Turn a table into one token per column.
 
@@ -271,17 +268,17 @@ class TabularTokenizer(BaseTokenizer):
     def n_tokens_(self) -> int:
         return len(self.categorical_columns_) + len(self.numeric_columns_)
 
-    def build_embedder(self, d_model: int) -> "TabularEmbedder":
-        """Return the ``nn.Module`` that embeds this tokenizer's output in ``d_model`` dims."""
+    def embedder_spec(self) -> dict:
+        """A :class:`~tabformer.nn.embedders.tabular.TabularEmbedder`: one id space per categorical column."""
         check_is_fitted(self, "categories_")
-        return TabularEmbedder(
-            cardinalities=[len(c) + FIRST_CATEGORY_ID for c in self.categories_],
-            n_numeric=len(self.numeric_columns_),
-            d_model=d_model,
-            numeric_embedding=self.numeric_embedding,
-            n_frequencies=self.n_frequencies,
-            frequency_scale=self.frequency_scale,
-        )
+        return {
+            "kind": "tabular",
+            "cardinalities": [len(c) + FIRST_CATEGORY_ID for c in self.categories_],
+            "n_numeric": len(self.numeric_columns_),
+            "numeric_embedding": self.numeric_embedding,
+            "n_frequencies": int(self.n_frequencies),
+            "frequency_scale": float(self.frequency_scale),
+        }
 
     def get_feature_names_out(self, input_features=None):
         check_is_fitted(self, "categories_")

@@ -20,31 +20,13 @@ import os
 
 import numpy as np
 import pandas as pd
-import torch
 from sklearn.utils.validation import check_is_fitted
-from torch import nn
 
-from ..nn.embedders.text import TextEmbedder
-from .base import MASK, PAD, SEP, SPECIAL_TOKENS, UNK, BaseTokenizer
+from .base import MASK, PAD, SEP, SPECIAL_TOKENS, UNK, BaseTokenizer, register_tokenizer
 
-__all__ = ["WordPieceTokenizer", "looks_like_text"]
+__all__ = ["WordPieceTokenizer"]
 
 _SPECIALS_IN_ORDER = sorted(SPECIAL_TOKENS, key=SPECIAL_TOKENS.get)
-
-
-def looks_like_text(X) -> bool:
-    """True for a list/tuple/1-D array/Series whose first non-missing item is a str."""
-    if isinstance(X, str) or isinstance(X, pd.DataFrame):
-        return False
-    if isinstance(X, np.ndarray) and X.ndim != 1:
-        return False
-    if not isinstance(X, (list, tuple, np.ndarray, pd.Series)):
-        return False
-    for value in (X.tolist() if hasattr(X, "tolist") else X):
-        if value is None or (isinstance(value, float) and np.isnan(value)):
-            continue
-        return isinstance(value, str)
-    return False
 
 
 def _is_missing(value) -> bool:
@@ -78,6 +60,7 @@ def _check_words(values, where: str) -> list:
     return out
 
 
+@register_tokenizer("wordpiece", "text")
 class WordPieceTokenizer(BaseTokenizer):
     """Texts (or pairs of texts, or pre-split words) to WordPiece ids.
 
@@ -301,12 +284,18 @@ class WordPieceTokenizer(BaseTokenizer):
         return batch
 
     # ------------------------------------------------------------- helpers
-    def build_embedder(self, d_model: int) -> "TextEmbedder":
-        """A :class:`TextEmbedder` sized to the fitted vocabulary."""
+    def embedder_spec(self) -> dict:
+        """A :class:`~tabformer.nn.embedders.text.TextEmbedder` sized to the fitted vocabulary."""
         check_is_fitted(self, "vocab_size_")
         if not 0.0 <= float(self.token_dropout) < 1.0:
             raise ValueError(f"token_dropout must be a probability in [0, 1), got {self.token_dropout!r}")
-        return TextEmbedder(self.vocab_size_, d_model, token_dropout=float(self.token_dropout), mask_id=MASK, n_special=len(SPECIAL_TOKENS))
+        return {
+            "kind": "text",
+            "vocab_size": int(self.vocab_size_),
+            "token_dropout": float(self.token_dropout),
+            "mask_id": MASK,
+            "n_special": len(SPECIAL_TOKENS),
+        }
 
     def save_vocabulary(self, path) -> str:
         """Write the fitted vocabulary as a BERT ``vocab.txt`` (one token per line, in id order).

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from ..positions import GridPositions
+from .backbone import load_backbone
 
 __all__ = ["PatchEmbedder", "HybridEmbedder", "PixelNorm", "shift_images"]
 
@@ -83,6 +84,12 @@ class HybridEmbedder(nn.Module):
         if freeze:
             self.stem.requires_grad_(False)
         self.train()
+
+    @classmethod
+    def from_spec(cls, spec: dict, d_model: int, build=None) -> "HybridEmbedder":
+        """Build from ``{"backbone", "blocks", "weights", "grid_shape", "image_size", "freeze", "random_shift"}``."""
+        stem = load_backbone(spec["backbone"], spec["blocks"], weights=spec["weights"])
+        return cls(stem, spec["grid_shape"], d_model, spec["image_size"], freeze=spec["freeze"], random_shift=spec["random_shift"])
 
     def train(self, mode: bool = True):
         super().train(mode)

@@ -59,6 +59,13 @@ class MixedEmbedder(nn.Module):
         n_columns = sum(1 for _, name, column in self.segments if column is not None)
         self.column_embedding = nn.Parameter(torch.randn(max(n_columns, 1), d_model) * 0.02)
 
+    @classmethod
+    def from_spec(cls, spec: dict, d_model: int, build) -> "MixedEmbedder":
+        """Build from ``{"segments", "kinds", "embedders": {name: sub-spec}, "max_lengths", "segment_dropout"}``;
+        ``build(sub_spec, d_model)`` builds each sub-embedder."""
+        embedders = {name: build(sub, d_model) for name, sub in spec["embedders"].items()}
+        return cls(spec["segments"], spec["kinds"], embedders, spec["max_lengths"], d_model, segment_dropout=spec["segment_dropout"])
+
     @property
     def group_names(self) -> list:
         """Sub-tokenizer names, in the order :meth:`forward_groups` returns them."""

@@ -1,26 +1,23 @@
-"""Pretraining on unlabeled mixed rows (text, image and table columns of one DataFrame).
+"""The views objectives train on: augmented pairs (SimCLR) and masked copies (MLM), drawn
+afresh at every access so every epoch sees new ones, from a seed stream that makes a run
+reproducible without touching the caller's global RNG.
 
-``TabFormerPretrainer(objective="simclr")`` and ``(objective="mlm")`` dispatch here when
-the tokenizer is a :class:`~tabformer.tokenizers.MixedTokenizer`; the batch keys are the
-tokenizer's ``"<segment>/<array>"`` (see :mod:`tabformer.tokenizers.mixed`).
+Images: SimCLR's recipe (Chen et al., 2020), random resized crop, horizontal flip,
+colour jitter and random grayscale (colour images only), and Gaussian blur, with
+torchvision transforms v2. Masked tokens: BERT's 80/10/10 (Devlin et al., 2019).
 
-SimCLR on mixed rows: two views of every row, each corrupted per modality, go through
-the shared :class:`~tabformer.tokenizers.MixedEmbedder` and encoder, and NT-Xent pulls
-the two CLS projections of a row together (:class:`MixedTwoViewDataset`,
-:class:`MixedSimCLRModule`):
+Mixed rows (keys ``"<segment>/<array>"``, see :class:`~tabformer.tokenizers.MixedTokenizer`):
 
-- image columns: SimCLR's torchvision augmentation, drawn per image and per view;
+- image columns: the image augmentation, drawn per image and per view;
 - table cells: SCARF's corruption (Bahri et al., 2022): every cell is replaced, with
   probability ``corruption_rate``, by the same column's value in a random row. SCARF
   contrasts the clean row with one corrupted view and recommends a rate of 0.6; here,
   as in SimCLR, both views are corrupted independently, each with a milder 0.3 by
   default (two corrupted views differ about as much as one at 0.6 and a clean one);
-- texts: a random contiguous crop of the words, then word masking (``[MASK]``).
+- texts: a random contiguous crop of the words, then word masking (``[MASK]``);
+- masked-token modelling masks the words of every text column and categorical cells.
 
-Masked-token modelling on mixed rows (:class:`MixedMaskedTokenDataset`,
-:class:`MixedMaskedTokenModule`): BERT's 80/10/10 masking of the words of every text
-column, plus masking of categorical cells, each predicted from the whole row (its
-other columns, images included).
+Both views of a batch come out under ``"view1/<key>"`` and ``"view2/<key>"``.
 """
 
 from __future__ import annotations
@@ -29,40 +26,200 @@ import numbers
 
 import numpy as np
 import torch
-import torch.nn.functional as F
-from torch import nn
+from torch.utils.data import Dataset
+from torchvision.transforms import v2
 
 from .._data import TensorDictDataset
-from ..tokenizers.base import MASK, PAD
-from ..nn.embedders.mixed import SEPARATOR, MixedEmbedder, segment_arrays
-from ..tokenizers.mixed import _kind_of
+from ..nn.embedders.mixed import SEPARATOR, segment_arrays
+from ..nn.heads import IGNORE_INDEX
+from ..tokenizers.base import MASK, PAD, SPECIAL_TOKENS
 from ..tokenizers.tabular import FIRST_CATEGORY_ID, UNSEEN_ID
-from .mlm import _N_SPECIAL, IGNORE_INDEX, make_generator, mask_tokens
-from .simclr import SimCLRModule, nt_xent_loss
 
-__all__ = ["MixedTwoViewDataset", "MixedSimCLRModule", "MixedMaskedTokenDataset", "MixedMaskedTokenModule", "crop_text"]
+__all__ = [
+    "image_augmentation",
+    "TwoViewDataset",
+    "MaskedTokenDataset",
+    "MixedTwoViewDataset",
+    "MixedMaskedTokenDataset",
+    "mask_tokens",
+    "crop_text",
+    "view_batch",
+    "VIEWS",
+]
 
-#: prefixes of the two views' keys: ``"view1/<segment>/<array>"``
+#: prefixes of the two views' keys: ``"view1/<key>"``
 VIEWS = ("view1", "view2")
-#: array name of the masked-token labels inside a segment: ``"<segment>/mlm_labels"``
+#: array name of the masked-token labels (``"<segment>/mlm_labels"`` on mixed rows)
 LABELS = "mlm_labels"
+N_SPECIAL = len(SPECIAL_TOKENS)  # ids below this are [PAD] [UNK] [CLS] [SEP] [MASK]
 
 #: what a position outside a cropped text holds, per text array
 _TEXT_FILL = {"input_ids": PAD, "attention_mask": False, "token_type_ids": 0, "word_ids": -1}
 
 
+def view_batch(inputs: dict, view: str) -> dict:
+    """The batch of one view: keys ``"<view>/<key>"`` without ``"<view>/"``."""
+    prefix = view + SEPARATOR
+    return {k[len(prefix):]: v for k, v in inputs.items() if k.startswith(prefix)}
+
+
 def _segments(tokenizer) -> list:
     """``[(segment key, kind, sub-tokenizer), ...]`` of a fitted MixedTokenizer."""
     tokenizers = {name: sub for name, sub, _ in tokenizer.transformers_}
-    return [(key, _kind_of(tokenizers[name]), tokenizers[name]) for key, name, _ in tokenizer.segments_]
+    return [(key, tokenizer.segment_kind(tokenizers[name]), tokenizers[name]) for key, name, _ in tokenizer.segments_]
 
 
+def image_augmentation(
+    image_size,
+    n_channels: int,
+    *,
+    crop_scale=(0.3, 1.0),
+    crop_ratio=(3 / 4, 4 / 3),
+    flip_p=0.5,
+    jitter_p=0.8,
+    brightness=0.4,
+    contrast=0.4,
+    saturation=0.4,
+    hue=0.1,
+    grayscale_p=0.2,
+    blur_p=0.5,
+    blur_sigma=(0.1, 2.0),
+    blur_kernel=3,
+):
+    """The SimCLR view transform for ``(C, H, W)`` float images in ``[0, 1]``.
+
+    Parameters
+    ----------
+    image_size : (int, int)
+        Output size of the random resized crop (the tokenizer's fitted size).
+    n_channels : int
+        1 (grey: no saturation, hue or grayscale step) or 3.
+    crop_scale, crop_ratio : pairs of float
+        Area fraction and aspect-ratio range of the random crop. SimCLR uses
+        ``(0.08, 1)`` on ImageNet; small low-resolution images keep more of the object.
+    flip_p : float
+        Probability of a horizontal flip.
+    jitter_p, brightness, contrast, saturation, hue : float
+        Colour jitter, applied with probability ``jitter_p``.
+    grayscale_p : float
+        Probability of turning a colour view grey.
+    blur_p, blur_sigma, blur_kernel
+        Gaussian blur probability, sigma range and (odd) kernel size.
+
+    Returns
+    -------
+    torchvision.transforms.v2.Compose
+    """
+    steps = [v2.RandomResizedCrop(tuple(image_size), scale=tuple(crop_scale), ratio=tuple(crop_ratio), antialias=True)]
+    if flip_p:
+        steps.append(v2.RandomHorizontalFlip(flip_p))
+    colour = n_channels == 3
+    jitter = v2.ColorJitter(brightness, contrast, saturation if colour else 0, hue if colour else 0)
+    if jitter_p and (brightness or contrast or (colour and (saturation or hue))):
+        steps.append(v2.RandomApply([jitter], p=jitter_p))
+    if colour and grayscale_p:
+        steps.append(v2.RandomGrayscale(grayscale_p))
+    if blur_p:
+        steps.append(v2.RandomApply([v2.GaussianBlur(blur_kernel, tuple(blur_sigma))], p=blur_p))
+    return v2.Compose(steps)
 
 
-def _view(inputs: dict, view: str) -> dict:
-    """The batch of one view: keys ``"<view>/<segment>/<array>"`` without ``"<view>/"``."""
-    prefix = view + SEPARATOR
-    return {k[len(prefix):]: v for k, v in inputs.items() if k.startswith(prefix)}
+class TwoViewDataset(Dataset):
+    """Two independently augmented views of every image, new ones at every access.
+
+    Yields ``({"view1/pixels": (C, H, W), "view2/pixels": (C, H, W)}, 0.0)``, so the default collate
+    (or skorch's) stacks them into batches of the same keys.
+
+    Parameters
+    ----------
+    pixels : ndarray or Tensor of shape (N, C, H, W), float in [0, 1]
+    transform : callable
+        ``(C, H, W) -> (C, H, W)``, e.g. :func:`image_augmentation`.
+    random_state : int or None
+        Seeds the stream of per-batch seeds; torchvision draws from the global torch
+        RNG, which is forked around each batch so the caller's state is untouched.
+    """
+
+    def __init__(self, pixels, transform, random_state=None):
+        self.pixels = torch.as_tensor(np.ascontiguousarray(pixels) if isinstance(pixels, np.ndarray) else pixels)
+        if self.pixels.ndim != 4:
+            raise ValueError(f"pixels must be (N, C, H, W), got shape {tuple(self.pixels.shape)}")
+        self.transform = transform
+        self.seeds = np.random.default_rng(random_state)
+
+    def __len__(self) -> int:
+        return len(self.pixels)
+
+    def __getitem__(self, index):
+        return self.__getitems__([index])[0]
+
+    def __getitems__(self, indices):
+        seed = int(self.seeds.integers(2**63 - 1))
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            return [
+                ({f"{view}{SEPARATOR}pixels": self.transform(self.pixels[i]) for view in VIEWS}, 0.0)
+                for i in indices
+            ]
+
+
+def make_generator(random_state=None) -> torch.Generator:
+    """A private torch generator seeded from ``random_state`` (``None``: from the global RNG)."""
+    generator = torch.Generator()
+    generator.manual_seed(int(torch.randint(2**62, ()).item()) if random_state is None else int(random_state))
+    return generator
+
+
+def mask_tokens(ids, candidates, vocab_size, mask_prob, mask_token_prob, random_token_prob, generator):
+    """BERT's corruption of a (B, T) id batch; returns ``(corrupted ids, labels)``.
+
+    Each ``candidates`` position is chosen with probability ``mask_prob``; a chosen id
+    becomes ``[MASK]`` (``mask_token_prob``), a random non-special id below
+    ``vocab_size`` (``random_token_prob``) or stays. ``labels`` hold the original id at
+    chosen positions and ``IGNORE_INDEX`` elsewhere. ``ids`` is not modified.
+    """
+    ids = ids.clone()
+    draw = torch.rand(ids.shape, generator=generator)
+    chosen = candidates & (draw < mask_prob)
+    labels = torch.where(chosen, ids, torch.full_like(ids, IGNORE_INDEX))
+    kind = torch.rand(ids.shape, generator=generator)
+    ids[chosen & (kind < mask_token_prob)] = MASK
+    random = chosen & (kind >= mask_token_prob) & (kind < mask_token_prob + random_token_prob)
+    replacement = torch.randint(N_SPECIAL, int(vocab_size), ids.shape, generator=generator)
+    return torch.where(random, replacement, ids), labels
+
+
+class MaskedTokenDataset(TensorDictDataset):
+    """Tokenized rows that come out with fresh masks at every access.
+
+    Batches carry ``input_ids`` (corrupted), the other tokenizer arrays, and
+    ``mlm_labels`` (original id at chosen positions, ``-100`` elsewhere).
+
+    Parameters
+    ----------
+    X : dict of arrays from a discrete tokenizer (``input_ids``, ``attention_mask``...)
+    vocab_size : int
+    mask_prob, mask_token_prob, random_token_prob : float
+    random_state : int or None
+    """
+
+    def __init__(self, X, vocab_size, mask_prob=0.15, mask_token_prob=0.8, random_token_prob=0.1, random_state=None):
+        X = {key: value for key, value in X.items() if key != "word_ids"}
+        super().__init__(X)
+        self.vocab_size = int(vocab_size)
+        self.mask_prob = mask_prob
+        self.mask_token_prob = mask_token_prob
+        self.random_token_prob = random_token_prob
+        self.generator = make_generator(random_state)
+
+    def __getitems__(self, indices):
+        X, y = super().__getitems__(indices)
+        ids = X["input_ids"]
+        candidates = X["attention_mask"].bool() & (ids >= N_SPECIAL)
+        ids, labels = mask_tokens(
+            ids, candidates, self.vocab_size, self.mask_prob, self.mask_token_prob, self.random_token_prob, self.generator
+        )
+        return dict(X, input_ids=ids, mlm_labels=labels), y
 
 
 def _check_rate(name, value, low_open=False):
@@ -134,7 +291,7 @@ class MixedTwoViewDataset(TensorDictDataset):
     tokenizer : fitted :class:`~tabformer.tokenizers.MixedTokenizer`
     image_transform : callable or None
         ``sub_tokenizer -> ((C, H, W) -> (C, H, W))``; ``None`` uses
-        :func:`~tabformer.pretraining.augment.image_augmentation` with its defaults.
+        :func:`image_augmentation` with its defaults.
     corruption_rate, text_mask_prob : float in [0, 1]
     text_crop : float in (0, 1]
     random_state : int or None
@@ -148,7 +305,6 @@ class MixedTwoViewDataset(TensorDictDataset):
         _check_rate("text_mask_prob", text_mask_prob)
         _check_rate("text_crop", text_crop, low_open=True)
         if image_transform is None:
-            from .augment import image_augmentation
 
             def image_transform(sub):
                 return image_augmentation(sub.image_size_, sub.n_channels_)
@@ -194,7 +350,7 @@ class MixedTwoViewDataset(TensorDictDataset):
     def _corrupt_text(self, arrays, generator):
         arrays = crop_text(arrays, self.text_crop, generator)
         ids = arrays["input_ids"]
-        real = arrays["attention_mask"].bool() & (ids >= _N_SPECIAL)
+        real = arrays["attention_mask"].bool() & (ids >= N_SPECIAL)
         chosen = real & (torch.rand(ids.shape, generator=generator) < self.text_mask_prob)
         return dict(arrays, input_ids=ids.masked_fill(chosen, MASK))
 
@@ -214,28 +370,11 @@ class MixedTwoViewDataset(TensorDictDataset):
         return out
 
 
-class MixedSimCLRModule(SimCLRModule):
-    """SimCLR's loss on mixed rows: ``forward(**views)`` takes the dataset's
-    ``"view1/<key>"`` and ``"view2/<key>"`` tensors and returns the NT-Xent loss."""
-
-    def embed(self, batch: dict) -> torch.Tensor:
-        """CLS embeddings (B, D) of a mixed batch (keys ``"<segment>/<array>"``)."""
-        tokens, mask = self.embedder(**batch)
-        return self.encoder(tokens, mask)[:, 0]
-
-    def forward(self, **inputs) -> torch.Tensor:
-        first, second = (_view(inputs, name) for name in VIEWS)
-        n_rows = len(next(iter(first.values())))
-        # Both views in one pass, as for images: BatchNorm in the head sees all 2B.
-        z = self.projection(self.embed({k: torch.cat([v, second[k]]) for k, v in first.items()}))
-        return nt_xent_loss(z[:n_rows], z[n_rows:], self.temperature)
-
-
 class MixedMaskedTokenDataset(TensorDictDataset):
     """Mixed rows with fresh masks at every access: text words and categorical cells.
 
     - every text segment: BERT's masking of its real, non-special tokens
-      (:func:`~tabformer.pretraining.mlm.mask_tokens`: ``mask_prob`` chosen; of those
+      (:func:`mask_tokens`: ``mask_prob`` chosen; of those
       80% ``[MASK]``, 10% a random word, 10% unchanged); rows whose text is missing
       take no part;
     - the table segment: each categorical cell holding a fitted category (ids ``2..``;
@@ -285,7 +424,7 @@ class MixedMaskedTokenDataset(TensorDictDataset):
         for key, vocab_size in self.text_segments:
             arrays = segment_arrays(X, key)
             ids = arrays["input_ids"]
-            candidates = arrays["attention_mask"].bool() & (ids >= _N_SPECIAL)
+            candidates = arrays["attention_mask"].bool() & (ids >= N_SPECIAL)
             if "present" in arrays:
                 candidates &= arrays["present"].bool()[:, None]
             ids, labels = mask_tokens(
@@ -298,96 +437,3 @@ class MixedMaskedTokenDataset(TensorDictDataset):
             X[f"{key}{SEPARATOR}cat_ids"] = cat_ids.masked_fill(chosen, UNSEEN_ID)
             X[f"{key}{SEPARATOR}{LABELS}"] = torch.where(chosen, cat_ids, torch.full_like(cat_ids, IGNORE_INDEX))
         return X, y
-
-
-class _TokenHead(nn.Module):
-    """``LayerNorm(GELU(Linear(h)))`` then logits against an output matrix (+ bias):
-    :class:`~tabformer.pretraining.mlm.MaskedTokenModule`'s head, one per vocabulary."""
-
-    def __init__(self, d_model: int, n_outputs: int, tie_weights: bool):
-        super().__init__()
-        self.transform = nn.Sequential(nn.Linear(d_model, d_model), nn.GELU(), nn.LayerNorm(d_model))
-        self.decoder = None if tie_weights else nn.Linear(d_model, n_outputs, bias=False)
-        self.bias = nn.Parameter(torch.zeros(n_outputs))
-
-    def forward(self, states: torch.Tensor, tied_weight: torch.Tensor) -> torch.Tensor:
-        weight = tied_weight if self.decoder is None else self.decoder.weight
-        return F.linear(self.transform(states), weight, self.bias)
-
-
-class MixedMaskedTokenModule(nn.Module):
-    """Loss module for :class:`MixedMaskedTokenDataset` batches.
-
-    One pass of the whole row through the embedder and encoder; then, per text
-    sub-tokenizer, a head onto its vocabulary tied to its word embeddings (as
-    :class:`~tabformer.pretraining.mlm.MaskedTokenModule`), and per table, a head onto
-    the rows of the categorical embedding table tied to ``category_embedding``, where a
-    masked cell of column ``j`` is scored only against column ``j``'s own categories
-    (its rows ``offset_j + 2 ..``; every other row, and its missing/unseen rows, get
-    ``-inf``-like logits). The loss is the mean cross-entropy over all masked positions,
-    words and cells together, i.e. the two losses averaged with weights the number of
-    masked positions of each.
-
-    Parameters
-    ----------
-    embedder : MixedEmbedder
-    encoder : TransformerEncoder
-    tie_weights : bool, default=True
-    """
-
-    def __init__(self, embedder: nn.Module, encoder: nn.Module, tie_weights: bool = True):
-        super().__init__()
-        if not isinstance(embedder, MixedEmbedder):
-            raise TypeError(f"mixed masked-token modelling needs a MixedEmbedder, got {type(embedder).__name__}")
-        self.embedder = embedder
-        self.encoder = encoder
-        d_model = encoder.d_model
-        self.heads = nn.ModuleDict()
-        for index, name in enumerate(embedder.names):
-            sub = embedder.embedders[index]
-            if embedder.kinds[name] == "text":
-                self.heads[f"g{index}"] = _TokenHead(d_model, sub.word_embeddings.num_embeddings, tie_weights)
-            elif getattr(sub, "n_categorical", 0):
-                n_rows = sub.category_embedding.num_embeddings
-                self.heads[f"g{index}"] = _TokenHead(d_model, n_rows, tie_weights)
-                # allowed[j, r]: row r of the table is one of column j's categories
-                bounds = torch.cat([sub.category_offsets.cpu(), torch.tensor([n_rows])])
-                rows = torch.arange(n_rows)[None, :]
-                allowed = (rows >= bounds[:-1, None] + FIRST_CATEGORY_ID) & (rows < bounds[1:, None])
-                self.register_buffer(f"allowed_g{index}", allowed, persistent=False)
-
-    def forward(self, **inputs) -> torch.Tensor:
-        suffix = SEPARATOR + LABELS
-        labels = {k[: -len(suffix)]: inputs.pop(k) for k in [k for k in inputs if k.endswith(suffix)]}
-        parts = self.embedder.forward_segments(**inputs)
-        tokens = torch.cat([t for _, t, _ in parts], dim=1)
-        mask = torch.cat([m for _, _, m in parts], dim=1)
-        hidden = self.encoder(tokens, mask)[:, 1:]
-        total, count, start = hidden.new_zeros((), dtype=torch.float32), 0, 0
-        for (key, name, _), (_, segment, _) in zip(self.embedder.segments, parts):
-            states = hidden[:, start: start + segment.shape[1]]
-            start += segment.shape[1]
-            if key not in labels:
-                continue
-            index = self.embedder.names.index(name)
-            sub, head = self.embedder.embedders[index], self.heads[f"g{index}"]
-            if self.embedder.kinds[name] == "text":
-                target = labels[key][:, : states.shape[1]]  # the text embedder cuts padding in training
-                chosen = target != IGNORE_INDEX
-                logits = head(states[chosen], sub.word_embeddings.weight)
-                target = target[chosen]
-            else:
-                cells = states[:, sub.n_numeric: sub.n_numeric + sub.n_categorical]  # numbers come first
-                target = labels[key]
-                chosen = target != IGNORE_INDEX
-                column = torch.arange(target.shape[1], device=target.device).expand_as(target)[chosen]
-                logits = head(cells[chosen], sub.category_embedding.weight).float()
-                allowed = getattr(self, f"allowed_g{index}")[column]
-                logits = logits.masked_fill(~allowed, torch.finfo(logits.dtype).min)
-                target = target[chosen] + sub.category_offsets[column]
-            if len(target):
-                total = total + F.cross_entropy(logits.float(), target, reduction="sum")
-                count += len(target)
-        if count == 0:
-            return hidden.sum() * 0.0  # nothing masked in this batch
-        return total / count

@@ -1,0 +1,74 @@
+"""``FineTuningNet``: a :class:`~tabformer.estimators._base.TabFormerNet` with a head on the
+encoder, that may start from pretrained weights and keep parts of them fixed. The
+classifier, regressor and tagger are fine-tuning nets; the pretrainer is not (it has no
+head and never freezes what it trains)."""
+
+from __future__ import annotations
+
+import torch
+
+from ..nn.models import LateFusionModel, TabFormerModel
+from ._base import TabFormerNet
+from ._params import FINE_TUNING_CONSTRAINTS
+
+__all__ = ["FineTuningNet"]
+
+
+class FineTuningNet(TabFormerNet):
+    """Base of the estimators with a head: adds ``freeze_encoder`` and ``freeze_embedder``.
+
+    Subclasses implement ``build_head(d_model) -> nn.Module``, which reads the encoder
+    output ``(B, 1+T, D)``.
+    """
+
+    _parameter_constraints = FINE_TUNING_CONSTRAINTS
+
+    def __init__(self, tokenizer="auto", encoder=None, *, freeze_encoder=False, freeze_embedder=False, module=TabFormerModel, **kwargs):
+        super().__init__(tokenizer, encoder, module=module, **kwargs)
+        self.freeze_encoder = freeze_encoder
+        self.freeze_embedder = freeze_embedder
+
+    def fusion_mode(self):
+        """``"early"``, ``"late"`` or a number of modality-only layers (mid fusion).
+
+        Only estimators with a ``fusion`` parameter read mixed inputs any other way.
+        """
+        return "early"
+
+    def build_head(self, d_model: int) -> torch.nn.Module:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def initialize_module(self):
+        fusion = self.fusion_mode()
+        if self.freeze_embedder and self._pretrained() is None and fusion != "late":  # late fusion has its own error below
+            raise ValueError(
+                "freeze_embedder=True would freeze a randomly initialised embedder; it needs a PretrainedEncoder "
+                f"as `encoder` (e.g. TabFormerPretrainer().fit(X).encoder_ or load_bert(path)), got {type(self.encoder).__name__}"
+            )
+        encoder = self.build_encoder()
+        embedder = self.build_embedder(encoder.d_model)
+        head = self.build_head(encoder.d_model)
+        if fusion == "late":
+            self.module_ = self._late_fusion_model(embedder, encoder, head)
+            return self
+        kwargs = self.get_params_for("module")
+        if fusion != "early" and fusion > 0:
+            kwargs["fusion_layer"] = fusion
+        if self.freeze_embedder:
+            kwargs["freeze_embedder"] = True
+        self.module_ = self.module(embedder=embedder, encoder=encoder, head=head, freeze_encoder=self.freeze_encoder, **kwargs)
+        return self
+
+    def _late_fusion_model(self, embedder, encoder, head) -> LateFusionModel:
+        if self.encoder is not None:
+            raise ValueError("fusion='late' builds one fresh encoder per modality; warm-starting from `encoder` needs fusion='early'")
+        for name in ("freeze_encoder", "freeze_embedder"):
+            if getattr(self, name):
+                raise ValueError(
+                    f"{name}=True with fusion='late' would freeze randomly initialised weights; "
+                    "it needs fusion='early' and a pretrained `encoder`"
+                )
+        if not hasattr(embedder, "forward_groups"):
+            raise ValueError(f"fusion='late' needs mixed inputs (a MixedTokenizer); the tokenizer is {type(self.tokenizer_).__name__}")
+        encoders = [encoder] + [self.build_encoder() for _ in embedder.group_names[1:]]
+        return LateFusionModel(embedder, encoders, head, freeze_encoder=self.freeze_encoder)

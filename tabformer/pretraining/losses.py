@@ -1,0 +1,59 @@
+"""The pretraining losses, as plain functions of what the objective heads predict."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+__all__ = ["nt_xent_loss", "masked_token_loss"]
+
+
+def nt_xent_loss(z1: torch.Tensor, z2: torch.Tensor, temperature: float = 0.5) -> torch.Tensor:
+    """Normalised-temperature cross-entropy over ``2B`` projections.
+
+    For each of the ``2B`` projections, the positive is the other view of the same
+    image and the negatives are the remaining ``2B - 2``; similarities are cosines
+    divided by ``temperature``. Returns the mean loss over the ``2B`` anchors.
+
+    Parameters
+    ----------
+    z1, z2 : Tensor of shape (B, k)
+        Projections of the first and second views (row ``i`` of both is image ``i``).
+    temperature : float
+    """
+    if z1.shape != z2.shape or z1.ndim != 2:
+        raise ValueError(f"z1 and z2 must be (B, k) of the same shape, got {tuple(z1.shape)} and {tuple(z2.shape)}")
+    batch = z1.shape[0]
+    if batch < 2:
+        raise ValueError("NT-Xent needs at least 2 images per batch (the others are the negatives)")
+    z = F.normalize(torch.cat([z1, z2]).float(), dim=1)
+    logits = z @ z.T / temperature
+    # A finite fill (not -inf) keeps the row's softmax NaN-free under any dtype.
+    logits = logits.masked_fill(torch.eye(2 * batch, dtype=torch.bool, device=z.device), torch.finfo(logits.dtype).min)
+    positives = torch.cat([torch.arange(batch, 2 * batch), torch.arange(batch)]).to(z.device)
+    return F.cross_entropy(logits, positives)
+
+
+def masked_token_loss(predictions) -> torch.Tensor:
+    """Mean cross-entropy over every masked position of every vocabulary.
+
+    Parameters
+    ----------
+    predictions : list of (logits (n_i, V_i), target (n_i,))
+        One pair per vocabulary (a text tokenizer's words, a table's categories), holding
+        only the masked positions. Summed, then divided by the number of positions, so
+        words and cells weigh by how many were masked.
+
+    Returns
+    -------
+    scalar Tensor; 0 (with a gradient path) when nothing was masked in the batch.
+    """
+    total, count = None, 0
+    for logits, target in predictions:
+        if len(target):
+            part = F.cross_entropy(logits.float(), target, reduction="sum")
+            total = part if total is None else total + part
+            count += len(target)
+    if total is None:
+        return sum(logits.sum() for logits, _ in predictions) * 0.0  # nothing masked in this batch
+    return total / count
