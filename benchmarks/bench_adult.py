@@ -24,8 +24,8 @@ import torch
 from skorch import NeuralNet
 from torch.utils.flop_counter import FlopCounterMode
 
-from tabformer import TabFormerClassifier
 from splits import adult_split
+from tabformer import TabFormerClassifier
 
 
 def matmul_peak(seconds: float = 3.0, repeats: int = 3, n: int = 1024) -> float:
@@ -96,9 +96,11 @@ def main():
         ("tabformer estimator (skorch)", statistics.median(wrapper)),
         ("plain PyTorch loop, same module", statistics.median(plain)),
     ]
-    print(f"\nAdult, {n} training rows, {len(batch['cat_ids'][0]) + len(batch['num_values'][0])} tokens/row, "
-          f"d_model={net.module_.encoder.d_model}, {len(net.module_.encoder.layers)} layers, batch {net.batch_size}, "
-          f"{args.threads} threads, median of {args.epochs} alternating epochs")
+    print(
+        f"\nAdult, {n} training rows, {len(batch['cat_ids'][0]) + len(batch['num_values'][0])} tokens/row, "
+        f"d_model={net.module_.encoder.d_model}, {len(net.module_.encoder.layers)} layers, batch {net.batch_size}, "
+        f"{args.threads} threads, median of {args.epochs} alternating epochs"
+    )
     print(f"sustained fp32 matmul peak: {peak / 1e9:.0f} GFLOP/s; training cost {flops / 1e6:.2f} MFLOP/sample\n")
     print(f"{'contender':34s} {'samples/s':>10s} {'GFLOP/s':>8s} {'of peak':>8s}")
     for name, rate in rows:

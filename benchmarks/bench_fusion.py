@@ -38,8 +38,8 @@ from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostin
 from sklearn.feature_extraction.text import TfidfVectorizer  # noqa: E402
 from sklearn.metrics import accuracy_score, r2_score  # noqa: E402
 
-from tabformer import TabFormerClassifier, TabFormerRegressor  # noqa: E402
 from splits import emoji_split, lending_club_split  # noqa: E402
+from tabformer import TabFormerClassifier, TabFormerRegressor  # noqa: E402
 
 ENCODER = dict(encoder__d_model=64, encoder__n_layers=2, encoder__n_heads=4, encoder__dropout=0.1)
 
@@ -92,8 +92,13 @@ def lending(seeds, epochs, limit, only=None):
     print(f"Lending Club: {len(X_train)} train / {len(X_test)} test rows ({dropped} zero-income rows left out)", flush=True)
     table = [c for c in X_train.columns if c != "emp_title"]
     params = dict(
-        ENCODER, max_epochs=epochs, patience=6, lr=1e-3, batch_size=128,
-        tokenizer__text__vocab_size=3000, tokenizer__text__max_length=16,
+        ENCODER,
+        max_epochs=epochs,
+        patience=6,
+        lr=1e-3,
+        batch_size=128,
+        tokenizer__text__vocab_size=3000,
+        tokenizer__text__max_length=16,
     )
     variants = [
         ("tabformer early fusion", list(X_train.columns), {}),
@@ -106,18 +111,22 @@ def lending(seeds, epochs, limit, only=None):
     rows = []
     for label, columns, extra in _selected(variants, only):
         run_params = _params_for(params, columns, {"emp_title": "tokenizer__text"})
-        rows += tabformer_rows(TabFormerRegressor, [(label, columns, extra)], X_train, X_test, y_train, y_test, r2_score, seeds, run_params)
+        rows += tabformer_rows(
+            TabFormerRegressor, [(label, columns, extra)], X_train, X_test, y_train, y_test, r2_score, seeds, run_params
+        )
 
     if only:
         return rows
     start = time.perf_counter()
     tfidf = TfidfVectorizer(min_df=3).fit(X_train["emp_title"].fillna(""))
+
     def features(X):
         words = pd.DataFrame(tfidf.transform(X["emp_title"].fillna("")).toarray(), index=X.index).add_prefix("tfidf_")
         table_part = X[table].copy()
         for column in table_part.select_dtypes("object"):
             table_part[column] = table_part[column].astype("category")
         return pd.concat([table_part, words], axis=1)
+
     train_features = features(X_train)
     categories = {c: train_features[c].cat.categories for c in train_features.select_dtypes("category")}
     test_features = features(X_test)
@@ -125,7 +134,15 @@ def lending(seeds, epochs, limit, only=None):
         values = test_features[column].astype(object)
         test_features[column] = pd.Categorical(values.where(values.isin(cats)), categories=cats)  # unseen -> missing
     gbm = HistGradientBoostingRegressor(categorical_features="from_dtype", random_state=0).fit(train_features, y_train)
-    rows.append(("HistGradientBoosting TF-IDF + columns", r2_score(y_test, gbm.predict(test_features)), 0.0, 1, time.perf_counter() - start))
+    rows.append(
+        (
+            "HistGradientBoosting TF-IDF + columns",
+            r2_score(y_test, gbm.predict(test_features)),
+            0.0,
+            1,
+            time.perf_counter() - start,
+        )
+    )
     return rows
 
 
@@ -133,8 +150,14 @@ def emoji(seeds, epochs, limit, only=None):
     X_train, X_test, y_train, y_test = emoji_data(limit)
     print(f"Emoji: {len(X_train)} train / {len(X_test)} test images, {len(set(y_train))} groups", flush=True)
     params = dict(
-        ENCODER, max_epochs=epochs, patience=8, lr=1e-3, batch_size=64,
-        tokenizer__text__vocab_size=1500, tokenizer__text__max_length=24, tokenizer__image__patch_size=16,
+        ENCODER,
+        max_epochs=epochs,
+        patience=8,
+        lr=1e-3,
+        batch_size=64,
+        tokenizer__text__vocab_size=1500,
+        tokenizer__text__max_length=24,
+        tokenizer__image__patch_size=16,
     )
     variants = [
         ("tabformer early fusion", ["image", "name"], {}),
@@ -147,7 +170,14 @@ def emoji(seeds, epochs, limit, only=None):
     rows = []
     for label, columns, extra in _selected(variants, only):
         rows += tabformer_rows(
-            TabFormerClassifier, [(label, columns, extra)], X_train, X_test, y_train, y_test, accuracy_score, seeds,
+            TabFormerClassifier,
+            [(label, columns, extra)],
+            X_train,
+            X_test,
+            y_train,
+            y_test,
+            accuracy_score,
+            seeds,
             _params_for(params, columns, {"image": "tokenizer__image", "name": "tokenizer__text"}),
         )
 
@@ -155,11 +185,21 @@ def emoji(seeds, epochs, limit, only=None):
         return rows
     start = time.perf_counter()
     tfidf = TfidfVectorizer(min_df=2).fit(X_train["name"])
+
     def features(X):
         pixels = np.stack([img[::2, ::2].reshape(-1) for img in X["image"]]).astype(np.float32) / 255
         return np.hstack([tfidf.transform(X["name"]).toarray(), pixels])
+
     gbm = HistGradientBoostingClassifier(max_iter=200, random_state=0).fit(features(X_train), y_train)
-    rows.append(("HistGradientBoosting TF-IDF + pixels", accuracy_score(y_test, gbm.predict(features(X_test))), 0.0, 1, time.perf_counter() - start))
+    rows.append(
+        (
+            "HistGradientBoosting TF-IDF + pixels",
+            accuracy_score(y_test, gbm.predict(features(X_test))),
+            0.0,
+            1,
+            time.perf_counter() - start,
+        )
+    )
     return rows
 
 
@@ -178,13 +218,20 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--limit", type=int, default=None, help="train rows (smoke runs)")
     parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument("--only", nargs="+", default=None, help="run the tabformer rows whose label holds one of these words (e.g. mid late); skips GBM")
+    parser.add_argument(
+        "--only",
+        nargs="+",
+        default=None,
+        help="run the tabformer rows whose label holds one of these words (e.g. mid late); skips GBM",
+    )
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     results = []
     if args.dataset in ("emoji", "all"):
-        results.append(("Emoji group (9 classes), test accuracy", "accuracy", emoji(args.seeds, args.epochs, args.limit, args.only)))
+        results.append(
+            ("Emoji group (9 classes), test accuracy", "accuracy", emoji(args.seeds, args.epochs, args.limit, args.only))
+        )
     if args.dataset in ("lending", "all"):
         results.append(("Lending Club log annual income, test R²", "R²", lending(args.seeds, args.epochs, args.limit, args.only)))
     for title, metric, rows in results:

@@ -42,8 +42,9 @@ from torch.optim.lr_scheduler import LambdaLR
 from tabformer import PretrainedEncoder, TabFormerClassifier
 from tabformer.datasets.images import load_fashion_mnist
 
-ENCODER = dict(encoder__d_model=64, encoder__n_layers=4, encoder__n_heads=4, encoder__norm_first=True,
-               encoder__attention_dropout=0.0)
+ENCODER = dict(
+    encoder__d_model=64, encoder__n_layers=4, encoder__n_heads=4, encoder__norm_first=True, encoder__attention_dropout=0.0
+)
 
 
 def warmup_cosine(total_steps: int, warmup_steps: int):
@@ -60,13 +61,25 @@ def warmup_cosine(total_steps: int, warmup_steps: int):
 
 def vit_classifier(n_images, epochs, args, encoder=None, batch_size=64, lr=1e-3):
     steps = epochs * max(1, n_images // batch_size + (n_images % batch_size > 0))
-    extra = {} if encoder is not None else dict(ENCODER, tokenizer="patch", tokenizer__patch_size=7,
-                                                  tokenizer__random_shift=args.shift)
+    extra = (
+        {}
+        if encoder is not None
+        else dict(ENCODER, tokenizer="patch", tokenizer__patch_size=7, tokenizer__random_shift=args.shift)
+    )
     return TabFormerClassifier(
         # lr_schedule=None: the per-batch warm-up + cosine below replaces the per-epoch default.
-        encoder=encoder, lr=lr, lr_schedule=None, batch_size=batch_size, max_epochs=epochs, train_split=None, patience=None,
-        optimizer__weight_decay=0.05, callbacks=[("schedule", warmup_cosine(steps, max(1, steps // 20)))],
-        random_state=args.seed, verbose=args.verbose, **extra,
+        encoder=encoder,
+        lr=lr,
+        lr_schedule=None,
+        batch_size=batch_size,
+        max_epochs=epochs,
+        train_split=None,
+        patience=None,
+        optimizer__weight_decay=0.05,
+        callbacks=[("schedule", warmup_cosine(steps, max(1, steps // 20)))],
+        random_state=args.seed,
+        verbose=args.verbose,
+        **extra,
     )
 
 
@@ -84,8 +97,16 @@ def probe_accuracy(features_train, y_train, features_test, y_test):
 
 
 def record(rows, task, setting, n_labels, epochs, accuracy, seconds, args):
-    row = dict(task=task, setting=setting, n_labels=n_labels, epochs=epochs, test_acc=round(accuracy, 4),
-               train_s=round(seconds, 1), threads=torch.get_num_threads(), n_test=args.n_test)
+    row = dict(
+        task=task,
+        setting=setting,
+        n_labels=n_labels,
+        epochs=epochs,
+        test_acc=round(accuracy, 4),
+        train_s=round(seconds, 1),
+        threads=torch.get_num_threads(),
+        n_test=args.n_test,
+    )
     rows.append(row)
     print(f"  -> {task:<17} {setting:<40} labels={n_labels:<6} acc={accuracy:.4f}  {seconds:.0f}s", flush=True)
     if args.out:
@@ -120,11 +141,22 @@ def pretrain_simclr(X_unlabeled, args):
     steps = args.simclr_epochs * (len(X_unlabeled) // args.simclr_batch)
     pre = TabFormerPretrainer(
         # The shift travels with the embedder into fine-tuning, as the scratch ViT gets it.
-        objective="simclr", tokenizer="patch", tokenizer__patch_size=7, tokenizer__random_shift=args.shift, **ENCODER,
-        objective__temperature=args.temperature, objective__crop_scale=(args.crop_min, 1.0),
-        lr=args.simclr_lr, lr_schedule=None, batch_size=args.simclr_batch, max_epochs=args.simclr_epochs,
-        train_split=None, patience=None, optimizer__weight_decay=0.05,
-        callbacks=[("schedule", warmup_cosine(steps, max(1, steps // 20)))], random_state=args.seed,
+        objective="simclr",
+        tokenizer="patch",
+        tokenizer__patch_size=7,
+        tokenizer__random_shift=args.shift,
+        **ENCODER,
+        objective__temperature=args.temperature,
+        objective__crop_scale=(args.crop_min, 1.0),
+        lr=args.simclr_lr,
+        lr_schedule=None,
+        batch_size=args.simclr_batch,
+        max_epochs=args.simclr_epochs,
+        train_split=None,
+        patience=None,
+        optimizer__weight_decay=0.05,
+        callbacks=[("schedule", warmup_cosine(steps, max(1, steps // 20)))],
+        random_state=args.seed,
         verbose=1,  # pretraining is the long step: always show progress
     )
     start = time.perf_counter()
@@ -144,7 +176,7 @@ def embed(encoder: PretrainedEncoder, X, batch_size=512, features="cls+mean"):
     out = []
     with torch.no_grad():
         for start in range(0, len(pixels), batch_size):
-            hidden = encoder(pixels=torch.from_numpy(pixels[start:start + batch_size]))
+            hidden = encoder(pixels=torch.from_numpy(pixels[start : start + batch_size]))
             parts = [hidden[:, 0]] + ([hidden[:, 1:].mean(dim=1)] if features == "cls+mean" else [])
             out.append(torch.cat(parts, dim=1).numpy())
     return np.concatenate(out)
@@ -167,8 +199,19 @@ def run_simclr(data, args, rows):
     encoder, seconds = pretrain_simclr(X_unlabeled, args)
     X_probe, y_probe = subset(X, y, args.n_probe, args.seed + 1)
     for name, enc, secs in (("SimCLR encoder", encoder, seconds), ("random encoder", random_encoder(X_unlabeled, args), 0.0)):
-        accuracy = probe_accuracy(embed(enc, X_probe, features=args.probe_features), y_probe, embed(enc, X_test, features=args.probe_features), y_test)
-        record(rows, "linear_probe", f"{name} ({args.probe_features}; SimCLR on {len(X_unlabeled)} unlabeled)", len(y_probe), args.simclr_epochs, accuracy, secs, args)
+        accuracy = probe_accuracy(
+            embed(enc, X_probe, features=args.probe_features), y_probe, embed(enc, X_test, features=args.probe_features), y_test
+        )
+        record(
+            rows,
+            "linear_probe",
+            f"{name} ({args.probe_features}; SimCLR on {len(X_unlabeled)} unlabeled)",
+            len(y_probe),
+            args.simclr_epochs,
+            accuracy,
+            secs,
+            args,
+        )
     return encoder
 
 
@@ -194,11 +237,24 @@ def run_hybrid(data, args, rows):
     X_train, y_train = subset(X, y, args.n_train, args.seed)
     steps = args.epochs * math.ceil(len(y_train) / 64)
     clf = TabFormerClassifier(
-        tokenizer="patch", tokenizer__backbone="tf_efficientnet_lite0", tokenizer__backbone_blocks=2,
-        tokenizer__random_shift=args.shift, encoder__d_model=64, encoder__n_layers=2, encoder__n_heads=4,
-        encoder__norm_first=True, encoder__attention_dropout=0.0, lr=1e-3, lr_schedule=None, batch_size=64, max_epochs=args.epochs,
-        train_split=None, patience=None, callbacks=[("schedule", warmup_cosine(steps, max(1, steps // 20)))],
-        random_state=args.seed, verbose=args.verbose,
+        tokenizer="patch",
+        tokenizer__backbone="tf_efficientnet_lite0",
+        tokenizer__backbone_blocks=2,
+        tokenizer__random_shift=args.shift,
+        encoder__d_model=64,
+        encoder__n_layers=2,
+        encoder__n_heads=4,
+        encoder__norm_first=True,
+        encoder__attention_dropout=0.0,
+        lr=1e-3,
+        lr_schedule=None,
+        batch_size=64,
+        max_epochs=args.epochs,
+        train_split=None,
+        patience=None,
+        callbacks=[("schedule", warmup_cosine(steps, max(1, steps // 20)))],
+        random_state=args.seed,
+        verbose=args.verbose,
     )
     start = time.perf_counter()
     clf.fit(X_train, y_train)
@@ -259,7 +315,10 @@ def main(argv=None):
 
     print("\n| task | setting | labels | epochs | test acc | train s |\n|---|---|---|---|---|---|")
     for row in rows:
-        print(f"| {row['task']} | {row['setting']} | {row['n_labels']} | {row['epochs']} | {row['test_acc']:.4f} | {row['train_s']:.0f} |")
+        print(
+            f"| {row['task']} | {row['setting']} | {row['n_labels']} | {row['epochs']} "
+            f"| {row['test_acc']:.4f} | {row['train_s']:.0f} |"
+        )
     print(f"(test set: {args.n_test} Fashion-MNIST test images; torch threads: {args.threads}; CPU shared with other jobs)")
 
 

@@ -28,12 +28,16 @@ from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.pipeline import make_pipeline  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
-from tabformer import TabFormerClassifier, TabFormerPretrainer  # noqa: E402
 from splits import emoji_split  # noqa: E402
+from tabformer import TabFormerClassifier, TabFormerPretrainer  # noqa: E402
 
 MODEL = dict(
-    encoder__d_model=64, encoder__n_layers=2, encoder__n_heads=4,
-    tokenizer__image__patch_size=16, tokenizer__text__vocab_size=1500, tokenizer__text__max_length=24,
+    encoder__d_model=64,
+    encoder__n_layers=2,
+    encoder__n_heads=4,
+    tokenizer__image__patch_size=16,
+    tokenizer__text__vocab_size=1500,
+    tokenizer__text__max_length=24,
 )
 
 
@@ -54,7 +58,9 @@ def main(argv=None):
     X_train, X_test, y_train, y_test = emoji_split()
     few = np.random.default_rng(args.seed).permutation(len(X_train))[: args.labels]
     X_few, y_few = X_train.iloc[few], y_train.to_numpy()[few]
-    common = dict(MODEL, batch_size=256, validation_fraction=None, patience=None, pooling="cls+mean", random_state=args.seed, verbose=0)
+    common = dict(
+        MODEL, batch_size=256, validation_fraction=None, patience=None, pooling="cls+mean", random_state=args.seed, verbose=0
+    )
     rows = []
     encoders = {}
     for objective in ("simclr", "mlm"):
@@ -63,7 +69,13 @@ def main(argv=None):
         seconds = time.perf_counter() - start
         encoders[objective] = pre.encoder_
         loss = pre.history_[:, "train_loss"]
-        rows.append((f"linear probe on {objective} encoder", probe(pre, X_few, y_few, X_test, y_test), f"pretrain {seconds:.0f} s, loss {loss[0]:.2f} -> {loss[-1]:.2f}"))
+        rows.append(
+            (
+                f"linear probe on {objective} encoder",
+                probe(pre, X_few, y_few, X_test, y_test),
+                f"pretrain {seconds:.0f} s, loss {loss[0]:.2f} -> {loss[-1]:.2f}",
+            )
+        )
         print(rows[-1], flush=True)
     untrained = TabFormerPretrainer(objective="mlm", max_epochs=1, lr=0.0, **common).fit(X_train)  # lr 0: weights stay random
     rows.append(("linear probe on untrained encoder", probe(untrained, X_few, y_few, X_test, y_test), "same architecture"))
@@ -71,7 +83,9 @@ def main(argv=None):
     scratch = TabFormerClassifier(**MODEL, **fine).fit(X_few, y_few)
     rows.append((f"classifier from scratch, {args.labels} labels", float(scratch.score(X_test, y_test)), "40 epochs"))
     tuned = TabFormerClassifier(encoder=encoders["simclr"], lr=5e-4, **fine).fit(X_few, y_few)
-    rows.append((f"classifier fine-tuned from simclr, {args.labels} labels", float(tuned.score(X_test, y_test)), "40 epochs, lr 5e-4"))
+    rows.append(
+        (f"classifier fine-tuned from simclr, {args.labels} labels", float(tuned.score(X_test, y_test)), "40 epochs, lr 5e-4")
+    )
     print(f"\n### Emoji group, {len(X_test)} test rows, {args.labels} labels, pretraining on {len(X_train)} unlabeled rows\n")
     print("| model | test accuracy | notes |\n|---|---|---|")
     for name, accuracy, note in rows:

@@ -34,7 +34,20 @@ import torch
 from splits import rotten_tomatoes_split
 from tabformer.datasets import load_conll2003, load_fortunes
 
-RUNS = ["rt-tfidf", "rt-scratch", "rt-scratch-ensemble", "rt-mlm", "rt-minilm", "rt500-tfidf", "rt500-scratch", "rt500-mlm", "rt500-mlm-frozen", "rt500-mlm-probe", "conll-scratch", "conll-minilm"]
+RUNS = [
+    "rt-tfidf",
+    "rt-scratch",
+    "rt-scratch-ensemble",
+    "rt-mlm",
+    "rt-minilm",
+    "rt500-tfidf",
+    "rt500-scratch",
+    "rt500-mlm",
+    "rt500-mlm-frozen",
+    "rt500-mlm-probe",
+    "conll-scratch",
+    "conll-minilm",
+]
 
 
 def _subset(X, y, n, seed=0):
@@ -59,9 +72,15 @@ def _minilm():
 # most (30k sub-words: 0.746 mean test accuracy across the search, 8k: 0.734); the MLM
 # and rt500 runs share the architecture so the comparisons isolate pretraining.
 SCRATCH = dict(
-    tokenizer="wordpiece", tokenizer__vocab_size=30000, tokenizer__max_length=64,
-    encoder__d_model=256, encoder__n_layers=2, encoder__n_heads=4, encoder__dropout=0.3,
-    encoder__attention_dropout=0.0, head__dropout=0.3,
+    tokenizer="wordpiece",
+    tokenizer__vocab_size=30000,
+    tokenizer__max_length=64,
+    encoder__d_model=256,
+    encoder__n_layers=2,
+    encoder__n_heads=4,
+    encoder__dropout=0.3,
+    encoder__attention_dropout=0.0,
+    head__dropout=0.3,
 )
 SCRATCH_TRAINING = dict(lr=3e-4, optimizer__weight_decay=0.05, tokenizer__token_dropout=0.1)
 
@@ -69,8 +88,16 @@ SCRATCH_TRAINING = dict(lr=3e-4, optimizer__weight_decay=0.05, tokenizer__token_
 def _classifier(args, **params):
     from tabformer import TabFormerClassifier
 
-    defaults = dict(lr=1e-3, batch_size=64, max_epochs=args.epochs, patience=3, random_state=args.seed, verbose=args.verbose,
-                    optimizer__weight_decay=0.01, device=args.device)
+    defaults = dict(
+        lr=1e-3,
+        batch_size=64,
+        max_epochs=args.epochs,
+        patience=3,
+        random_state=args.seed,
+        verbose=args.verbose,
+        optimizer__weight_decay=0.01,
+        device=args.device,
+    )
     return TabFormerClassifier(**dict(defaults, **params))
 
 
@@ -96,8 +123,15 @@ def _pretrain(args, texts):
 
     params = {k: v for k, v in SCRATCH.items() if not k.startswith("head__")}
     pre = TabFormerPretrainer(
-        objective="mlm", lr=1e-3, batch_size=64, max_epochs=args.mlm_epochs, patience=args.mlm_patience or None,
-        random_state=args.seed, verbose=args.verbose, device=args.device, **params,
+        objective="mlm",
+        lr=1e-3,
+        batch_size=64,
+        max_epochs=args.mlm_epochs,
+        patience=args.mlm_patience or None,
+        random_state=args.seed,
+        verbose=args.verbose,
+        device=args.device,
+        **params,
     )
     return pre.fit(texts)
 
@@ -117,7 +151,9 @@ def _mlm_encoder(args, X_train):
         start = time.time()
         pre = _pretrain(args, corpus)
         _CACHE["mlm"] = pre.encoder_
-        _CACHE["mlm_info"] = f"MLM on {len(corpus)} texts ({len(fortunes)} fortunes), {len(pre.history_)} epochs, {time.time() - start:.0f}s"
+        _CACHE["mlm_info"] = (
+            f"MLM on {len(corpus)} texts ({len(fortunes)} fortunes), {len(pre.history_)} epochs, {time.time() - start:.0f}s"
+        )
         if args.mlm_save:
             pre.encoder_.save(args.mlm_save)
     return _CACHE["mlm"]
@@ -138,7 +174,9 @@ def run(name, args):
             from sklearn.linear_model import LogisticRegression
             from sklearn.pipeline import make_pipeline
 
-            model = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True), LogisticRegression(C=4.0, max_iter=2000))
+            model = make_pipeline(
+                TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True), LogisticRegression(C=4.0, max_iter=2000)
+            )
         elif name == "rt-scratch":
             model = _scratch(args)
         elif name == "rt-scratch-ensemble":
@@ -149,13 +187,24 @@ def run(name, args):
             model = VotingClassifier(members, voting="soft")
         elif name == "rt-mlm":
             model = _classifier(
-                args, encoder=_mlm_encoder(args, X_train), lr=args.lr or 1e-3, head__dropout=0.3 if args.dropout is None else args.dropout,
-                head__pooling=args.pooling, patience=4, **_fine_tuning(args),
+                args,
+                encoder=_mlm_encoder(args, X_train),
+                lr=args.lr or 1e-3,
+                head__dropout=0.3 if args.dropout is None else args.dropout,
+                head__pooling=args.pooling,
+                patience=4,
+                **_fine_tuning(args),
             )
         elif name.startswith("rt500"):
             # 50 held-out rows make early stopping noise: a fixed budget, same for all.
             # Every rt500 model gets the same head (dropout 0.1), so they differ only in the encoder's start.
-            few = dict(validation_fraction=None, max_epochs=args.few_epochs, lr=args.few_lr, head__pooling=args.pooling, head__dropout=0.1)
+            few = dict(
+                validation_fraction=None,
+                max_epochs=args.few_epochs,
+                lr=args.few_lr,
+                head__pooling=args.pooling,
+                head__dropout=0.1,
+            )
             if name == "rt500-scratch":
                 model = _classifier(args, **dict(SCRATCH, **few))
             else:
@@ -167,9 +216,17 @@ def run(name, args):
             from tabformer.hub import load_bert
 
             model = TabFormerClassifier(
-                encoder=load_bert(_minilm(), max_length=64), head__pooling=args.pooling, lr=args.minilm_lr, batch_size=32,
-                max_epochs=args.minilm_epochs, patience=2, random_state=args.seed, verbose=args.verbose,
-                optimizer__weight_decay=0.01, device=args.device, **_fine_tuning(args),
+                encoder=load_bert(_minilm(), max_length=64),
+                head__pooling=args.pooling,
+                lr=args.minilm_lr,
+                batch_size=32,
+                max_epochs=args.minilm_epochs,
+                patience=2,
+                random_state=args.seed,
+                verbose=args.verbose,
+                optimizer__weight_decay=0.01,
+                device=args.device,
+                **_fine_tuning(args),
             )
         model.fit(X_lab, y_lab)
         accuracy = float((model.predict(X_test) == y_test).mean())
@@ -191,18 +248,36 @@ def run(name, args):
             params["tokenizer__lowercase"] = False  # case is the strongest NER cue
             params["tokenizer__max_length"] = 128
             model = TabFormerTagger(
-                lr=1e-3, batch_size=32, max_epochs=args.epochs, patience=3, random_state=args.seed, verbose=args.verbose, device=args.device, **params,
+                lr=1e-3,
+                batch_size=32,
+                max_epochs=args.epochs,
+                patience=3,
+                random_state=args.seed,
+                verbose=args.verbose,
+                device=args.device,
+                **params,
             )
         else:
             from tabformer.hub import load_bert
 
             model = TabFormerTagger(
-                encoder=load_bert(_minilm(), max_length=128), lr=1e-4, batch_size=32, max_epochs=args.minilm_epochs,
-                patience=2, random_state=args.seed, verbose=args.verbose, optimizer__weight_decay=0.01, device=args.device,
+                encoder=load_bert(_minilm(), max_length=128),
+                lr=1e-4,
+                batch_size=32,
+                max_epochs=args.minilm_epochs,
+                patience=2,
+                random_state=args.seed,
+                verbose=args.verbose,
+                optimizer__weight_decay=0.01,
+                device=args.device,
             )
         model.fit(X_train, y_train)
         f1 = float(model.score(X_test, y_test))
-        return "entity F1", f1, f"{len(X_train)} train sentences, test {len(X_test)}; {len(model.history_)} epochs; {time.time() - start:.0f}s"
+        return (
+            "entity F1",
+            f1,
+            f"{len(X_train)} train sentences, test {len(X_test)}; {len(model.history_)} epochs; {time.time() - start:.0f}s",
+        )
     raise ValueError(name)
 
 
@@ -215,8 +290,15 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=20, help="max epochs for models trained from scratch/MLM")
     parser.add_argument("--mlm-epochs", type=int, default=10)
     parser.add_argument("--few-epochs", type=int, default=15, help="fixed epochs of the 500-label runs")
-    parser.add_argument("--lr", type=float, default=None, help="peak lr of rt-scratch (default: the recipe's 3e-4) and rt-mlm (1e-3)")
-    parser.add_argument("--dropout", type=float, default=None, help="rt-scratch: encoder and head dropout (recipe: 0.3); rt-mlm: head dropout (0.3)")
+    parser.add_argument(
+        "--lr", type=float, default=None, help="peak lr of rt-scratch (default: the recipe's 3e-4) and rt-mlm (1e-3)"
+    )
+    parser.add_argument(
+        "--dropout",
+        type=float,
+        default=None,
+        help="rt-scratch: encoder and head dropout (recipe: 0.3); rt-mlm: head dropout (0.3)",
+    )
     parser.add_argument("--ensemble", type=int, default=5, help="models in rt-scratch-ensemble")
     parser.add_argument("--device", default="cpu", help="torch device of every tabformer model (cpu, cuda)")
     parser.add_argument("--few-lr", type=float, default=5e-4, help="lr of the 500-label runs")
@@ -225,10 +307,30 @@ def main(argv=None):
     parser.add_argument("--mlm-load", default=None, help="reuse an encoder saved by --mlm-save instead of pretraining")
     parser.add_argument("--minilm-epochs", type=int, default=3)
     parser.add_argument("--minilm-lr", type=float, default=5e-5)
-    parser.add_argument("--schedule", choices=["cosine", "warmup_linear"], default="warmup_linear", help="lr schedule of rt-scratch, rt-mlm, rt-minilm")
-    parser.add_argument("--monitor", choices=["loss", "acc"], default="acc", help="early stopping of rt-scratch, rt-mlm, rt-minilm watches valid loss or accuracy")
-    parser.add_argument("--no-group-by-length", dest="group_by_length", action="store_false", help="rt-scratch, rt-mlm, rt-minilm: random batches (default groups by length)")
-    parser.add_argument("--pooling", choices=["cls", "mean"], default="mean", help="head of every Rotten Tomatoes model: CLS or mean of token outputs")
+    parser.add_argument(
+        "--schedule",
+        choices=["cosine", "warmup_linear"],
+        default="warmup_linear",
+        help="lr schedule of rt-scratch, rt-mlm, rt-minilm",
+    )
+    parser.add_argument(
+        "--monitor",
+        choices=["loss", "acc"],
+        default="acc",
+        help="early stopping of rt-scratch, rt-mlm, rt-minilm watches valid loss or accuracy",
+    )
+    parser.add_argument(
+        "--no-group-by-length",
+        dest="group_by_length",
+        action="store_false",
+        help="rt-scratch, rt-mlm, rt-minilm: random batches (default groups by length)",
+    )
+    parser.add_argument(
+        "--pooling",
+        choices=["cls", "mean"],
+        default="mean",
+        help="head of every Rotten Tomatoes model: CLS or mean of token outputs",
+    )
     parser.add_argument("--no-fortunes", action="store_true")
     parser.add_argument("--threads", type=int, default=1, help="torch threads; 1 is fastest when the cores are shared")
     parser.add_argument("--seed", type=int, default=0)

@@ -24,7 +24,6 @@ import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_text import SCRATCH, _minilm, _subset  # noqa: E402
-
 from splits import rotten_tomatoes_split  # noqa: E402
 
 
@@ -38,8 +37,14 @@ def _estimator(args, grouped):
     else:
         params = dict(SCRATCH, lr=1e-3)
     return TabFormerClassifier(
-        **params, batch_size=args.batch_size, max_epochs=1, validation_fraction=None, lr_schedule=None,
-        random_state=0, verbose=0, iterator_train__group_by_length=grouped,
+        **params,
+        batch_size=args.batch_size,
+        max_epochs=1,
+        validation_fraction=None,
+        lr_schedule=None,
+        random_state=0,
+        verbose=0,
+        iterator_train__group_by_length=grouped,
     )
 
 

@@ -42,22 +42,82 @@ SPACE = {
 _BASE = dict(batch_size=64, head__pooling="mean", tokenizer__token_dropout=0.0, criterion__label_smoothing=0.0)
 _WORDS = dict(tokenizer__vocab_size=30000, encoder__n_heads=4)
 CANDIDATES = {
-    "A": dict(_WORDS, encoder__d_model=256, encoder__n_layers=1, encoder__dropout=0.2, lr=3e-4, optimizer__weight_decay=0.1,
-              head__pooling="cls", criterion__label_smoothing=0.1),
-    "B": dict(_WORDS, encoder__d_model=256, encoder__n_layers=1, encoder__dropout=0.2, lr=1e-3, optimizer__weight_decay=0.05,
-              tokenizer__token_dropout=0.1),
-    "C": dict(_WORDS, encoder__d_model=128, encoder__n_layers=1, encoder__dropout=0.3, lr=1e-3, optimizer__weight_decay=0.05,
-              tokenizer__token_dropout=0.1),
-    "D": dict(_WORDS, encoder__d_model=256, encoder__n_layers=2, encoder__dropout=0.3, lr=3e-4, optimizer__weight_decay=0.05,
-              tokenizer__token_dropout=0.1),
-    "E": dict(_WORDS, tokenizer__vocab_size=16000, encoder__d_model=256, encoder__n_layers=1, encoder__dropout=0.1, lr=5e-4,
-              optimizer__weight_decay=0.1),
-    "F": dict(tokenizer__vocab_size=8000, encoder__d_model=128, encoder__n_layers=2, encoder__n_heads=4, encoder__dropout=0.3,
-              lr=1e-3, optimizer__weight_decay=0.01),
-    "G": dict(_WORDS, encoder__d_model=64, encoder__n_layers=2, encoder__dropout=0.3, lr=3e-4, optimizer__weight_decay=0.01,
-              batch_size=32, head__pooling="cls", tokenizer__token_dropout=0.1),
-    "H": dict(_WORDS, encoder__d_model=256, encoder__n_layers=1, encoder__n_heads=8, encoder__dropout=0.2, lr=3e-4,
-              optimizer__weight_decay=0.1, criterion__label_smoothing=0.1),
+    "A": dict(
+        _WORDS,
+        encoder__d_model=256,
+        encoder__n_layers=1,
+        encoder__dropout=0.2,
+        lr=3e-4,
+        optimizer__weight_decay=0.1,
+        head__pooling="cls",
+        criterion__label_smoothing=0.1,
+    ),
+    "B": dict(
+        _WORDS,
+        encoder__d_model=256,
+        encoder__n_layers=1,
+        encoder__dropout=0.2,
+        lr=1e-3,
+        optimizer__weight_decay=0.05,
+        tokenizer__token_dropout=0.1,
+    ),
+    "C": dict(
+        _WORDS,
+        encoder__d_model=128,
+        encoder__n_layers=1,
+        encoder__dropout=0.3,
+        lr=1e-3,
+        optimizer__weight_decay=0.05,
+        tokenizer__token_dropout=0.1,
+    ),
+    "D": dict(
+        _WORDS,
+        encoder__d_model=256,
+        encoder__n_layers=2,
+        encoder__dropout=0.3,
+        lr=3e-4,
+        optimizer__weight_decay=0.05,
+        tokenizer__token_dropout=0.1,
+    ),
+    "E": dict(
+        _WORDS,
+        tokenizer__vocab_size=16000,
+        encoder__d_model=256,
+        encoder__n_layers=1,
+        encoder__dropout=0.1,
+        lr=5e-4,
+        optimizer__weight_decay=0.1,
+    ),
+    "F": dict(
+        tokenizer__vocab_size=8000,
+        encoder__d_model=128,
+        encoder__n_layers=2,
+        encoder__n_heads=4,
+        encoder__dropout=0.3,
+        lr=1e-3,
+        optimizer__weight_decay=0.01,
+    ),
+    "G": dict(
+        _WORDS,
+        encoder__d_model=64,
+        encoder__n_layers=2,
+        encoder__dropout=0.3,
+        lr=3e-4,
+        optimizer__weight_decay=0.01,
+        batch_size=32,
+        head__pooling="cls",
+        tokenizer__token_dropout=0.1,
+    ),
+    "H": dict(
+        _WORDS,
+        encoder__d_model=256,
+        encoder__n_layers=1,
+        encoder__n_heads=8,
+        encoder__dropout=0.2,
+        lr=3e-4,
+        optimizer__weight_decay=0.1,
+        criterion__label_smoothing=0.1,
+    ),
 }
 
 
@@ -84,15 +144,30 @@ def _fit_one(job):
     settings = dict(settings, head__dropout=settings["encoder__dropout"])
     start = time.time()
     model = TabFormerClassifier(
-        tokenizer="wordpiece", tokenizer__max_length=64, max_epochs=25, patience=4, random_state=seed, verbose=0,
-        lr_schedule="warmup_linear", iterator_train__group_by_length=True, device=device,
-        callbacks__early_stopping__monitor="valid_acc", callbacks__early_stopping__lower_is_better=False, **settings,
+        tokenizer="wordpiece",
+        tokenizer__max_length=64,
+        max_epochs=25,
+        patience=4,
+        random_state=seed,
+        verbose=0,
+        lr_schedule="warmup_linear",
+        iterator_train__group_by_length=True,
+        device=device,
+        callbacks__early_stopping__monitor="valid_acc",
+        callbacks__early_stopping__lower_is_better=False,
+        **settings,
     ).fit(X_train, y_train)
     proba = model.predict_proba(X_test)
     np.save(os.path.join(out, f"{name}_s{seed}.npy"), proba.astype(np.float32))
-    return dict(name=name, seed=seed, valid=float(max(model.history_[:, "valid_acc"])),
-                test=float((model.classes_[proba.argmax(1)] == np.asarray(y_test)).mean()),
-                epochs=len(model.history_), seconds=round(time.time() - start, 1), settings=settings)
+    return dict(
+        name=name,
+        seed=seed,
+        valid=float(max(model.history_[:, "valid_acc"])),
+        test=float((model.classes_[proba.argmax(1)] == np.asarray(y_test)).mean()),
+        epochs=len(model.history_),
+        seconds=round(time.time() - start, 1),
+        settings=settings,
+    )
 
 
 def _ensemble_accuracy(out, rows, y_test):
@@ -115,8 +190,11 @@ def main(argv=None):
     if args.stage == "random":
         jobs = [(f"t{k}", random_settings(k), 0, args.device, args.out) for k in range(args.trials)]
     else:
-        jobs = [(name, dict(_BASE, **CANDIDATES[name]), seed, args.device, args.out)
-                for seed in range(args.seeds) for name in args.candidates]
+        jobs = [
+            (name, dict(_BASE, **CANDIDATES[name]), seed, args.device, args.out)
+            for seed in range(args.seeds)
+            for name in args.candidates
+        ]
     # spawn: CUDA cannot be re-initialised in forked workers.
     with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
         rows = []
@@ -139,7 +217,10 @@ def main(argv=None):
         for name in args.candidates:
             group = [r for r in rows if r["name"] == name]
             valid, test = np.mean([r["valid"] for r in group]), [r["test"] for r in group]
-            print(f"{name:7s}  {valid:.4f}      {np.mean(test):.4f}     {np.std(test):.4f}   {_ensemble_accuracy(args.out, group, y_test):.4f}")
+            print(
+                f"{name:7s}  {valid:.4f}      {np.mean(test):.4f}     {np.std(test):.4f}   "
+                f"{_ensemble_accuracy(args.out, group, y_test):.4f}"
+            )
 
 
 if __name__ == "__main__":

@@ -8,18 +8,16 @@ LogisticRegression on one-hot columns.
 
 import time
 
-import numpy as np
 import pandas as pd
-from sklearn.compose import make_column_transformer, make_column_selector
+from sklearn.compose import make_column_selector, make_column_transformer
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import accuracy_score, roc_auc_score
+from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler
 
 from tabformer import TabFormerClassifier
-from sklearn.model_selection import train_test_split
-
 from tabformer.datasets import load_adult
 
 POSITIVE = ">50K"

@@ -20,9 +20,9 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from tabformer import TabFormerClassifier  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 
+from tabformer import TabFormerClassifier  # noqa: E402
 from tabformer.datasets import load_emoji  # noqa: E402
 
 
@@ -40,11 +40,18 @@ def main(argv=None):
     # 2. tokenizer="auto" (the default) detects each column's kind. Sub-tokenizer
     #    settings route by kind: tokenizer__image__*, tokenizer__text__*.
     clf = TabFormerClassifier(
-        encoder__d_model=64, encoder__n_layers=2, encoder__n_heads=4, encoder__dropout=0.1,
+        encoder__d_model=64,
+        encoder__n_layers=2,
+        encoder__n_heads=4,
+        encoder__dropout=0.1,
         # 16x16 patches: 4 image tokens beside ~6 name tokens. Smaller patches flood the
         # sequence with image tokens and did worse here (benchmarks/bench_fusion.py).
-        tokenizer__image__patch_size=16, tokenizer__text__vocab_size=1500,
-        max_epochs=args.epochs, batch_size=64, random_state=0, verbose=0,
+        tokenizer__image__patch_size=16,
+        tokenizer__text__vocab_size=1500,
+        max_epochs=args.epochs,
+        batch_size=64,
+        random_state=0,
+        verbose=0,
     )
     start = time.perf_counter()
     clf.fit(X_train, y_train)

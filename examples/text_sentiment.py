@@ -21,20 +21,32 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from tabformer import TabFormerClassifier  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 
+from tabformer import TabFormerClassifier  # noqa: E402
 from tabformer.datasets import load_rotten_tomatoes  # noqa: E402
 
 # bench_text.py's from-scratch recipe (docs/text.md: chosen on validation accuracy).
 RECIPE = dict(
-    tokenizer="wordpiece", tokenizer__vocab_size=30000, tokenizer__max_length=64, tokenizer__token_dropout=0.1,
-    encoder__d_model=256, encoder__n_layers=2, encoder__n_heads=4, encoder__dropout=0.3, head__dropout=0.3,
-    head__pooling="mean", lr=3e-4, optimizer__weight_decay=0.05, batch_size=64,
+    tokenizer="wordpiece",
+    tokenizer__vocab_size=30000,
+    tokenizer__max_length=64,
+    tokenizer__token_dropout=0.1,
+    encoder__d_model=256,
+    encoder__n_layers=2,
+    encoder__n_heads=4,
+    encoder__dropout=0.3,
+    head__dropout=0.3,
+    head__pooling="mean",
+    lr=3e-4,
+    optimizer__weight_decay=0.05,
+    batch_size=64,
     # BERT's fine-tuning habits: warm-up + linear decay, keep the most accurate epoch,
     # batches of similar lengths (less padding).
-    lr_schedule="warmup_linear", callbacks__early_stopping__monitor="valid_acc",
-    callbacks__early_stopping__lower_is_better=False, iterator_train__group_by_length=True,
+    lr_schedule="warmup_linear",
+    callbacks__early_stopping__monitor="valid_acc",
+    callbacks__early_stopping__lower_is_better=False,
+    iterator_train__group_by_length=True,
 )
 QUICK = dict(encoder__d_model=128, encoder__n_layers=1, lr=1e-3)
 
@@ -55,13 +67,18 @@ def main(argv=None):
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
 
-    tfidf = make_pipeline(TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True), LogisticRegression(C=4.0, max_iter=2000))
+    tfidf = make_pipeline(
+        TfidfVectorizer(ngram_range=(1, 2), min_df=2, sublinear_tf=True), LogisticRegression(C=4.0, max_iter=2000)
+    )
     tfidf.fit(X_train, y_train)
 
     params = dict(RECIPE, **(QUICK if args.quick else {}))
     start = time.time()
     clf = TabFormerClassifier(max_epochs=args.epochs, patience=4, random_state=0, verbose=1, **params).fit(X_train, y_train)
-    print(f"\ntabformer: {len(clf.history_)} epochs in {time.time() - start:.0f}s, vocabulary of {clf.tokenizer_.vocab_size_} sub-words")
+    print(
+        f"\ntabformer: {len(clf.history_)} epochs in {time.time() - start:.0f}s, "
+        f"vocabulary of {clf.tokenizer_.vocab_size_} sub-words"
+    )
     print(f"test accuracy  TF-IDF + logistic regression: {tfidf.score(X_test, y_test):.4f}")
     print(f"test accuracy  tabformer from scratch:       {clf.score(X_test, y_test):.4f}")
 

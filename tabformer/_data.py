@@ -26,7 +26,10 @@ class TensorDictDataset(Dataset):
     def __init__(self, X, y=None):
         if not isinstance(X, dict) or not X:
             raise TypeError("TensorDictDataset expects a non-empty dict of arrays (a tokenizer's output)")
-        self.X = {key: torch.as_tensor(np.ascontiguousarray(value) if isinstance(value, np.ndarray) else value) for key, value in X.items()}
+        self.X = {
+            key: torch.as_tensor(np.ascontiguousarray(value) if isinstance(value, np.ndarray) else value)
+            for key, value in X.items()
+        }
         lengths = {key: len(value) for key, value in self.X.items()}
         if len(set(lengths.values())) != 1:
             raise ValueError(f"tokenizer outputs disagree on the number of samples: {lengths}")

@@ -54,9 +54,7 @@ def as_frame(X, *, what: str = "X") -> tuple[pd.DataFrame, bool]:
 
 
 def _is_flat_list(X) -> bool:
-    return isinstance(X, (list, tuple)) and len(X) > 0 and all(
-        isinstance(v, (numbers.Number, str)) or v is None for v in X
-    )
+    return isinstance(X, (list, tuple)) and len(X) > 0 and all(isinstance(v, (numbers.Number, str)) or v is None for v in X)
 
 
 def is_numeric_dtype(dtype) -> bool:
@@ -104,7 +102,10 @@ def check_target(y, n_samples: int, *, numeric: bool):
     else:
         from sklearn.utils.multiclass import type_of_target
 
-        if y_array.dtype.kind == "f" and type_of_target(y_array[~np.isnan(y_array)] if y_array.ndim == 1 else y_array) == "continuous":
+        if (
+            y_array.dtype.kind == "f"
+            and type_of_target(y_array[~np.isnan(y_array)] if y_array.ndim == 1 else y_array) == "continuous"
+        ):
             raise ValueError(
                 "Unknown label type: continuous. A classifier needs discrete class labels; "
                 "use TabFormerRegressor for continuous targets."

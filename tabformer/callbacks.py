@@ -23,6 +23,7 @@ from skorch.callbacks import Callback
 
 __all__ = ["WarmupLinearLR", "MixedPrecision"]
 
+
 class WarmupLinearLR(Callback):
     """Linear warm-up over ``warmup`` of all training steps, then linear decay to 0.
 

@@ -62,7 +62,9 @@ def _lowercase(folder: str) -> bool:
     return True
 
 
-def load_bert(path, max_length: int | None = None, dropout: float | None = None, attention_dropout: float | None = None) -> PretrainedEncoder:
+def load_bert(
+    path, max_length: int | None = None, dropout: float | None = None, attention_dropout: float | None = None
+) -> PretrainedEncoder:
     """Build a :class:`~tabformer.model.PretrainedEncoder` from a local BERT folder.
 
     Parameters
@@ -90,7 +92,9 @@ def load_bert(path, max_length: int | None = None, dropout: float | None = None,
     with open(os.path.join(folder, "config.json"), encoding="utf-8") as handle:
         config = json.load(handle)
     if config.get("model_type", "bert") not in ("bert",):
-        raise ValueError(f"{folder} holds a {config.get('model_type')!r} model; only BERT-family weights (model_type 'bert') load")
+        raise ValueError(
+            f"{folder} holds a {config.get('model_type')!r} model; only BERT-family weights (model_type 'bert') load"
+        )
     activation = config.get("hidden_act", "gelu")
     if activation not in _ACTIVATIONS:
         raise ValueError(f"hidden_act {activation!r} is not supported (tabformer has exact 'gelu' and 'relu')")
@@ -134,10 +138,14 @@ def load_bert(path, max_length: int | None = None, dropout: float | None = None,
         "encoder.embedding_norm.bias": state.pop("embeddings.LayerNorm.bias"),
     }
     names = {
-        "attention.self.query": "attention.query", "attention.self.key": "attention.key",
-        "attention.self.value": "attention.value", "attention.output.dense": "attention.out",
-        "attention.output.LayerNorm": "norm1", "intermediate.dense": "feed_forward.linear1",
-        "output.dense": "feed_forward.linear2", "output.LayerNorm": "norm2",
+        "attention.self.query": "attention.query",
+        "attention.self.key": "attention.key",
+        "attention.self.value": "attention.value",
+        "attention.output.dense": "attention.out",
+        "attention.output.LayerNorm": "norm1",
+        "intermediate.dense": "feed_forward.linear1",
+        "output.dense": "feed_forward.linear2",
+        "output.LayerNorm": "norm2",
     }
     for i in range(encoder.n_layers):
         for bert_name, ours in names.items():

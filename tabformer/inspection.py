@@ -114,5 +114,7 @@ def aggregate_subwords(frame: pd.DataFrame) -> pd.DataFrame:
     starts = ~frame["label"].astype(str).str.startswith("##")
     word = starts.astype(int).groupby([frame["row"], frame["layer"]]).cumsum() - 1
     grouped = frame.assign(word=word).groupby(["row", "layer", "word"], sort=True)
-    out = grouped.agg(label=("label", lambda s: "".join(t[2:] if t.startswith("##") else t for t in s)), attention=("attention", "sum"))
+    out = grouped.agg(
+        label=("label", lambda s: "".join(t[2:] if t.startswith("##") else t for t in s)), attention=("attention", "sum")
+    )
     return out.reset_index()[["row", "layer", "word", "label", "attention"]]

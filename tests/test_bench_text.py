@@ -19,8 +19,24 @@ def _load(name):
 
 def test_bench_text_scratch_and_tfidf(tmp_path, capsys):
     results = tmp_path / "results.jsonl"
-    _load("bench_text").main(["--only", "rt-tfidf", "rt-scratch", "rt-scratch-ensemble", "--ensemble", "2", "--max-train", "300",
-                              "--max-test", "100", "--epochs", "2", "--results", str(results)])
+    _load("bench_text").main(
+        [
+            "--only",
+            "rt-tfidf",
+            "rt-scratch",
+            "rt-scratch-ensemble",
+            "--ensemble",
+            "2",
+            "--max-train",
+            "300",
+            "--max-test",
+            "100",
+            "--epochs",
+            "2",
+            "--results",
+            str(results),
+        ]
+    )
     out = capsys.readouterr().out
     assert "rt-tfidf" in out and "rt-scratch" in out and "mean pooling" in out
     assert "2 models, 2/2 epochs" in out  # a soft-voting ensemble of two seeds
@@ -30,23 +46,51 @@ def test_bench_text_scratch_and_tfidf(tmp_path, capsys):
 def test_bench_text_speed_table(capsys):
     _load("bench_text_speed").main(["--model", "scratch", "--rows", "96", "--repeats", "1"])
     lines = capsys.readouterr().out.splitlines()
-    rows = {name: line for line in lines for name in ("random batches", "grouped by length", "plain PyTorch loop") if line.strip().startswith(name)}
+    rows = {
+        name: line
+        for line in lines
+        for name in ("random batches", "grouped by length", "plain PyTorch loop")
+        if line.strip().startswith(name)
+    }
     assert len(rows) == 3
     padding = {name: float(rows[name].split()[-1]) for name in ("random batches", "grouped by length")}
     assert padding["grouped by length"] < padding["random batches"]
 
 
 def test_bench_text_label_scarce_runs_reuse_a_saved_encoder(tmp_path, capsys):
-    from tabformer import TabFormerPretrainer
     from splits import rotten_tomatoes_split
+    from tabformer import TabFormerPretrainer
 
     texts = rotten_tomatoes_split()[0][:200]
-    pre = TabFormerPretrainer(max_epochs=1, encoder__d_model=16, encoder__n_layers=1, encoder__n_heads=2,
-                              tokenizer__vocab_size=300, validation_fraction=None, verbose=0, random_state=0).fit(texts)
+    pre = TabFormerPretrainer(
+        max_epochs=1,
+        encoder__d_model=16,
+        encoder__n_layers=1,
+        encoder__n_heads=2,
+        tokenizer__vocab_size=300,
+        validation_fraction=None,
+        verbose=0,
+        random_state=0,
+    ).fit(texts)
     path = str(tmp_path / "mlm.pt")
     pre.encoder_.save(path)
-    _load("bench_text").main(["--only", "rt500-mlm", "rt500-mlm-probe", "--mlm-load", path, "--few-epochs", "1",
-                              "--max-test", "100", "--pooling", "mean", "--results", str(tmp_path / "r.jsonl")])
+    _load("bench_text").main(
+        [
+            "--only",
+            "rt500-mlm",
+            "rt500-mlm-probe",
+            "--mlm-load",
+            path,
+            "--few-epochs",
+            "1",
+            "--max-test",
+            "100",
+            "--pooling",
+            "mean",
+            "--results",
+            str(tmp_path / "r.jsonl"),
+        ]
+    )
     out = capsys.readouterr().out
     assert "rt500-mlm-probe" in out and f"MLM encoder loaded from {path}" in out
 

@@ -37,7 +37,8 @@ def _reference_bert(folder, sentences):
     from safetensors.torch import load_file
     from tokenizers import BertWordPieceTokenizer
 
-    config = json.load(open(os.path.join(folder, "config.json")))
+    with open(os.path.join(folder, "config.json")) as handle:
+        config = json.load(handle)
     w = {k.removeprefix("bert."): v.float() for k, v in load_file(os.path.join(folder, "model.safetensors")).items()}
     tok = BertWordPieceTokenizer(os.path.join(folder, "vocab.txt"), lowercase=True)
     encodings = [tok.encode(s) for s in sentences]  # [CLS] ... [SEP] with bert-base ids
@@ -57,14 +58,20 @@ def _reference_bert(folder, sentences):
         return x @ w[f"{name}.weight"].T + w[f"{name}.bias"]
 
     positions = torch.arange(length)
-    x = w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][positions] + w["embeddings.token_type_embeddings.weight"][0]
+    x = (
+        w["embeddings.word_embeddings.weight"][ids]
+        + w["embeddings.position_embeddings.weight"][positions]
+        + w["embeddings.token_type_embeddings.weight"][0]
+    )
     x = ln(x, "embeddings.LayerNorm")
     bias = torch.where(mask, 0.0, -1e9)[:, None, None, :]
     batch, _, width = x.shape
     d = width // heads
     for i in range(config["num_hidden_layers"]):
         p = f"encoder.layer.{i}"
-        q, k, v = (lin(x, f"{p}.attention.self.{n}").view(batch, length, heads, d).transpose(1, 2) for n in ("query", "key", "value"))
+        q, k, v = (
+            lin(x, f"{p}.attention.self.{n}").view(batch, length, heads, d).transpose(1, 2) for n in ("query", "key", "value")
+        )
         probs = (q @ k.transpose(-1, -2) / math.sqrt(d) + bias).softmax(-1)
         context = (probs @ v).transpose(1, 2).reshape(batch, length, width)
         x = ln(x + lin(context, f"{p}.attention.output.dense"), f"{p}.attention.output.LayerNorm")
@@ -130,7 +137,9 @@ def test_from_pretrained_fine_tunes_classifier_and_tagger(folder, one_thread):
 
     texts = ["a wonderful film", "an awful film", "truly great", "truly bad"] * 3
     labels = ["pos", "neg", "pos", "neg"] * 3
-    clf = TabFormerClassifier.from_pretrained(folder, max_epochs=2, lr=1e-4, batch_size=4, validation_fraction=None, verbose=0, random_state=0)
+    clf = TabFormerClassifier.from_pretrained(
+        folder, max_epochs=2, lr=1e-4, batch_size=4, validation_fraction=None, verbose=0, random_state=0
+    )
     assert clf.encoder.encoder.config["d_model"] == 384
     clf.fit(texts, labels)
     assert clf.predict_proba(texts[:2]).shape == (2, 2)
@@ -139,6 +148,8 @@ def test_from_pretrained_fine_tunes_classifier_and_tagger(folder, one_thread):
     assert losses[-1] < losses[0]
     sentences = [["Alice", "lives", "in", "Paris"], ["Bob", "visited", "Berlin"]] * 3
     tags = [["B-PER", "O", "O", "B-LOC"], ["B-PER", "O", "B-LOC"]] * 3
-    tagger = TabFormerTagger.from_pretrained(folder, max_epochs=1, lr=1e-4, batch_size=6, validation_fraction=None, verbose=0, random_state=0)
+    tagger = TabFormerTagger.from_pretrained(
+        folder, max_epochs=1, lr=1e-4, batch_size=6, validation_fraction=None, verbose=0, random_state=0
+    )
     tagger.fit(sentences, tags)
     assert [len(p) for p in tagger.predict(sentences[:2])] == [4, 3]

@@ -49,16 +49,38 @@ def test_patch_classifier_on_cuda(digits, tiny, precision):
 def test_simclr_pretrainer_on_cuda(digits):
     from tabformer import TabFormerPretrainer
 
-    pre = TabFormerPretrainer(objective="simclr", device="cuda", callbacks=[MixedPrecision("bf16")], max_epochs=1,
-                              batch_size=32, encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, verbose=0)
+    pre = TabFormerPretrainer(
+        objective="simclr",
+        device="cuda",
+        callbacks=[MixedPrecision("bf16")],
+        max_epochs=1,
+        batch_size=32,
+        encoder__d_model=16,
+        encoder__n_heads=2,
+        encoder__n_layers=1,
+        verbose=0,
+    )
     assert pre.fit(digits[0]).transform(digits[0][:4]).shape == (4, 16)
     assert pre.encoder_.encoder.cls_token.device.type == "cpu"  # encoder_ is handed back on CPU
 
 
-TEXTS = [f"the {a} {b} was {c}" for a in ("film", "plot", "cast", "score") for b in ("truly", "rather", "not") for c in ("great", "dull", "fine", "awful")]
+TEXTS = [
+    f"the {a} {b} was {c}"
+    for a in ("film", "plot", "cast", "score")
+    for b in ("truly", "rather", "not")
+    for c in ("great", "dull", "fine", "awful")
+]
 TEXT_LABELS = ["pos" if ("great" in t or "fine" in t) != ("not" in t) else "neg" for t in TEXTS]
-TEXT_TINY = dict(tokenizer__vocab_size=60, tokenizer__min_frequency=1, encoder__d_model=16, encoder__n_heads=2,
-                 encoder__n_layers=1, batch_size=8, verbose=0, random_state=0)
+TEXT_TINY = dict(
+    tokenizer__vocab_size=60,
+    tokenizer__min_frequency=1,
+    encoder__d_model=16,
+    encoder__n_heads=2,
+    encoder__n_layers=1,
+    batch_size=8,
+    verbose=0,
+    random_state=0,
+)
 
 
 @needs_cuda
@@ -66,8 +88,15 @@ TEXT_TINY = dict(tokenizer__vocab_size=60, tokenizer__min_frequency=1, encoder__
 def test_text_classifier_tagger_and_mlm_on_cuda():
     from tabformer import TabFormerPretrainer, TabFormerTagger
 
-    clf = TabFormerClassifier(device="cuda", callbacks=[MixedPrecision("bf16")], max_epochs=3, lr_schedule="warmup_linear",
-                              iterator_train__group_by_length=True, head__pooling="mean", **TEXT_TINY).fit(TEXTS, TEXT_LABELS)
+    clf = TabFormerClassifier(
+        device="cuda",
+        callbacks=[MixedPrecision("bf16")],
+        max_epochs=3,
+        lr_schedule="warmup_linear",
+        iterator_train__group_by_length=True,
+        head__pooling="mean",
+        **TEXT_TINY,
+    ).fit(TEXTS, TEXT_LABELS)
     assert next(clf.module_.parameters()).is_cuda
     assert set(clf.predict(TEXTS[:6])) <= {"pos", "neg"}
     assert clf.predict_proba(TEXTS[:6]).dtype == np.float32
@@ -81,10 +110,13 @@ def test_text_classifier_tagger_and_mlm_on_cuda():
 
     pre = TabFormerPretrainer(objective="mlm", device="cuda", max_epochs=2, validation_fraction=None, **TEXT_TINY).fit(TEXTS)
     assert pre.transform(TEXTS[:4]).shape == (4, 16)
-    probe = TabFormerClassifier(encoder=pre.encoder_, freeze_encoder=True, freeze_embedder=True, device="cuda",
-                                max_epochs=2, verbose=0).fit(TEXTS, TEXT_LABELS)
-    frozen = [*zip(probe.module_.encoder.parameters(), pre.encoder_.encoder.parameters()),
-              *zip(probe.module_.embedder.parameters(), pre.encoder_.embedder.parameters())]
+    probe = TabFormerClassifier(
+        encoder=pre.encoder_, freeze_encoder=True, freeze_embedder=True, device="cuda", max_epochs=2, verbose=0
+    ).fit(TEXTS, TEXT_LABELS)
+    frozen = [
+        *zip(probe.module_.encoder.parameters(), pre.encoder_.encoder.parameters()),
+        *zip(probe.module_.embedder.parameters(), pre.encoder_.embedder.parameters()),
+    ]
     for got, want in frozen:
         torch.testing.assert_close(got.cpu(), want)
 

@@ -6,9 +6,9 @@ import torch
 from sklearn.datasets import load_digits
 
 from tabformer import TabFormerClassifier
-from tabformer.tokenizers import PatchTokenizer
 from tabformer.inspection import attention_map
 from tabformer.nn.embedders.backbone import load_backbone
+from tabformer.tokenizers import PatchTokenizer
 
 
 @pytest.fixture(scope="module")

@@ -56,8 +56,11 @@ def test_pil_images_and_files(tmp_path, grey):
         paths.append(str(path))
     from_arrays = PatchTokenizer(patch_size=4).fit(grey).transform(grey)["pixels"]
     from_files = PatchTokenizer(patch_size=4).fit(paths).transform(paths)["pixels"]
-    from_pil = PatchTokenizer(patch_size=4).fit([Image.fromarray(g) for g in grey]).transform(
-        [Image.fromarray(g) for g in grey])["pixels"]
+    from_pil = (
+        PatchTokenizer(patch_size=4)
+        .fit([Image.fromarray(g) for g in grey])
+        .transform([Image.fromarray(g) for g in grey])["pixels"]
+    )
     np.testing.assert_allclose(from_files, from_arrays, atol=1e-6)
     np.testing.assert_allclose(from_pil, from_arrays, atol=1e-6)
     rgb = Image.fromarray(np.zeros((12, 12, 3), np.uint8))
@@ -153,7 +156,8 @@ def test_random_shift_translates_training_batches_only(grey):
     for image, moved in zip(pixels, shifted):
         assert any(  # every output is the input translated by some (dy, dx) in [-2, 2]^2, zero-filled
             torch.equal(moved, torch.roll(torch.nn.functional.pad(image, (2, 2, 2, 2)), (dy, dx), (1, 2))[:, 2:-2, 2:-2])
-            for dy in range(-2, 3) for dx in range(-2, 3)
+            for dy in range(-2, 3)
+            for dx in range(-2, 3)
         )
     assert not torch.equal(shifted, pixels)
     embedder = PatchTokenizer(patch_size=4, random_shift=2).fit(grey).build_embedder(8)

@@ -26,24 +26,30 @@ def _frame(n=96, seed=0):
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 2, n)
     titles = [" ".join(rng.choice(WORDS, 3)) + (" good" if t else " poor") for t in y]
-    photos = [
-        (np.full((8, 8), 180 if t else 40) + rng.integers(0, 40, (8, 8))).astype(np.uint8) for t in y
-    ]
-    X = pd.DataFrame({
-        "title": titles,
-        "photo": photos,
-        "brand": np.where(y == 1, "a", rng.choice(["b", "c"], n)),
-        "price": rng.normal(size=n) + y,
-    })
+    photos = [(np.full((8, 8), 180 if t else 40) + rng.integers(0, 40, (8, 8))).astype(np.uint8) for t in y]
+    X = pd.DataFrame(
+        {
+            "title": titles,
+            "photo": photos,
+            "brand": np.where(y == 1, "a", rng.choice(["b", "c"], n)),
+            "price": rng.normal(size=n) + y,
+        }
+    )
     X.loc[3, "title"] = None
     X.at[5, "photo"] = None
     return X, y
 
 
 TINY = dict(
-    max_epochs=3, verbose=0, random_state=0, batch_size=32,
-    encoder__d_model=16, encoder__n_layers=1, encoder__n_heads=2,
-    tokenizer__text__vocab_size=60, tokenizer__text__min_frequency=1,
+    max_epochs=3,
+    verbose=0,
+    random_state=0,
+    batch_size=32,
+    encoder__d_model=16,
+    encoder__n_layers=1,
+    encoder__n_heads=2,
+    tokenizer__text__vocab_size=60,
+    tokenizer__text__min_frequency=1,
 )
 
 
@@ -55,23 +61,32 @@ def mixed():
 # ------------------------------------------------------------------ detection
 def test_detection_rules():
     n = 200
-    frame = pd.DataFrame({
-        "sentence": [f"review number {i} was fine" for i in range(n)],          # distinct, many words
-        "job": [f"title{i % 150}" for i in range(n)],                          # > max_categories distinct
-        "status": np.resize(["Fully Paid", "Current", "Charged Off"], n),      # spaces, few values
-        "state": pd.Series(np.resize(["CA", "NY"], n), dtype="string"),        # pandas string dtype
-        "grade": pd.Categorical(np.resize(["a b c", "d e f"], n)),             # category: the user's choice
-        "flag": np.resize([True, False], n),
-        "count": np.arange(n),
-        "price": np.linspace(0, 1, n),
-        "image": [np.zeros((4, 4, 3), np.uint8)] * n,
-        "path": [f"img/{i}.png" for i in range(n)],
-    })
+    frame = pd.DataFrame(
+        {
+            "sentence": [f"review number {i} was fine" for i in range(n)],  # distinct, many words
+            "job": [f"title{i % 150}" for i in range(n)],  # > max_categories distinct
+            "status": np.resize(["Fully Paid", "Current", "Charged Off"], n),  # spaces, few values
+            "state": pd.Series(np.resize(["CA", "NY"], n), dtype="string"),  # pandas string dtype
+            "grade": pd.Categorical(np.resize(["a b c", "d e f"], n)),  # category: the user's choice
+            "flag": np.resize([True, False], n),
+            "count": np.arange(n),
+            "price": np.linspace(0, 1, n),
+            "image": [np.zeros((4, 4, 3), np.uint8)] * n,
+            "path": [f"img/{i}.png" for i in range(n)],
+        }
+    )
     kinds = infer_column_kinds(frame)
     assert kinds == {
-        "sentence": "text", "job": "text", "status": "categorical", "state": "categorical",
-        "grade": "categorical", "flag": "categorical", "count": "numeric", "price": "numeric",
-        "image": "image", "path": "image",
+        "sentence": "text",
+        "job": "text",
+        "status": "categorical",
+        "state": "categorical",
+        "grade": "categorical",
+        "flag": "categorical",
+        "count": "numeric",
+        "price": "numeric",
+        "image": "image",
+        "path": "image",
     }
     assert infer_column_kind(frame["job"], max_categories=500) == "categorical"
 
@@ -113,7 +128,7 @@ def test_fitted_routing_and_one_sequence(mixed):
     assert tokens.shape == (len(X), n_text + 4 + 2, 16)  # words + 2x2 patches + 2 cells
     # Missing text / image: every token of that segment is masked; table cells stay.
     assert not mask[3, :n_text].any() and mask[3, n_text:].all()
-    assert not mask[5, n_text : n_text + 4].any() and mask[5, : n_text].any()
+    assert not mask[5, n_text : n_text + 4].any() and mask[5, :n_text].any()
 
 
 def test_masked_segment_content_is_ignored(mixed):
@@ -128,7 +143,9 @@ def test_masked_segment_content_is_ignored(mixed):
     scrambled["image:photo/pixels"] = np.ones_like(batch["image:photo/pixels"])
     changed = clf.forward_features(scrambled)
     # Row 3 has no title, row 5 no photo: only their other segment changed.
-    np.testing.assert_allclose(changed[3], clf.forward_features({**batch, "image:photo/pixels": scrambled["image:photo/pixels"]})[3], atol=1e-5)
+    np.testing.assert_allclose(
+        changed[3], clf.forward_features({**batch, "image:photo/pixels": scrambled["image:photo/pixels"]})[3], atol=1e-5
+    )
     both_masked = {**scrambled, "text:title/present": np.zeros(8, bool), "image:photo/present": np.zeros(8, bool)}
     only_table = {**batch, "text:title/present": np.zeros(8, bool), "image:photo/present": np.zeros(8, bool)}
     np.testing.assert_allclose(clf.forward_features(both_masked), clf.forward_features(only_table), atol=1e-5)
@@ -137,17 +154,21 @@ def test_masked_segment_content_is_ignored(mixed):
 
 def test_explicit_transformers_and_param_routing(mixed):
     X, y = mixed
-    tok = MixedTokenizer([
-        ("words", WordPieceTokenizer(vocab_size=60, min_frequency=1), ["title"]),
-        ("pics", PatchTokenizer(patch_size=8), ["photo"]),
-        ("cells", TabularTokenizer(), ["brand", "price"]),
-    ])
+    tok = MixedTokenizer(
+        [
+            ("words", WordPieceTokenizer(vocab_size=60, min_frequency=1), ["title"]),
+            ("pics", PatchTokenizer(patch_size=8), ["photo"]),
+            ("cells", TabularTokenizer(), ["brand", "price"]),
+        ]
+    )
     tok.set_params(pics__patch_size=4)
     assert tok.get_params()["pics__patch_size"] == 4
     fitted = clone(tok).fit(X)
     assert [key for key, _, _ in fitted.segments_] == ["words:title", "pics:photo", "cells"]
     assert fitted.transformers_[1][1].grid_shape_ == (2, 2)
-    clf = TabFormerClassifier(tokenizer=tok, tokenizer__pics__patch_size=8, **{k: v for k, v in TINY.items() if not k.startswith("tokenizer")})
+    clf = TabFormerClassifier(
+        tokenizer=tok, tokenizer__pics__patch_size=8, **{k: v for k, v in TINY.items() if not k.startswith("tokenizer")}
+    )
     clf.fit(X, y)
     assert clf.tokenizer_.transformers_[1][1].grid_shape_ == (1, 1)
 
@@ -167,7 +188,10 @@ def test_several_text_columns_share_one_vocabulary(mixed):
     "transformers, message",
     [
         ([("t", "wordpiece", ["title"]), ("p", "patch", ["photo"])], r"\['brand', 'price'\] are not routed"),
-        ([("t", "wordpiece", ["title"]), ("u", "tabular", ["title", "brand", "price"]), ("p", "patch", ["photo"])], "'title' is routed twice"),
+        (
+            [("t", "wordpiece", ["title"]), ("u", "tabular", ["title", "brand", "price"]), ("p", "patch", ["photo"])],
+            "'title' is routed twice",
+        ),
         ([("t", "wordpiece", ["headline"])], r"names column\(s\) \['headline'\]"),
         ([("a/b", "wordpiece", ["title"])], "must be a non-empty str without"),
         ([("t", "bert", ["title"])], "unknown tokenizer 'bert'"),
@@ -331,11 +355,13 @@ def test_odd_columns_are_named(mixed):
 def test_slash_in_column_names_keeps_segments_apart(mixed):
     X, _ = mixed
     X2 = X.assign(**{"title/short": [t.split()[0] if isinstance(t, str) else None for t in X["title"]]})
-    tok = MixedTokenizer([
-        ("text", WordPieceTokenizer(vocab_size=60, min_frequency=1), ["title", "title/short"]),
-        ("image", PatchTokenizer(), ["photo"]),
-        ("table", TabularTokenizer(), ["brand", "price"]),
-    ]).fit(X2)
+    tok = MixedTokenizer(
+        [
+            ("text", WordPieceTokenizer(vocab_size=60, min_frequency=1), ["title", "title/short"]),
+            ("image", PatchTokenizer(), ["photo"]),
+            ("table", TabularTokenizer(), ["brand", "price"]),
+        ]
+    ).fit(X2)
     batch = tok.transform(X2)
     from tabformer.nn.embedders.mixed import segment_arrays
 
@@ -382,7 +408,8 @@ def test_fusion_is_a_grid_searchable_hyperparameter(mixed):
     X, y = mixed
     search = GridSearchCV(
         TabFormerClassifier(**dict(TINY, max_epochs=2, encoder__n_layers=2)),
-        {"fusion": ["early", 1, "late"]}, cv=2,
+        {"fusion": ["early", 1, "late"]},
+        cv=2,
     ).fit(X, y)
     assert search.best_params_["fusion"] in ("early", 1, "late")
     assert len(search.cv_results_["mean_test_score"]) == 3

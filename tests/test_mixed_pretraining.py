@@ -16,7 +16,7 @@ from tabformer.tokenizers.base import MASK, PAD, SEP
 from tabformer.tokenizers.tabular import MISSING_ID, UNSEEN_ID
 
 N = 64
-WORDS = "red blue green wool silk cotton hat shirt scarf big small soft warm light".split()
+WORDS = ["red", "blue", "green", "wool", "silk", "cotton", "hat", "shirt", "scarf", "big", "small", "soft", "warm", "light"]
 
 
 def make_rows(n=N, seed=0):
@@ -25,14 +25,16 @@ def make_rows(n=N, seed=0):
     texts[3] = texts[10] = None
     images = [(rng.random((8, 8)) * 255).astype(np.uint8) for _ in range(n)]
     images[5] = None
-    frame = pd.DataFrame({
-        "title": texts,
-        "photo": images,
-        "brand": rng.choice(["a", "b", "c", "d"], n),
-        "size": rng.choice(["s", "m", "l"], n),
-        "price": rng.normal(size=n),
-        "weight": rng.uniform(100, 200, n),
-    })
+    frame = pd.DataFrame(
+        {
+            "title": texts,
+            "photo": images,
+            "brand": rng.choice(["a", "b", "c", "d"], n),
+            "size": rng.choice(["s", "m", "l"], n),
+            "price": rng.normal(size=n),
+            "weight": rng.uniform(100, 200, n),
+        }
+    )
     frame.loc[[1, 9], "brand"] = None
     frame.loc[[7, 20], "price"] = np.nan
     return frame
@@ -40,15 +42,28 @@ def make_rows(n=N, seed=0):
 
 X = make_rows()
 TOKENIZER = dict(max_categories=10, text=WordPieceTokenizer(vocab_size=60, min_frequency=1), image=PatchTokenizer(patch_size=4))
-TINY = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, batch_size=16, verbose=0, random_state=0,
-            tokenizer=MixedTokenizer(**TOKENIZER))
+TINY = dict(
+    encoder__d_model=16,
+    encoder__n_heads=2,
+    encoder__n_layers=1,
+    batch_size=16,
+    verbose=0,
+    random_state=0,
+    tokenizer=MixedTokenizer(**TOKENIZER),
+)
 
 
 @pytest.fixture(scope="module")
 def fitted():
     tokenizer = MixedTokenizer(**TOKENIZER).fit(X)
-    assert tokenizer.column_kinds_ == {"title": "text", "photo": "image", "brand": "categorical", "size": "categorical",
-                                       "price": "numeric", "weight": "numeric"}
+    assert tokenizer.column_kinds_ == {
+        "title": "text",
+        "photo": "image",
+        "brand": "categorical",
+        "size": "categorical",
+        "price": "numeric",
+        "weight": "numeric",
+    }
     return tokenizer, {k: torch.as_tensor(v) for k, v in tokenizer.transform(X).items()}
 
 
@@ -58,7 +73,7 @@ def identity(sub):
 
 def both_views(dataset, indices=range(N)):
     out, _ = dataset.__getitems__(list(indices))
-    return [{k[len(v) + 1:]: t for k, t in out.items() if k.startswith(v + "/")} for v in ("view1", "view2")]
+    return [{k[len(v) + 1 :]: t for k, t in out.items() if k.startswith(v + "/")} for v in ("view1", "view2")]
 
 
 def unchanged(view, batch, prefixes):
@@ -68,7 +83,9 @@ def unchanged(view, batch, prefixes):
 # ----------------------------------------------------------------- SimCLR views
 def test_table_corruption_draws_each_cell_from_its_own_column(fitted):
     tokenizer, batch = fitted
-    dataset = MixedTwoViewDataset(batch, tokenizer, identity, corruption_rate=0.5, text_mask_prob=0.0, text_crop=1.0, random_state=0)
+    dataset = MixedTwoViewDataset(
+        batch, tokenizer, identity, corruption_rate=0.5, text_mask_prob=0.0, text_crop=1.0, random_state=0
+    )
     for view in both_views(dataset):
         assert set(view) == set(batch)
         assert unchanged(view, batch, ("text:", "image:"))  # the table corruption touches the table only
@@ -87,7 +104,9 @@ def test_table_corruption_draws_each_cell_from_its_own_column(fitted):
 
 def test_text_masking_touches_only_real_words(fitted):
     tokenizer, batch = fitted
-    dataset = MixedTwoViewDataset(batch, tokenizer, identity, corruption_rate=0.0, text_mask_prob=0.3, text_crop=1.0, random_state=0)
+    dataset = MixedTwoViewDataset(
+        batch, tokenizer, identity, corruption_rate=0.0, text_mask_prob=0.3, text_crop=1.0, random_state=0
+    )
     ids, mask = batch["text:title/input_ids"], batch["text:title/attention_mask"]
     for view in both_views(dataset):
         assert unchanged(view, batch, ("table/", "image:", "text:title/attention_mask", "text:title/present"))
@@ -102,7 +121,9 @@ def test_text_masking_touches_only_real_words(fitted):
 
 def test_text_crop_keeps_a_contiguous_span_then_sep(fitted):
     tokenizer, batch = fitted
-    dataset = MixedTwoViewDataset(batch, tokenizer, identity, corruption_rate=0.0, text_mask_prob=0.0, text_crop=0.5, random_state=0)
+    dataset = MixedTwoViewDataset(
+        batch, tokenizer, identity, corruption_rate=0.0, text_mask_prob=0.0, text_crop=0.5, random_state=0
+    )
     ids, mask = batch["text:title/input_ids"], batch["text:title/attention_mask"]
     shorter = inner = 0
     for view in both_views(dataset):
@@ -117,7 +138,7 @@ def test_text_crop_keeps_a_contiguous_span_then_sep(fitted):
             assert (new[i][length:] == PAD).all() and kept[-1] == SEP
             span = kept[:-1]
             assert len(span) >= int(np.ceil(0.5 * len(words)))
-            starts = [s for s in range(len(words) - len(span) + 1) if words[s: s + len(span)] == span]
+            starts = [s for s in range(len(words) - len(span) + 1) if words[s : s + len(span)] == span]
             assert starts
             shorter += len(span) < len(words)
             inner += 0 not in starts
@@ -196,6 +217,7 @@ def test_mlm_loss_averages_words_and_cells_by_count(fitted):
 
     def module(**inputs):
         return masked_token_loss(head(embedder, encoder, **inputs))
+
     out, _ = MixedMaskedTokenDataset(batch, tokenizer, random_state=0).__getitems__(list(range(N)))
     ignore = torch.full_like
     text_only = dict(out, **{"table/mlm_labels": ignore(out["table/mlm_labels"], IGNORE_INDEX)})
@@ -223,10 +245,13 @@ def test_mlm_on_rows_without_text_or_categories_raises():
 
 
 # ------------------------------------------------------------- the pretrainer
-@pytest.mark.parametrize("objective,extra", [
-    ("simclr", dict(objective__blur_p=0.0, objective__corruption_rate=0.4, validation_fraction=None)),
-    ("mlm", dict(validation_fraction=0.2)),
-])
+@pytest.mark.parametrize(
+    "objective,extra",
+    [
+        ("simclr", dict(objective__blur_p=0.0, objective__corruption_rate=0.4, validation_fraction=None)),
+        ("mlm", dict(validation_fraction=0.2)),
+    ],
+)
 def test_pretrain_then_transform_and_warm_start(objective, extra):
     pre = TabFormerPretrainer(objective=objective, max_epochs=12, lr=3e-3, lr_schedule=None, **TINY, **extra).fit(X)
     assert isinstance(pre.module_.head, ContrastiveHead if objective == "simclr" else MixedMaskedTokenHead)

@@ -7,9 +7,9 @@ import sys
 import numpy as np
 import pytest
 
-from tabformer.datasets import multimodal as mm
 from splits import emoji_split, lending_club_split
 from tabformer.datasets import MissingDatasetError, load_emoji, load_lending_club
+from tabformer.datasets import multimodal as mm
 
 HAS_EMOJI = os.path.exists(mm.EMOJI_TEST_FILE) and os.path.exists(mm.EMOJI_FONT_FILE)
 needs_emoji = pytest.mark.skipif(not HAS_EMOJI, reason=f"needs: {mm.EMOJI_INSTALL}")
@@ -119,7 +119,9 @@ def test_emoji_stale_cache_is_rendered_again(emoji16, monkeypatch, tmp_path):
         np.savez(tmp_path / "emoji_16.npz", images=cached["images"], names=names, codepoints=cached["codepoints"])
     monkeypatch.setenv("TABFORMER_CACHE", str(tmp_path))
     calls = []
-    monkeypatch.setattr(mm, "_render_emoji", lambda seqs, size: calls.append(len(seqs)) or np.zeros((len(seqs), size, size, 3), np.uint8))
+    monkeypatch.setattr(
+        mm, "_render_emoji", lambda seqs, size: calls.append(len(seqs)) or np.zeros((len(seqs), size, size, 3), np.uint8)
+    )
     load_emoji(size=16)
     assert calls == [len(X)]
     with np.load(tmp_path / "emoji_16.npz") as rewritten:
@@ -148,7 +150,7 @@ def test_emoji_missing_files_and_pillow_name_the_install_command(monkeypatch, tm
         mm._emoji_font_path()
     monkeypatch.setitem(sys.modules, "PIL", None)
     with pytest.raises(MissingDatasetError, match="pip install pillow"):
-        mm._render_emoji(["\U0001F600"], 16)
+        mm._render_emoji(["\U0001f600"], 16)
     with pytest.raises(ValueError, match="target must be"):
         load_emoji(target="name")
 
@@ -156,7 +158,7 @@ def test_emoji_missing_files_and_pillow_name_the_install_command(monkeypatch, tm
 def test_emoji_parser_reads_groups(tmp_path):
     text = (
         "# group: Smileys & Emotion\n\n# subgroup: face-smiling\n"
-        "1F600 ; fully-qualified # \U0001F600 E1.0 grinning face\n"
+        "1F600 ; fully-qualified # \U0001f600 E1.0 grinning face\n"
         "263A ; unqualified # \u263a E0.6 smiling face\n"
         "# fully-qualified : 1\n"
     )
@@ -164,7 +166,13 @@ def test_emoji_parser_reads_groups(tmp_path):
     path.write_text(text, encoding="utf-8")
     table = mm._read_emoji_test(str(path))
     assert table.to_dict("records") == [
-        {"codepoints": "1F600", "emoji": "\U0001F600", "name": "grinning face", "group": "Smileys & Emotion", "subgroup": "face-smiling"}
+        {
+            "codepoints": "1F600",
+            "emoji": "\U0001f600",
+            "name": "grinning face",
+            "group": "Smileys & Emotion",
+            "subgroup": "face-smiling",
+        }
     ]
     path.write_text(text.replace("# fully-qualified : 1", "# fully-qualified : 2"), encoding="utf-8")
     with pytest.raises(ValueError, match="announces 2"):

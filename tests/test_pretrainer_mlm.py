@@ -1,19 +1,16 @@
 """TabFormerPretrainer with the masked-token objective, and its objective protocol."""
 
-import pickle
-
 import numpy as np
 import pytest
 import torch
-from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from torch import nn
 
 from tabformer import PretrainedEncoder, TabFormerClassifier, TabFormerPretrainer, TabFormerTagger
-from tabformer.pretraining import OBJECTIVES, register_objective
 from tabformer.nn.heads import IGNORE_INDEX
+from tabformer.pretraining import OBJECTIVES, register_objective
 from tabformer.pretraining.views import MaskedTokenDataset
 from tabformer.tokenizers.base import MASK, PAD, SEP
 
@@ -26,11 +23,20 @@ def one_thread():
     torch.set_num_threads(before)
 
 
-WORDS = "the cat dog sat ran on a mat log red big small quickly slowly house tree".split()
+WORDS = ["the", "cat", "dog", "sat", "ran", "on", "a", "mat", "log", "red", "big", "small", "quickly", "slowly", "house", "tree"]
 RNG = np.random.default_rng(0)
 TEXTS = [" ".join(RNG.choice(WORDS, size=RNG.integers(4, 9))) for _ in range(60)]
-SMALL = dict(tokenizer__vocab_size=60, tokenizer__min_frequency=1, encoder__d_model=16, encoder__n_heads=2,
-             encoder__n_layers=1, encoder__attention_dropout=0.0, batch_size=16, verbose=0, random_state=0)
+SMALL = dict(
+    tokenizer__vocab_size=60,
+    tokenizer__min_frequency=1,
+    encoder__d_model=16,
+    encoder__n_heads=2,
+    encoder__n_layers=1,
+    encoder__attention_dropout=0.0,
+    batch_size=16,
+    verbose=0,
+    random_state=0,
+)
 
 
 def test_masking_follows_bert_80_10_10():
@@ -78,7 +84,9 @@ def test_encoder_warm_starts_classifier_and_tagger():
     clf = TabFormerClassifier(encoder=encoder, max_epochs=2, validation_fraction=None, verbose=0).fit(TEXTS, labels)
     # the classifier reuses the pretrained vocabulary and starts from its weights
     assert clf.tokenizer_.tokenizer_json_ == pre.tokenizer_.tokenizer_json_
-    frozen = TabFormerClassifier(encoder=encoder, freeze_encoder=True, max_epochs=2, validation_fraction=None, verbose=0).fit(TEXTS, labels)
+    frozen = TabFormerClassifier(encoder=encoder, freeze_encoder=True, max_epochs=2, validation_fraction=None, verbose=0).fit(
+        TEXTS, labels
+    )
     for got, want in zip(frozen.module_.encoder.parameters(), encoder.encoder.parameters()):
         torch.testing.assert_close(got, want)
     assert any(not torch.equal(a, b) for a, b in zip(clf.module_.encoder.parameters(), encoder.encoder.parameters()))
@@ -93,7 +101,12 @@ def test_freeze_embedder_trains_only_the_head():
     encoder = pre.encoder_
     labels = ["cat" if "cat" in t else "other" for t in TEXTS]
     probe = TabFormerClassifier(
-        encoder=encoder, freeze_encoder=True, freeze_embedder=True, max_epochs=2, validation_fraction=None, verbose=0,
+        encoder=encoder,
+        freeze_encoder=True,
+        freeze_embedder=True,
+        max_epochs=2,
+        validation_fraction=None,
+        verbose=0,
     ).fit(TEXTS, labels)
     for got, want in zip(probe.module_.embedder.parameters(), encoder.embedder.parameters()):
         torch.testing.assert_close(got, want)
@@ -104,7 +117,9 @@ def test_freeze_embedder_trains_only_the_head():
     probe.module_.train()
     assert not probe.module_.embedder.training and probe.module_.head.training
     # frozen embeddings, trained encoder: the encoder moves, the word embeddings do not
-    static = TabFormerClassifier(encoder=encoder, freeze_embedder=True, max_epochs=2, validation_fraction=None, verbose=0).fit(TEXTS, labels)
+    static = TabFormerClassifier(encoder=encoder, freeze_embedder=True, max_epochs=2, validation_fraction=None, verbose=0).fit(
+        TEXTS, labels
+    )
     torch.testing.assert_close(static.module_.embedder.word_embeddings.weight, encoder.embedder.word_embeddings.weight)
     assert any(not torch.equal(a, b) for a, b in zip(static.module_.encoder.parameters(), encoder.encoder.parameters()))
     with pytest.raises(ValueError, match="freeze_embedder=True would freeze a randomly initialised embedder"):
@@ -155,7 +170,9 @@ def test_any_registered_objective_plugs_in():
             return self.scale * cls.pow(2).mean()
 
     try:
-        pre = TabFormerPretrainer(objective="test-mean", objective__scale=2.0, max_epochs=2, validation_fraction=None, **SMALL).fit(TEXTS)
+        pre = TabFormerPretrainer(
+            objective="test-mean", objective__scale=2.0, max_epochs=2, validation_fraction=None, **SMALL
+        ).fit(TEXTS)
         assert pre.objective_.scale == 2.0
         assert pre.transform(TEXTS[:2]).shape == (2, 16)
         # drop_last: 60 rows at batch 16 make 3 full batches per epoch

@@ -18,8 +18,13 @@ def table():
 
 def _small(**params):
     return TabFormerClassifier(
-        encoder__d_model=16, encoder__n_layers=1, encoder__n_heads=2, batch_size=16,
-        random_state=0, verbose=0, **params,
+        encoder__d_model=16,
+        encoder__n_layers=1,
+        encoder__n_heads=2,
+        batch_size=16,
+        random_state=0,
+        verbose=0,
+        **params,
     )
 
 
@@ -29,8 +34,9 @@ def _batch_lrs(net):
 
 def test_warmup_linear_rises_then_falls_to_zero(table):
     X, y = table
-    net = _small(lr=1e-2, max_epochs=5, lr_schedule="warmup_linear", validation_fraction=None,
-                 callbacks__lr_scheduler__warmup=0.2).fit(X, y)
+    net = _small(
+        lr=1e-2, max_epochs=5, lr_schedule="warmup_linear", validation_fraction=None, callbacks__lr_scheduler__warmup=0.2
+    ).fit(X, y)
     lrs = np.array(_batch_lrs(net))
     steps = 5 * int(np.ceil(len(X) / 16))
     assert len(lrs) == steps
@@ -44,8 +50,9 @@ def test_warmup_linear_rises_then_falls_to_zero(table):
 
 def test_warmup_zero_starts_at_peak(table):
     X, y = table
-    net = _small(lr=1e-2, max_epochs=2, lr_schedule="warmup_linear", validation_fraction=None,
-                 callbacks__lr_scheduler__warmup=0.0).fit(X, y)
+    net = _small(
+        lr=1e-2, max_epochs=2, lr_schedule="warmup_linear", validation_fraction=None, callbacks__lr_scheduler__warmup=0.0
+    ).fit(X, y)
     lrs = _batch_lrs(net)
     assert lrs[0] == pytest.approx(1e-2) and lrs[-1] < lrs[0] / 5
 
@@ -77,8 +84,13 @@ def test_factor_is_piecewise_linear():
 
 def test_early_stopping_can_watch_accuracy(table):
     X, y = table
-    net = _small(max_epochs=40, patience=2, lr=3e-3, callbacks__early_stopping__monitor="valid_acc",
-                 callbacks__early_stopping__lower_is_better=False).fit(X, y)
+    net = _small(
+        max_epochs=40,
+        patience=2,
+        lr=3e-3,
+        callbacks__early_stopping__monitor="valid_acc",
+        callbacks__early_stopping__lower_is_better=False,
+    ).fit(X, y)
     stopper = dict(net.callbacks_)["early_stopping"]
     assert stopper.monitor == "valid_acc"
     # It stopped `patience` epochs after the best *accuracy*, whatever the loss did.
@@ -115,12 +127,14 @@ def test_group_by_length_fits_text_and_repeats(tmp_path):
     labels = np.array([i % 2 for i in range(80)])
     # A fixed vocabulary: WordPiece training itself does not repeat exactly (tokenizers#1794).
     vocab = WordPieceTokenizer(vocab_size=60).fit(texts).save_vocabulary(tmp_path / "vocab.txt")
-    params = dict(tokenizer="wordpiece", tokenizer__vocab_file=vocab, lr=3e-3, max_epochs=3,
-                  iterator_train__group_by_length=2)
+    params = dict(tokenizer="wordpiece", tokenizer__vocab_file=vocab, lr=3e-3, max_epochs=3, iterator_train__group_by_length=2)
     first = _small(**params).fit(texts, labels)
     second = _small(**params).fit(texts, labels)
     np.testing.assert_allclose(first.predict_proba(texts), second.predict_proba(texts))
-    assert first.history[-1, "train_loss"] != _small(**dict(params, iterator_train__group_by_length=False)).fit(texts, labels).history[-1, "train_loss"]
+    assert (
+        first.history[-1, "train_loss"]
+        != _small(**dict(params, iterator_train__group_by_length=False)).fit(texts, labels).history[-1, "train_loss"]
+    )
 
 
 def test_group_by_length_needs_token_sequences(table):

@@ -9,8 +9,8 @@ from sklearn.datasets import load_digits
 from torch.utils.data import DataLoader
 
 from tabformer import PretrainedEncoder, TabFormerClassifier, TransformerEncoder
-from tabformer.pretraining import OBJECTIVES
 from tabformer.nn.models import PretrainingModel
+from tabformer.pretraining import OBJECTIVES
 from tabformer.pretraining.losses import nt_xent_loss
 from tabformer.pretraining.simclr import SimCLR
 from tabformer.tokenizers import PatchTokenizer
@@ -84,7 +84,7 @@ def test_registered_and_views_are_fresh_reproducible_augmentations(setup, digits
     assert first["view1/pixels"].shape == (1, 8, 8)
     assert not torch.equal(first["view1/pixels"], first["view2/pixels"])  # two different views
     assert not torch.equal(first["view1/pixels"], again["view1/pixels"])  # new views at every access
-    assert 0 <= float(first["view1/pixels"].min()) and float(first["view1/pixels"].max()) <= 1
+    assert float(first["view1/pixels"].min()) >= 0 and float(first["view1/pixels"].max()) <= 1
     twin = objective.make_dataset(tokenizer.transform(digits[0]), tokenizer, random_state=0)
     torch.testing.assert_close(twin[3][0]["view1/pixels"], first["view1/pixels"])  # seeded
     with pytest.raises(TypeError, match="PatchTokenizer"):
@@ -159,7 +159,9 @@ def test_fine_tuning_starts_from_pretrained_weights_and_moves_them(setup, digits
     start = TabFormerClassifier(encoder=pretrained, lr=0.0, random_state=0, **tiny).fit(X, y)
     assert _same(start.module_.encoder, pretrained.encoder) and _same(start.module_.embedder, pretrained.embedder)
     with torch.no_grad():
-        expected = pretrained.encoder(*pretrained.embedder(pixels=torch.from_numpy(pretrained.tokenizer.transform(X[:4])["pixels"])))[:, 0]
+        expected = pretrained.encoder(
+            *pretrained.embedder(pixels=torch.from_numpy(pretrained.tokenizer.transform(X[:4])["pixels"]))
+        )[:, 0]
     np.testing.assert_allclose(start.forward_features(X[:4]), expected.numpy(), rtol=1e-5, atol=1e-6)
     tuned = TabFormerClassifier(encoder=pretrained, lr=1e-2, random_state=0, **tiny).fit(X, y)
     assert not _same(tuned.module_.encoder, pretrained.encoder)

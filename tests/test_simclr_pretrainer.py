@@ -10,8 +10,15 @@ from sklearn.pipeline import make_pipeline
 from tabformer import TabFormerClassifier, TabFormerPretrainer
 from tabformer.pretraining.simclr import ContrastiveHead
 
-TINY = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, batch_size=32, verbose=0,
-            objective__blur_p=0.0, tokenizer__patch_size=4)
+TINY = dict(
+    encoder__d_model=16,
+    encoder__n_heads=2,
+    encoder__n_layers=1,
+    batch_size=32,
+    verbose=0,
+    objective__blur_p=0.0,
+    tokenizer__patch_size=4,
+)
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +47,9 @@ def test_fit_without_labels_then_transform_gives_cls_embeddings(digits):
 
 def test_linear_probe_pipeline_and_warm_start(digits):
     X, y = digits
-    probe = make_pipeline(TabFormerPretrainer(objective="simclr", max_epochs=1, random_state=0, **TINY), LogisticRegression(max_iter=200))
+    probe = make_pipeline(
+        TabFormerPretrainer(objective="simclr", max_epochs=1, random_state=0, **TINY), LogisticRegression(max_iter=200)
+    )
     assert probe.fit(X, y).predict(X[:5]).shape == (5,)
     pre = probe[0]
     clf = TabFormerClassifier(encoder=pre.encoder_, freeze_encoder=True, max_epochs=1, verbose=0, random_state=0).fit(X, y)

@@ -39,9 +39,19 @@ def _corpus(n=40, seed=0):
     return sentences, tags
 
 
-SMALL = dict(tokenizer__vocab_size=80, tokenizer__min_frequency=1, encoder__d_model=16, encoder__n_heads=2,
-             encoder__n_layers=1, encoder__attention_dropout=0.0, lr=1e-2, batch_size=8,
-             validation_fraction=None, verbose=0, random_state=0)
+SMALL = dict(
+    tokenizer__vocab_size=80,
+    tokenizer__min_frequency=1,
+    encoder__d_model=16,
+    encoder__n_heads=2,
+    encoder__n_layers=1,
+    encoder__attention_dropout=0.0,
+    lr=1e-2,
+    batch_size=8,
+    validation_fraction=None,
+    verbose=0,
+    random_state=0,
+)
 
 
 def test_bio_entities_follow_conlleval():

@@ -9,19 +9,42 @@ import torch
 from sklearn.base import clone
 
 from tabformer import TabFormerClassifier
+from tabformer.inspection import aggregate_subwords
 from tabformer.tokenizers import WordPieceTokenizer, make_tokenizer
 from tabformer.tokenizers.base import CLS, MASK, PAD, SEP, UNK
-from tabformer.inspection import aggregate_subwords
 
-POS = ["a wonderful moving film", "great acting and a superb script", "i loved every minute",
-       "brilliant and funny", "a delight from start to finish", "warm clever and wonderful"]
-NEG = ["a dull boring mess", "terrible acting and an awful script", "i hated every minute",
-       "tedious and stupid", "a disaster from start to finish", "cold lazy and boring"]
+POS = [
+    "a wonderful moving film",
+    "great acting and a superb script",
+    "i loved every minute",
+    "brilliant and funny",
+    "a delight from start to finish",
+    "warm clever and wonderful",
+]
+NEG = [
+    "a dull boring mess",
+    "terrible acting and an awful script",
+    "i hated every minute",
+    "tedious and stupid",
+    "a disaster from start to finish",
+    "cold lazy and boring",
+]
 TEXTS = POS * 3 + NEG * 3
 LABELS = ["fresh"] * 18 + ["rotten"] * 18
 
-SMALL = dict(tokenizer__vocab_size=120, tokenizer__min_frequency=1, encoder__d_model=16, encoder__n_heads=2,
-             encoder__n_layers=1, encoder__attention_dropout=0.0, lr=5e-3, batch_size=12, validation_fraction=None, verbose=0, random_state=0)
+SMALL = dict(
+    tokenizer__vocab_size=120,
+    tokenizer__min_frequency=1,
+    encoder__d_model=16,
+    encoder__n_heads=2,
+    encoder__n_layers=1,
+    encoder__attention_dropout=0.0,
+    lr=5e-3,
+    batch_size=12,
+    validation_fraction=None,
+    verbose=0,
+    random_state=0,
+)
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -181,7 +204,8 @@ def test_grid_search_over_text_classifier():
     params = {k: v for k, v in SMALL.items() if k != "encoder__n_layers"}
     search = GridSearchCV(
         TabFormerClassifier(tokenizer="wordpiece", max_epochs=2, **params),
-        {"encoder__n_layers": [1, 2], "tokenizer__max_length": [6, 16]}, cv=2,
+        {"encoder__n_layers": [1, 2], "tokenizer__max_length": [6, 16]},
+        cv=2,
     ).fit(TEXTS, LABELS)
     assert set(search.cv_results_["param_encoder__n_layers"]) == {1, 2}
     best = search.best_estimator_
@@ -201,8 +225,18 @@ def test_mean_pooling_head_ignores_padding():
     padded[0, 3] = 1e3  # a padding position: must not move row 0
     assert torch.allclose(head(hidden, mask)[0], head(padded, mask)[0])
     assert torch.allclose(head(hidden, mask)[0], head.net(hidden[0, :3].mean(dim=0)))
-    clf = TabFormerClassifier(tokenizer="wordpiece", head__pooling="mean", max_epochs=2, verbose=0, random_state=0,
-                              tokenizer__vocab_size=60, tokenizer__min_frequency=1, encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1)
+    clf = TabFormerClassifier(
+        tokenizer="wordpiece",
+        head__pooling="mean",
+        max_epochs=2,
+        verbose=0,
+        random_state=0,
+        tokenizer__vocab_size=60,
+        tokenizer__min_frequency=1,
+        encoder__d_model=16,
+        encoder__n_heads=2,
+        encoder__n_layers=1,
+    )
     texts = ["a good film", "a bad film", "good fun", "bad plot"] * 8
     clf.fit(texts, [1, 0, 1, 0] * 8)
     assert clf.predict_proba(texts).shape == (32, 2)

@@ -17,7 +17,16 @@ __all__ = ["load_fashion_mnist", "FASHION_MNIST_CLASSES"]
 FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
 FASHION_MNIST_INSTALL = "apt-get update && apt-get install -y dataset-fashion-mnist"
 FASHION_MNIST_CLASSES = (
-    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot",
+    "T-shirt/top",
+    "Trouser",
+    "Pullover",
+    "Dress",
+    "Coat",
+    "Sandal",
+    "Shirt",
+    "Sneaker",
+    "Bag",
+    "Ankle boot",
 )
 
 
@@ -28,7 +37,7 @@ def _read_idx(path: str, header: int, ndim: int) -> np.ndarray:
     # idx magic: two zero bytes, type 0x08 (uint8), then the number of dimensions.
     if magic != 0x0800 + ndim:
         raise ValueError(f"{path} is not an idx file of {ndim}-D uint8 data (magic {magic:#x})")
-    shape = [int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim)]
+    shape = [int.from_bytes(raw[4 + 4 * i : 8 + 4 * i], "big") for i in range(ndim)]
     data = np.frombuffer(raw, dtype=np.uint8, offset=header)
     if data.size != int(np.prod(shape)):
         raise ValueError(f"{path}: header announces shape {shape} but holds {data.size} values")

@@ -166,7 +166,7 @@ def _render_emoji(sequences, size: int) -> np.ndarray:
         raise MissingDatasetError("the emoji images are rendered with Pillow; install it with:  pip install pillow") from error
 
     font = ImageFont.truetype(_emoji_font_path(), EMOJI_FONT_SIZE)
-    one_glyph = font.getlength("\U0001F600")
+    one_glyph = font.getlength("\U0001f600")
     images = np.empty((len(sequences), size, size, 3), dtype=np.uint8)
     blank, several = [], []
     pad = 8
@@ -194,9 +194,7 @@ def _render_emoji(sequences, size: int) -> np.ndarray:
         )
     if several:
         raqm = "" if features.check_feature("raqm") else " (Pillow lacks libraqm, so sequences are not shaped)"
-        warnings.warn(
-            f"{len(several)} emoji render as several glyphs side by side{raqm}; kept as rendered", stacklevel=3
-        )
+        warnings.warn(f"{len(several)} emoji render as several glyphs side by side{raqm}; kept as rendered", stacklevel=3)
     return images
 
 
@@ -291,5 +289,3 @@ def load_emoji(size: int = 32, target: str = "group"):
     X = pd.DataFrame({"image": pd.Series(list(images), dtype=object), "name": table["name"].astype(object)})
     y = table[target].astype(object).rename(target)
     return X, y
-
-

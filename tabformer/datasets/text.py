@@ -93,4 +93,3 @@ def load_conll2003(split: str = "train"):
             words.append(parts[0])  # columns: word POS chunk NER
             labels.append(parts[-1])
     return sentences, tags
-

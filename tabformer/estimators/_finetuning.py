@@ -23,7 +23,9 @@ class FineTuningNet(TabFormerNet):
 
     _parameter_constraints = FINE_TUNING_CONSTRAINTS
 
-    def __init__(self, tokenizer="auto", encoder=None, *, freeze_encoder=False, freeze_embedder=False, module=TabFormerModel, **kwargs):
+    def __init__(
+        self, tokenizer="auto", encoder=None, *, freeze_encoder=False, freeze_embedder=False, module=TabFormerModel, **kwargs
+    ):
         super().__init__(tokenizer, encoder, module=module, **kwargs)
         self.freeze_encoder = freeze_encoder
         self.freeze_embedder = freeze_embedder
@@ -61,7 +63,9 @@ class FineTuningNet(TabFormerNet):
 
     def _late_fusion_model(self, embedder, encoder, head) -> LateFusionModel:
         if self.encoder is not None:
-            raise ValueError("fusion='late' builds one fresh encoder per modality; warm-starting from `encoder` needs fusion='early'")
+            raise ValueError(
+                "fusion='late' builds one fresh encoder per modality; warm-starting from `encoder` needs fusion='early'"
+            )
         for name in ("freeze_encoder", "freeze_embedder"):
             if getattr(self, name):
                 raise ValueError(
@@ -69,6 +73,8 @@ class FineTuningNet(TabFormerNet):
                     "it needs fusion='early' and a pretrained `encoder`"
                 )
         if not hasattr(embedder, "forward_groups"):
-            raise ValueError(f"fusion='late' needs mixed inputs (a MixedTokenizer); the tokenizer is {type(self.tokenizer_).__name__}")
+            raise ValueError(
+                f"fusion='late' needs mixed inputs (a MixedTokenizer); the tokenizer is {type(self.tokenizer_).__name__}"
+            )
         encoders = [encoder] + [self.build_encoder() for _ in embedder.group_names[1:]]
         return LateFusionModel(embedder, encoders, head, freeze_encoder=self.freeze_encoder)

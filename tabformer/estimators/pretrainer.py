@@ -19,7 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..nn.models import PretrainedEncoder, PretrainingModel
 from ..pretraining import get_objective
-from ._base import POOLINGS, TabFormerNet
+from ._base import POOLINGS, TabFormerNet, construct
 from ._params import SHARED_CONSTRAINTS, check_params
 
 __all__ = ["TabFormerPretrainer"]
@@ -35,7 +35,7 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         text, and on mixed DataFrames also masked categorical cells. ``"simclr"``:
         contrastive views of images, and of mixed rows (image augmentations, random
         cell corruption of table columns, masking and cropping of text; see
-        :mod:`tabformer.pretraining.mixed`). Its parameters route as
+        :mod:`tabformer.pretraining.views`). Its parameters route as
         ``objective__<name>`` (e.g. ``objective__mask_prob=0.15``).
     tokenizer : str or tokenizer instance, default="auto"
         As the classifier's; ``"auto"`` picks WordPiece for a list/Series of str.
@@ -103,8 +103,14 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         **kwargs,
     ):
         super().__init__(
-            tokenizer, encoder, module=module, criterion=criterion, max_epochs=max_epochs, batch_size=batch_size,
-            patience=patience, **kwargs,
+            tokenizer,
+            encoder,
+            module=module,
+            criterion=criterion,
+            max_epochs=max_epochs,
+            batch_size=batch_size,
+            patience=patience,
+            **kwargs,
         )
         self.objective = objective
         self.pooling = pooling
@@ -143,7 +149,7 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         """
         check_params(self)
         objective_class = get_objective(self.objective)
-        self.objective_ = objective_class(**self.get_params_for("objective"))
+        self.objective_ = construct(objective_class, self.get_params_for("objective"), "objective")
         with self._seeded():
             batch = self._fit_tokenizer(X)
             dataset = self.objective_.make_dataset(batch, self.tokenizer_, self.random_state)

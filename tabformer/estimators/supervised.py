@@ -43,7 +43,9 @@ class _CLSHeadNet(FineTuningNet):
 
     def fusion_mode(self):
         if isinstance(self.fusion, bool):  # an Integral to sklearn's check, not a layer count
-            raise ValueError(f"fusion must be 'early', 'late' or a number of modality-only layers (int >= 0), got {self.fusion!r}")
+            raise ValueError(
+                f"fusion must be 'early', 'late' or a number of modality-only layers (int >= 0), got {self.fusion!r}"
+            )
         return self.fusion if isinstance(self.fusion, str) else int(self.fusion)
 
 
@@ -101,9 +103,7 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
                 raise ValueError(f"y must be 1-D class labels for a classifier, got shape {y.shape}")
         self.label_encoder_ = LabelEncoder().fit(y)
         if len(self.label_encoder_.classes_) < 2:
-            raise ValueError(
-                f"y has only 1 class ({self.label_encoder_.classes_[0]!r}); a classifier needs at least 2 classes"
-            )
+            raise ValueError(f"y has only 1 class ({self.label_encoder_.classes_[0]!r}); a classifier needs at least 2 classes")
         return self._encode_target(y)
 
     def _encode_target(self, y):
@@ -125,7 +125,9 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
     def predict_proba(self, X):
         """Class probabilities, shape (n_samples, n_classes), columns in ``classes_`` order."""
         check_is_fitted(self)
-        batches = self.iter_batches(self.tokenize(X), lambda inputs: torch.softmax(self.module_(**inputs).float(), dim=-1).cpu().numpy())
+        batches = self.iter_batches(
+            self.tokenize(X), lambda inputs: torch.softmax(self.module_(**inputs).float(), dim=-1).cpu().numpy()
+        )
         return np.concatenate(list(batches))
 
     def predict(self, X):

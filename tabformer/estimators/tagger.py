@@ -30,7 +30,9 @@ def _check_sentences(X, what="X") -> list:
         raise ValueError(f"{what} has 0 sentences; at least 1 is required")
     for i, words in enumerate(sentences):
         if isinstance(words, str) or not hasattr(words, "__len__"):
-            raise ValueError(f"{what}[{i}] must be a list of words (str), got {type(words).__name__}: split the text into words first")
+            raise ValueError(
+                f"{what}[{i}] must be a list of words (str), got {type(words).__name__}: split the text into words first"
+            )
     return [list(words) for words in sentences]
 
 
@@ -43,7 +45,9 @@ class TabFormerTagger(FineTuningNet):
     word is trained on and read for its tag. Words cut off by ``tokenizer__max_length``
     (or made of characters the normaliser removes) get ``default_tag_``.
     """
-        + (SHARED_PARAMS_DOC + FINE_TUNING_PARAMS_DOC).replace('default="auto"', 'default="wordpiece"').replace("default=256", "default=32")
+        + (SHARED_PARAMS_DOC + FINE_TUNING_PARAMS_DOC)
+        .replace('default="auto"', 'default="wordpiece"')
+        .replace("default=256", "default=32")
         + """
     Attributes
     ----------

@@ -6,7 +6,6 @@ positions, and runs ``n_layers`` identical blocks of multi-head self-attention a
 position-wise feed-forward network, each wrapped in a residual and a LayerNorm.
 """
 
-
 from __future__ import annotations
 
 import torch
@@ -62,12 +61,10 @@ class EncoderLayer(nn.Module):
         self.norm_first = norm_first
         self.attention = MultiHeadSelfAttention(d_model, n_heads, attention_dropout)
         self.feed_forward = FeedForward(d_model, d_ff, activation, ffn_dropout)
-        self.norm1 = (
-            nn.Identity() if (norm_first and skip_first_norm) else nn.LayerNorm(d_model, eps=layer_norm_eps)
-        )
+        self.norm1 = nn.Identity() if (norm_first and skip_first_norm) else nn.LayerNorm(d_model, eps=layer_norm_eps)
         self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
         # Dropout masks cost about a quarter of a CPU training step at d=64 (measured,
-        # ARCHITECTURE.md), so a zero rate builds no module at all.
+        # with plain PyTorch on a 2-core machine), so a zero rate builds no module at all.
         self.dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
 
     def forward(self, x, bias=None, need_weights=False):
@@ -145,10 +142,19 @@ class TransformerEncoder(nn.Module):
         super().__init__()
         # Kept so that save()/load() can rebuild the same architecture anywhere.
         self.config = {
-            "d_model": d_model, "n_layers": n_layers, "n_heads": n_heads, "d_ff": d_ff,
-            "dropout": dropout, "attention_dropout": attention_dropout, "ffn_dropout": ffn_dropout,
-            "activation": activation, "norm_first": norm_first, "skip_first_norm": skip_first_norm,
-            "positions": positions, "max_length": max_length, "embedding_norm": embedding_norm,
+            "d_model": d_model,
+            "n_layers": n_layers,
+            "n_heads": n_heads,
+            "d_ff": d_ff,
+            "dropout": dropout,
+            "attention_dropout": attention_dropout,
+            "ffn_dropout": ffn_dropout,
+            "activation": activation,
+            "norm_first": norm_first,
+            "skip_first_norm": skip_first_norm,
+            "positions": positions,
+            "max_length": max_length,
+            "embedding_norm": embedding_norm,
             "layer_norm_eps": layer_norm_eps,
         }
         if positions not in (None, "learned", "sinusoidal"):
@@ -187,7 +193,7 @@ class TransformerEncoder(nn.Module):
         torch.save({"format": "tabformer.TransformerEncoder/1", "config": self.config, "state_dict": state}, path)
 
     @classmethod
-    def load(cls, path, map_location="cpu") -> "TransformerEncoder":
+    def load(cls, path, map_location="cpu") -> TransformerEncoder:
         """Rebuild an encoder written by :meth:`save`, on ``map_location``."""
         saved = torch.load(path, map_location=map_location, weights_only=True)
         if not isinstance(saved, dict) or saved.get("format") != "tabformer.TransformerEncoder/1":
@@ -196,9 +202,7 @@ class TransformerEncoder(nn.Module):
         encoder.load_state_dict(saved["state_dict"])
         return encoder
 
-    def prepend_cls(
-        self, tokens: torch.Tensor, mask: torch.Tensor | None
-    ) -> tuple[torch.Tensor, torch.Tensor]:
+    def prepend_cls(self, tokens: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         """Return ``(B, 1+T, D)`` tokens and a ``(B, 1+T)`` mask whose first column is True."""
         batch, length, width = tokens.shape
         if width != self.d_model:

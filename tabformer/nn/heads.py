@@ -44,7 +44,15 @@ class ClassificationHead(nn.Module):
         the same way.
     """
 
-    def __init__(self, d_model: int, n_outputs: int, hidden: int | None = None, dropout: float = 0.0, activation: str = "relu", pooling: str = "cls"):
+    def __init__(
+        self,
+        d_model: int,
+        n_outputs: int,
+        hidden: int | None = None,
+        dropout: float = 0.0,
+        activation: str = "relu",
+        pooling: str = "cls",
+    ):
         super().__init__()
         activations = {"relu": nn.ReLU, "gelu": nn.GELU}
         if activation not in activations:

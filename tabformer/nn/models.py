@@ -49,8 +49,13 @@ class TabFormerModel(nn.Module):
     """
 
     def __init__(
-        self, embedder: nn.Module, encoder: TransformerEncoder, head: nn.Module, freeze_encoder: bool = False,
-        fusion_layer: int = 0, freeze_embedder: bool = False,
+        self,
+        embedder: nn.Module,
+        encoder: TransformerEncoder,
+        head: nn.Module,
+        freeze_encoder: bool = False,
+        fusion_layer: int = 0,
+        freeze_embedder: bool = False,
     ):
         super().__init__()
         self.embedder = embedder
@@ -140,8 +145,7 @@ class LateFusionModel(nn.Module):
         """The fused vector as a length-1 sequence ``(B, 1, D)``."""
         if return_attention:
             raise ValueError(
-                "attention maps are per encoder in late fusion and do not describe one sequence; "
-                "explain() needs fusion='early'"
+                "attention maps are per encoder in late fusion and do not describe one sequence; explain() needs fusion='early'"
             )
         groups = self.embedder.forward_groups(**batch)
         cls = [encoder(tokens, mask)[:, 0] for encoder, (tokens, mask) in zip(self.encoders, groups)]
@@ -216,7 +220,7 @@ class PretrainedEncoder(nn.Module):
         torch.save({"format": "tabformer.PretrainedEncoder/1", "model": self.cpu()}, path)
 
     @classmethod
-    def load(cls, path, map_location="cpu") -> "PretrainedEncoder":
+    def load(cls, path, map_location="cpu") -> PretrainedEncoder:
         """Load a file written by :meth:`save`. It unpickles Python objects: load only
         files you trust."""
         saved = torch.load(path, map_location=map_location, weights_only=False)

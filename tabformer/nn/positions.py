@@ -48,9 +48,7 @@ class SinusoidalPositions(nn.Module):
 
     def forward(self, position_ids: torch.Tensor) -> torch.Tensor:
         if position_ids.max() >= self.max_length:
-            raise ValueError(
-                f"sequence needs position {int(position_ids.max())} but max_length={self.max_length}"
-            )
+            raise ValueError(f"sequence needs position {int(position_ids.max())} but max_length={self.max_length}")
         return self.table[position_ids]
 
 
@@ -66,7 +64,5 @@ class GridPositions(nn.Module):
     def forward(self, feature_map: torch.Tensor) -> torch.Tensor:
         """``(B, D, h, w)`` map -> ``(B, h*w, D)`` tokens with positions added."""
         if tuple(feature_map.shape[-2:]) != self.grid_shape:
-            raise ValueError(
-                f"token grid is {tuple(feature_map.shape[-2:])}, the embedder was built for {self.grid_shape}"
-            )
+            raise ValueError(f"token grid is {tuple(feature_map.shape[-2:])}, the embedder was built for {self.grid_shape}")
         return feature_map.flatten(2).transpose(1, 2) + self.weight.to(feature_map.dtype)

@@ -112,7 +112,7 @@ class MixedMaskedTokenHead(nn.Module):
         hidden = encoder(tokens, mask)[:, 1:]
         predictions, start = [], 0
         for (key, name, _), (_, segment, _) in zip(embedder.segments, parts):
-            states = hidden[:, start: start + segment.shape[1]]
+            states = hidden[:, start : start + segment.shape[1]]
             start += segment.shape[1]
             if key not in labels:
                 continue
@@ -124,7 +124,7 @@ class MixedMaskedTokenHead(nn.Module):
                 logits = head(states[chosen], sub.word_embeddings.weight)
                 target = target[chosen]
             else:
-                cells = states[:, sub.n_numeric: sub.n_numeric + sub.n_categorical]  # numbers come first
+                cells = states[:, sub.n_numeric : sub.n_numeric + sub.n_categorical]  # numbers come first
                 target = labels[key]
                 chosen = target != IGNORE_INDEX
                 column = torch.arange(target.shape[1], device=target.device).expand_as(target)[chosen]
@@ -156,10 +156,9 @@ class MaskedTokenModeling:
     Notes
     -----
     With a :class:`~tabformer.tokenizers.MixedTokenizer` (a DataFrame with text, image
-    and table columns), the dataset and loss module come from
-    :mod:`tabformer.pretraining.views`: text words are masked as above and categorical
-    cells with the same ``mask_prob`` (see
-    :class:`~tabformer.pretraining.views.MixedMaskedTokenDataset`).
+    and table columns), text words are masked as above and categorical cells with the
+    same ``mask_prob`` (:class:`~tabformer.pretraining.views.MixedMaskedTokenDataset`),
+    and :class:`MixedMaskedTokenHead` predicts both.
     """
 
     def __init__(self, mask_prob=0.15, mask_token_prob=0.8, random_token_prob=0.1, tie_weights=True):
@@ -181,7 +180,7 @@ class MaskedTokenModeling:
             value = getattr(self, name)
             if not isinstance(value, numbers.Real) or not 0 <= value <= 1:
                 raise ValueError(f"objective__{name} must be a probability in [0, 1], got {value!r}")
-        if not 0 < self.mask_prob:
+        if not self.mask_prob > 0:
             raise ValueError("objective__mask_prob must be > 0: with nothing masked there is nothing to learn")
         if self.mask_token_prob + self.random_token_prob > 1:
             raise ValueError(
@@ -197,7 +196,9 @@ class MaskedTokenModeling:
                 batch, tokenizer, self.mask_prob, self.mask_token_prob, self.random_token_prob, random_state
             )
         self._check(tokenizer)
-        return MaskedTokenDataset(batch, tokenizer.vocab_size_, self.mask_prob, self.mask_token_prob, self.random_token_prob, random_state)
+        return MaskedTokenDataset(
+            batch, tokenizer.vocab_size_, self.mask_prob, self.mask_token_prob, self.random_token_prob, random_state
+        )
 
     def build_head(self, tokenizer, embedder, d_model: int) -> nn.Module:
         """The masked-token head; the shared embedder and encoder are passed at each call."""

@@ -138,8 +138,18 @@ class SimCLR:
         self.text_crop = text_crop
 
     _AUGMENT = (
-        "crop_scale", "crop_ratio", "flip_p", "jitter_p", "brightness", "contrast", "saturation",
-        "hue", "grayscale_p", "blur_p", "blur_sigma", "blur_kernel",
+        "crop_scale",
+        "crop_ratio",
+        "flip_p",
+        "jitter_p",
+        "brightness",
+        "contrast",
+        "saturation",
+        "hue",
+        "grayscale_p",
+        "blur_p",
+        "blur_sigma",
+        "blur_kernel",
     )
 
     @staticmethod
@@ -169,7 +179,9 @@ class SimCLR:
         """A fresh projection head; the shared embedder and encoder are passed at each call."""
         if not self.temperature > 0:
             raise ValueError(f"objective__temperature must be > 0, got {self.temperature!r}")
-        return ContrastiveHead(ProjectionHead(d_model, self.projection_hidden or d_model, self.projection_dim, self.projection_batch_norm))
+        return ContrastiveHead(
+            ProjectionHead(d_model, self.projection_hidden or d_model, self.projection_dim, self.projection_batch_norm)
+        )
 
     def loss(self, projections: torch.Tensor) -> torch.Tensor:
         """NT-Xent between the first and second half of ``projections`` (the two views)."""

@@ -60,7 +60,7 @@ _TEXT_FILL = {"input_ids": PAD, "attention_mask": False, "token_type_ids": 0, "w
 def view_batch(inputs: dict, view: str) -> dict:
     """The batch of one view: keys ``"<view>/<key>"`` without ``"<view>/"``."""
     prefix = view + SEPARATOR
-    return {k[len(prefix):]: v for k, v in inputs.items() if k.startswith(prefix)}
+    return {k[len(prefix) :]: v for k, v in inputs.items() if k.startswith(prefix)}
 
 
 def _segments(tokenizer) -> list:
@@ -157,10 +157,7 @@ class TwoViewDataset(Dataset):
         seed = int(self.seeds.integers(2**63 - 1))
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            return [
-                ({f"{view}{SEPARATOR}pixels": self.transform(self.pixels[i]) for view in VIEWS}, 0.0)
-                for i in indices
-            ]
+            return [({f"{view}{SEPARATOR}pixels": self.transform(self.pixels[i]) for view in VIEWS}, 0.0) for i in indices]
 
 
 def make_generator(random_state=None) -> torch.Generator:
@@ -299,7 +296,9 @@ class MixedTwoViewDataset(TensorDictDataset):
         RNG, which is forked around each batch so the caller's state is untouched.
     """
 
-    def __init__(self, X, tokenizer, image_transform=None, corruption_rate=0.3, text_mask_prob=0.15, text_crop=0.7, random_state=None):
+    def __init__(
+        self, X, tokenizer, image_transform=None, corruption_rate=0.3, text_mask_prob=0.15, text_crop=0.7, random_state=None
+    ):
         super().__init__(X)
         _check_rate("corruption_rate", corruption_rate)
         _check_rate("text_mask_prob", text_mask_prob)
@@ -405,7 +404,8 @@ class MixedMaskedTokenDataset(TensorDictDataset):
         super().__init__(X)
         self.text_segments = [(key, int(sub.vocab_size_)) for key, kind, sub in _segments(tokenizer) if kind == "text"]
         self.table_segments = [
-            key for key, kind, _ in _segments(tokenizer)
+            key
+            for key, kind, _ in _segments(tokenizer)
             if kind == "table" and f"{key}{SEPARATOR}cat_ids" in self.X and self.X[f"{key}{SEPARATOR}cat_ids"].shape[1] > 0
         ]
         if not self.text_segments and not self.table_segments:

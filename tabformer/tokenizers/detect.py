@@ -29,7 +29,16 @@ import torch
 
 from .._validation import is_categorical_dtype, is_numeric_dtype
 
-__all__ = ["KINDS", "infer_column_kind", "infer_column_kinds", "looks_like_images", "looks_like_text", "is_word_lists", "is_path", "is_pil"]
+__all__ = [
+    "KINDS",
+    "infer_column_kind",
+    "infer_column_kinds",
+    "looks_like_images",
+    "looks_like_text",
+    "is_word_lists",
+    "is_path",
+    "is_pil",
+]
 
 KINDS = ("text", "image", "categorical", "numeric")
 
@@ -79,13 +88,13 @@ def looks_like_images(X) -> bool:
 
 def looks_like_text(X) -> bool:
     """True for a list/tuple/1-D array/Series whose first non-missing item is a str."""
-    if isinstance(X, str) or isinstance(X, pd.DataFrame):
+    if isinstance(X, (str, pd.DataFrame)):
         return False
     if isinstance(X, np.ndarray) and X.ndim != 1:
         return False
     if not isinstance(X, (list, tuple, np.ndarray, pd.Series)):
         return False
-    for value in (X.tolist() if hasattr(X, "tolist") else X):
+    for value in X.tolist() if hasattr(X, "tolist") else X:
         if value is None or (isinstance(value, float) and np.isnan(value)):
             continue
         return isinstance(value, str)
@@ -98,8 +107,10 @@ def is_word_lists(X) -> bool:
     return isinstance(X[0], (list, tuple)) and all(isinstance(w, str) for w in X[0])
 
 
-def _is_missing(value) -> bool:
-    return value is None or value is pd.NA or (isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isnan(value))
+def is_missing(value) -> bool:
+    return (
+        value is None or value is pd.NA or (isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isnan(value))
+    )
 
 
 def _hashable(value) -> bool:
@@ -139,10 +150,9 @@ def infer_column_kind(values: pd.Series, max_categories: int = 100) -> str:
         return "categorical"
     if not is_categorical_dtype(dtype):  # datetimes, periods, intervals...
         raise ValueError(
-            f"column {name!r} has dtype {dtype}, which tabformer cannot tokenize; convert it to numbers, "
-            "strings or a category"
+            f"column {name!r} has dtype {dtype}, which tabformer cannot tokenize; convert it to numbers, strings or a category"
         )
-    present = [v for v in values.tolist() if not _is_missing(v)]
+    present = [v for v in values.tolist() if not is_missing(v)]
     if not present:
         raise ValueError(f"column {name!r} holds only missing values: its kind cannot be detected; drop it or name its kind")
     images = [_is_image_value(v) for v in present]

@@ -34,7 +34,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..nn.embedders.mixed import SEPARATOR, segment_arrays
 from .base import TOKENIZERS, BaseTokenizer, register_tokenizer
-from .detect import _is_missing, infer_column_kinds
+from .detect import infer_column_kinds, is_missing
 from .image import PatchTokenizer
 from .tabular import TabularTokenizer
 from .text import WordPieceTokenizer
@@ -187,13 +187,17 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
                     raise ValueError(f"transformer {name!r}: unknown tokenizer {tokenizer!r}; choose one of {sorted(TOKENIZERS)}")
                 tokenizer = TOKENIZERS[tokenizer]()
             elif not isinstance(tokenizer, BaseTokenizer):
-                raise TypeError(f"transformer {name!r}: expected a tabformer tokenizer or its name, got {type(tokenizer).__name__}")
+                raise TypeError(
+                    f"transformer {name!r}: expected a tabformer tokenizer or its name, got {type(tokenizer).__name__}"
+                )
             columns = [columns] if isinstance(columns, str) else list(columns)
             if not columns:
                 raise ValueError(f"transformer {name!r} has no columns")
             absent = [c for c in columns if c not in frame.columns]
             if absent:
-                raise ValueError(f"transformer {name!r} names column(s) {absent} that X does not have; X has {list(frame.columns)}")
+                raise ValueError(
+                    f"transformer {name!r} names column(s) {absent} that X does not have; X has {list(frame.columns)}"
+                )
             for column in columns:
                 if column in seen:
                     raise ValueError(f"column {column!r} is routed twice: to {seen[column]!r} and to {name!r}")
@@ -201,7 +205,9 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
             routing.append((name, clone(tokenizer), columns))
         unrouted = [c for c in frame.columns if c not in seen]
         if unrouted:
-            raise ValueError(f"column(s) {unrouted} are not routed to any tokenizer; add them to `transformers` or drop them from X")
+            raise ValueError(
+                f"column(s) {unrouted} are not routed to any tokenizer; add them to `transformers` or drop them from X"
+            )
         return routing
 
     # ----------------------------------------------------------------- fit
@@ -234,7 +240,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
                 values = [v for c in columns for v in self._column_values(frame, c, kind, fitting=True) if v is not None]
                 if not values:
                     raise ValueError(f"{kind} column(s) {columns} hold no value at fit time (all missing)")
-                self._with_column_context(columns, lambda: tokenizer.fit(values))
+                self._with_column_context(columns, lambda tokenizer=tokenizer, values=values: tokenizer.fit(values))
                 for column in columns:
                     self.segments_.append((f"{name}:{column}", name, column))
                     self.column_kinds_[column] = kind
@@ -245,9 +251,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
     @staticmethod
     def _check_frame(X) -> pd.DataFrame:
         if not isinstance(X, pd.DataFrame):
-            raise TypeError(
-                f"MixedTokenizer reads a pandas DataFrame (one column per input), got {type(X).__name__}"
-            )
+            raise TypeError(f"MixedTokenizer reads a pandas DataFrame (one column per input), got {type(X).__name__}")
         if X.shape[0] == 0:
             raise ValueError("X has 0 rows; at least 1 is required")
         bad = [c for c in X.columns if not isinstance(c, str)]
@@ -261,7 +265,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
     @staticmethod
     def _column_values(frame, column, kind, fitting=False) -> list:
         """The column's cells, ``None`` where missing; non-text values in a text column raise."""
-        values = [None if _is_missing(v) else v for v in frame[column].tolist()]
+        values = [None if is_missing(v) else v for v in frame[column].tolist()]
         if kind == "text":
             wrong = next(((i, v) for i, v in enumerate(values) if v is not None and not isinstance(v, str)), None)
             if wrong is not None:
@@ -300,7 +304,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
             )
         batch = {}
         segments = iter(self.segments_)
-        for name, tokenizer, columns in self.transformers_:
+        for _name, tokenizer, columns in self.transformers_:
             kind = self.segment_kind(tokenizer)
             if kind == "table":
                 key, _, _ = next(segments)
@@ -312,7 +316,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
                 values = self._column_values(frame, column, kind)
                 present = np.array([v is not None for v in values])
                 values = [v if v is not None else self._placeholder(tokenizer, kind) for v in values]
-                out = self._with_column_context([column], lambda: tokenizer.transform(values))
+                out = self._with_column_context([column], lambda tokenizer=tokenizer, values=values: tokenizer.transform(values))
                 batch.update({f"{key}{SEPARATOR}{k}": v for k, v in out.items()})
                 batch[f"{key}{SEPARATOR}present"] = present
         return batch
@@ -336,8 +340,14 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
             if kinds[name] == "text":
                 max_lengths[name] = int(tokenizer.max_length)
         segments = [list(segment) for segment in self.segments_]
-        return {"kind": "mixed", "segments": segments, "kinds": kinds, "embedders": embedders, "max_lengths": max_lengths,
-                "segment_dropout": float(self.segment_dropout)}
+        return {
+            "kind": "mixed",
+            "segments": segments,
+            "kinds": kinds,
+            "embedders": embedders,
+            "max_lengths": max_lengths,
+            "segment_dropout": float(self.segment_dropout),
+        }
 
     def describe_tokens(self, batch: dict) -> list:
         """For each row, ``[(position, column, label), ...]`` of its real tokens.

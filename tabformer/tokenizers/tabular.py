@@ -14,7 +14,6 @@ token, never by zero.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 from sklearn.preprocessing import QuantileTransformer, StandardScaler
@@ -115,13 +114,9 @@ class TabularTokenizer(BaseTokenizer):
         self
         """
         if self.numeric_transform not in ("quantile", "standard", None):
-            raise ValueError(
-                f"numeric_transform must be 'quantile', 'standard' or None, got {self.numeric_transform!r}"
-            )
+            raise ValueError(f"numeric_transform must be 'quantile', 'standard' or None, got {self.numeric_transform!r}")
         if self.numeric_embedding not in ("linear", "periodic"):
-            raise ValueError(
-                f"numeric_embedding must be 'linear' or 'periodic', got {self.numeric_embedding!r}"
-            )
+            raise ValueError(f"numeric_embedding must be 'linear' or 'periodic', got {self.numeric_embedding!r}")
         frame, had_names = as_frame(X)
         self.n_features_in_ = frame.shape[1]
         if had_names:
@@ -139,9 +134,9 @@ class TabularTokenizer(BaseTokenizer):
         self.scaler_ = None
         if self.numeric_columns_ and self.numeric_transform == "quantile":
             n_quantiles = int(max(2, min(1000, frame.shape[0])))
-            self.scaler_ = QuantileTransformer(
-                n_quantiles=n_quantiles, output_distribution="normal", subsample=10**9
-            ).fit(numbers)
+            self.scaler_ = QuantileTransformer(n_quantiles=n_quantiles, output_distribution="normal", subsample=10**9).fit(
+                numbers
+            )
         elif self.numeric_columns_ and self.numeric_transform == "standard":
             self.scaler_ = StandardScaler().fit(numbers)
         return self
@@ -160,9 +155,7 @@ class TabularTokenizer(BaseTokenizer):
             dtype = frame[column].dtype
             if self.categorical_columns is not None and column in self.categorical_columns:
                 categorical.append(column)
-            elif self.numeric_columns is not None and column in self.numeric_columns:
-                numeric.append(column)
-            elif is_numeric_dtype(dtype):
+            elif self.numeric_columns is not None and column in self.numeric_columns or is_numeric_dtype(dtype):
                 numeric.append(column)
             elif is_categorical_dtype(dtype):
                 categorical.append(column)
@@ -225,14 +218,12 @@ class TabularTokenizer(BaseTokenizer):
                 if extra:
                     parts.append(f"unexpected column(s) {extra}")
                 raise ValueError(
-                    f"X does not have the columns seen in fit: {'; '.join(parts)}. "
-                    f"Fitted columns: {list(fitted_names)}"
+                    f"X does not have the columns seen in fit: {'; '.join(parts)}. Fitted columns: {list(fitted_names)}"
                 )
             frame = frame[list(fitted_names)]
         elif frame.shape[1] != self.n_features_in_:
             raise ValueError(
-                f"X has {frame.shape[1]} features, but {type(self).__name__} is expecting "
-                f"{self.n_features_in_} features as input"
+                f"X has {frame.shape[1]} features, but {type(self).__name__} is expecting {self.n_features_in_} features as input"
             )
         for column in frame.columns:
             before, now = self.column_families_[column], _dtype_family(frame[column].dtype)

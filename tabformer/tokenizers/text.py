@@ -23,19 +23,16 @@ import pandas as pd
 from sklearn.utils.validation import check_is_fitted
 
 from .base import MASK, PAD, SEP, SPECIAL_TOKENS, UNK, BaseTokenizer, register_tokenizer
+from .detect import is_missing
 
 __all__ = ["WordPieceTokenizer"]
 
 _SPECIALS_IN_ORDER = sorted(SPECIAL_TOKENS, key=SPECIAL_TOKENS.get)
 
 
-def _is_missing(value) -> bool:
-    return value is None or value is pd.NA or (isinstance(value, numbers.Real) and np.isnan(value))
-
-
 def _check_strings(values, where: str) -> list:
     values = list(values)
-    missing = [i for i, v in enumerate(values) if _is_missing(v)]
+    missing = [i for i, v in enumerate(values) if is_missing(v)]
     if missing:
         raise ValueError(
             f"{where} holds missing text (None/NaN) at row(s) {missing[:5]}{' ...' if len(missing) > 5 else ''}; "
@@ -120,7 +117,14 @@ class WordPieceTokenizer(BaseTokenizer):
     kind = "text"
 
     def __init__(
-        self, vocab_size=8000, lowercase=True, max_length=128, min_frequency=2, vocab_file=None, text_columns=None, token_dropout=0.0
+        self,
+        vocab_size=8000,
+        lowercase=True,
+        max_length=128,
+        min_frequency=2,
+        vocab_file=None,
+        text_columns=None,
+        token_dropout=0.0,
     ):
         self.vocab_size = vocab_size
         self.lowercase = lowercase
@@ -154,11 +158,13 @@ class WordPieceTokenizer(BaseTokenizer):
         if fitting and "feature_names_in_" in vars(self):
             del self.feature_names_in_
         if not isinstance(X, (list, tuple, np.ndarray, pd.Series)):
-            raise ValueError(f"X must be a list/Series of str, a DataFrame of text columns, or a list of word lists; got {type(X).__name__}")
+            raise ValueError(
+                f"X must be a list/Series of str, a DataFrame of text columns, or a list of word lists; got {type(X).__name__}"
+            )
         values = X.tolist() if hasattr(X, "tolist") else list(X)
         if len(values) == 0:
             raise ValueError("X has 0 texts; at least 1 is required")
-        first = next((v for v in values if not _is_missing(v)), None)
+        first = next((v for v in values if not is_missing(v)), None)
         if isinstance(first, (list, tuple, np.ndarray)):
             return _check_words(values, "X"), None, True
         return _check_strings(values, "X"), None, False
@@ -180,7 +186,11 @@ class WordPieceTokenizer(BaseTokenizer):
     def _new_backend(self, vocab=None):
         from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 
-        model = models.WordPiece(vocab=vocab, unk_token="[UNK]", max_input_chars_per_word=100) if vocab else models.WordPiece(unk_token="[UNK]")
+        model = (
+            models.WordPiece(vocab=vocab, unk_token="[UNK]", max_input_chars_per_word=100)
+            if vocab
+            else models.WordPiece(unk_token="[UNK]")
+        )
         backend = Tokenizer(model)
         backend.normalizer = normalizers.BertNormalizer(lowercase=self.lowercase, clean_text=True, handle_chinese_chars=True)
         backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
@@ -213,8 +223,10 @@ class WordPieceTokenizer(BaseTokenizer):
 
             backend = self._new_backend()
             trainer = trainers.WordPieceTrainer(
-                vocab_size=int(self.vocab_size), min_frequency=int(self.min_frequency),
-                special_tokens=_SPECIALS_IN_ORDER, show_progress=False,
+                vocab_size=int(self.vocab_size),
+                min_frequency=int(self.min_frequency),
+                special_tokens=_SPECIALS_IN_ORDER,
+                show_progress=False,
             )
             texts = [" ".join(w) for w in first] if pretokenized else first + (second or [])
             backend.train_from_iterator(texts, trainer=trainer)
@@ -250,7 +262,9 @@ class WordPieceTokenizer(BaseTokenizer):
         check_is_fitted(self, "tokenizer_json_")
         first, second, pretokenized = self._parts(X, fitting=False)
         if (1 if second is None else 2) != self.n_features_in_:
-            raise ValueError(f"X has {1 if second is None else 2} text column(s); the tokenizer was fitted on {self.n_features_in_}")
+            raise ValueError(
+                f"X has {1 if second is None else 2} text column(s); the tokenizer was fitted on {self.n_features_in_}"
+            )
         backend = self._backend()
         budget = int(self.max_length) - 1  # the encoder's CLS takes one position
         if pretokenized:
@@ -342,7 +356,10 @@ class WordPieceTokenizer(BaseTokenizer):
         return [self.convert_ids_to_tokens(np.asarray(row)[np.asarray(m, dtype=bool)]) for row, m in zip(ids, mask)]
 
     def get_feature_names_out(self, input_features=None):
-        return np.asarray(getattr(self, "feature_names_in_", ["text"] if getattr(self, "n_features_in_", 1) == 1 else ["text_a", "text_b"]), dtype=object)
+        return np.asarray(
+            getattr(self, "feature_names_in_", ["text"] if getattr(self, "n_features_in_", 1) == 1 else ["text_a", "text_b"]),
+            dtype=object,
+        )
 
 
 def _pair(a: list, b: list, budget: int):

@@ -29,9 +29,20 @@ EMBEDDERS: dict = {
 }
 
 
-def register_embedder(kind: str, cls) -> None:
-    """Make ``build_embedder`` build ``cls`` for specs of this ``kind``."""
-    EMBEDDERS[kind] = cls
+def register_embedder(kind: str):
+    """Class decorator: ``build_embedder`` builds this class for specs of this ``kind``.
+
+    Parameters
+    ----------
+    kind : str
+        The ``"kind"`` a tokenizer's ``embedder_spec()`` names.
+    """
+
+    def decorate(cls):
+        EMBEDDERS[kind] = cls
+        return cls
+
+    return decorate
 
 
 def build_embedder(spec: dict, d_model: int) -> nn.Module:

@@ -34,7 +34,9 @@ def load_backbone(name: str, n_blocks: int, weights="auto") -> nn.Module:
             raise ValueError(f"{path} holds {len(state)} tensors, {name} has {len(target)}")
         for (key, tensor), (source_key, source) in zip(target.items(), state.items()):
             if tensor.shape != source.shape:
-                raise ValueError(f"{path}: tensor {source_key} has shape {tuple(source.shape)}, {name}.{key} needs {tuple(tensor.shape)}")
+                raise ValueError(
+                    f"{path}: tensor {source_key} has shape {tuple(source.shape)}, {name}.{key} needs {tuple(tensor.shape)}"
+                )
         model.load_state_dict(dict(zip(target.keys(), state.values())))
     if not 1 <= n_blocks <= len(model.blocks):
         raise ValueError(f"backbone_blocks must be in 1..{len(model.blocks)}, got {n_blocks}")

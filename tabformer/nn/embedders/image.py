@@ -86,10 +86,12 @@ class HybridEmbedder(nn.Module):
         self.train()
 
     @classmethod
-    def from_spec(cls, spec: dict, d_model: int, build=None) -> "HybridEmbedder":
+    def from_spec(cls, spec: dict, d_model: int, build=None) -> HybridEmbedder:
         """Build from ``{"backbone", "blocks", "weights", "grid_shape", "image_size", "freeze", "random_shift"}``."""
         stem = load_backbone(spec["backbone"], spec["blocks"], weights=spec["weights"])
-        return cls(stem, spec["grid_shape"], d_model, spec["image_size"], freeze=spec["freeze"], random_shift=spec["random_shift"])
+        return cls(
+            stem, spec["grid_shape"], d_model, spec["image_size"], freeze=spec["freeze"], random_shift=spec["random_shift"]
+        )
 
     def train(self, mode: bool = True):
         super().train(mode)

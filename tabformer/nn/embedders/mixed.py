@@ -54,17 +54,22 @@ class MixedEmbedder(nn.Module):
         # ModuleDict keys may not contain "."; index them instead of using user names.
         self.embedders = nn.ModuleList(embedders[name] for name in self.names)
         self.text_positions = nn.ParameterDict(
-            {f"t{self.names.index(name)}": nn.Parameter(torch.randn(length, d_model) * 0.02) for name, length in max_lengths.items()}
+            {
+                f"t{self.names.index(name)}": nn.Parameter(torch.randn(length, d_model) * 0.02)
+                for name, length in max_lengths.items()
+            }
         )
         n_columns = sum(1 for _, name, column in self.segments if column is not None)
         self.column_embedding = nn.Parameter(torch.randn(max(n_columns, 1), d_model) * 0.02)
 
     @classmethod
-    def from_spec(cls, spec: dict, d_model: int, build) -> "MixedEmbedder":
+    def from_spec(cls, spec: dict, d_model: int, build) -> MixedEmbedder:
         """Build from ``{"segments", "kinds", "embedders": {name: sub-spec}, "max_lengths", "segment_dropout"}``;
         ``build(sub_spec, d_model)`` builds each sub-embedder."""
         embedders = {name: build(sub, d_model) for name, sub in spec["embedders"].items()}
-        return cls(spec["segments"], spec["kinds"], embedders, spec["max_lengths"], d_model, segment_dropout=spec["segment_dropout"])
+        return cls(
+            spec["segments"], spec["kinds"], embedders, spec["max_lengths"], d_model, segment_dropout=spec["segment_dropout"]
+        )
 
     @property
     def group_names(self) -> list:
@@ -106,17 +111,16 @@ class MixedEmbedder(nn.Module):
         grouped = {name: [] for name in self.names}
         for name, tokens, mask in self.forward_segments(**batch):
             grouped[name].append((tokens, mask))
-        return [
-            (torch.cat([t for t, _ in parts], dim=1), torch.cat([m for _, m in parts], dim=1))
-            for parts in grouped.values()
-        ]
+        return [(torch.cat([t for t, _ in parts], dim=1), torch.cat([m for _, m in parts], dim=1)) for parts in grouped.values()]
 
     def forward_with_groups(self, **batch):
         """As :meth:`forward`, plus the modality of every token: a long ``(T,)`` tensor
         holding the index of its sub-tokenizer in :attr:`group_names` (mid fusion)."""
         parts = self.forward_segments(**batch)
         tokens = torch.cat([t for _, t, _ in parts], dim=1)
-        groups = torch.cat([torch.full((t.shape[1],), self.names.index(name), dtype=torch.long, device=t.device) for name, t, _ in parts])
+        groups = torch.cat(
+            [torch.full((t.shape[1],), self.names.index(name), dtype=torch.long, device=t.device) for name, t, _ in parts]
+        )
         return tokens, torch.cat([m for _, _, m in parts], dim=1), groups
 
     def forward(self, **batch):

@@ -29,7 +29,9 @@ class TextEmbedder(nn.Module):
         Ids below this are special tokens ([PAD], [UNK], [CLS], [SEP], [MASK]), never dropped.
     """
 
-    def __init__(self, vocab_size: int, d_model: int, n_segments: int = 2, token_dropout: float = 0.0, mask_id: int = 4, n_special: int = 5):
+    def __init__(
+        self, vocab_size: int, d_model: int, n_segments: int = 2, token_dropout: float = 0.0, mask_id: int = 4, n_special: int = 5
+    ):
         super().__init__()
         self.mask_id = mask_id
         self.n_special = n_special
