@@ -17,10 +17,29 @@ from torch.utils.data import Dataset
 class TensorDictDataset(Dataset):
     """``X``: dict of arrays with a common first dimension; ``y``: array or None.
 
+    ``dataset.__getitems__(indices)`` returns ``(X_batch, y_batch)``: every array indexed
+    by ``indices`` (shape ``(len(indices), ...)``) and the targets, or zeros when ``y`` is None.
+
     Parameters
     ----------
     X : dict of str to ndarray or Tensor, each of shape (n_samples, ...)
-    y : ndarray or Tensor of shape (n_samples, ...) or None
+        A tokenizer's output; converted to tensors once (numpy memory is shared).
+    y : ndarray or Tensor of shape (n_samples, ...) or None, default=None
+        Targets.
+
+    Attributes
+    ----------
+    X : dict of str to Tensor
+        The arrays as tensors.
+    y : Tensor or None
+    n_samples : int
+
+    Raises
+    ------
+    TypeError
+        If ``X`` is not a non-empty dict.
+    ValueError
+        If the arrays (or ``y``) disagree on ``n_samples``.
     """
 
     def __init__(self, X, y=None):
@@ -52,7 +71,17 @@ class TensorDictDataset(Dataset):
 
 
 def collate_batched(batch):
-    """The batch arrives already collated from ``__getitems__``; pass it through."""
+    """The batch arrives already collated from ``__getitems__``; pass it through.
+
+    Parameters
+    ----------
+    batch : tuple of (dict of str to Tensor, Tensor)
+        What :meth:`TensorDictDataset.__getitems__` returned.
+
+    Returns
+    -------
+    batch : the same object
+    """
     return batch
 
 
@@ -60,6 +89,23 @@ def sequence_lengths(dataset) -> torch.Tensor:
     """Real tokens per row of a (possibly ``Subset``-wrapped) ``TensorDictDataset``.
 
     Sums every ``attention_mask`` array (mixed inputs have one per text segment).
+
+    Parameters
+    ----------
+    dataset : TensorDictDataset or (nested) torch.utils.data.Subset of one
+        Tokenized token sequences.
+
+    Returns
+    -------
+    lengths : long Tensor of shape (n_rows,)
+        Rows in the order of ``dataset`` (after the subsets' indices).
+
+    Raises
+    ------
+    TypeError
+        If the underlying dataset is not a :class:`TensorDictDataset`.
+    ValueError
+        If it holds no ``attention_mask`` (tables, images).
     """
     indices = None
     while isinstance(dataset, torch.utils.data.Subset):
@@ -86,11 +132,16 @@ class LengthGroupedBatchSampler(torch.utils.data.Sampler):
     a seeded fit repeats. This is the ``group_by_length`` idea of Hugging Face's
     Trainer, with the window made explicit.
 
+    Iterating yields lists of row indices, one list per batch.
+
     Parameters
     ----------
     lengths : Tensor of shape (n_samples,)
+        Real tokens per row (:func:`sequence_lengths`).
     batch_size : int
+        Rows per batch.
     drop_last : bool, default=False
+        Drop the rows that do not fill a whole batch.
     window : int, default=50
         Batches per sorting window; 1 sorts nothing, a huge window sorts everything
         (and makes the batch composition nearly fixed across epochs).

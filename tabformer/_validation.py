@@ -17,6 +17,26 @@ def as_frame(X, *, what: str = "X") -> tuple[pd.DataFrame, bool]:
     """Return ``(frame, had_names)`` for a DataFrame or a 2-D array-like.
 
     Arrays get columns ``x0 .. x{k-1}``; ``had_names`` is True only for DataFrames.
+
+    Parameters
+    ----------
+    X : DataFrame or array-like of shape (n_samples, n_features)
+        Dense input; a DataFrame whose column names are not all str gets ``x0 ..`` names.
+    what : str, default="X"
+        Name of the input in error messages.
+
+    Returns
+    -------
+    frame : DataFrame of shape (n_samples, n_features)
+    had_names : bool
+        Whether ``X`` was a DataFrame with str column names (sklearn's ``feature_names_in_`` rule).
+
+    Raises
+    ------
+    TypeError
+        If ``X`` is sparse.
+    ValueError
+        If ``X`` is 0-D, 1-D or more than 2-D, complex, or has no row or no column.
     """
     if sp.issparse(X):
         raise TypeError(
@@ -58,12 +78,30 @@ def _is_flat_list(X) -> bool:
 
 
 def is_numeric_dtype(dtype) -> bool:
-    """Numbers but not booleans: a bool column is categorical."""
+    """Numbers but not booleans: a bool column is categorical.
+
+    Parameters
+    ----------
+    dtype : numpy or pandas dtype
+
+    Returns
+    -------
+    bool
+    """
     return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
 
 
 def is_categorical_dtype(dtype) -> bool:
-    """Strings (object, ``str``, ``StringDtype``), pandas categories and booleans."""
+    """Strings (object, ``str``, ``StringDtype``), pandas categories and booleans.
+
+    Parameters
+    ----------
+    dtype : numpy or pandas dtype
+
+    Returns
+    -------
+    bool
+    """
     return (
         pd.api.types.is_object_dtype(dtype)
         or pd.api.types.is_string_dtype(dtype)
@@ -75,8 +113,26 @@ def is_categorical_dtype(dtype) -> bool:
 def check_target(y, n_samples: int, *, numeric: bool):
     """Check y's length and values; return it as a numpy array.
 
-    Raises on a length mismatch, and for numeric targets on NaN or inf, naming the
-    first offending row.
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,) or (n_samples, n_targets)
+        Targets; a Series or DataFrame is read through ``to_numpy()``.
+    n_samples : int
+        Rows of ``X``.
+    numeric : bool
+        Regression targets (cast to float64, all finite) rather than class labels.
+
+    Returns
+    -------
+    y : ndarray of shape (n_samples,) or (n_samples, n_targets)
+        float64 when ``numeric``.
+
+    Raises
+    ------
+    ValueError
+        Naming the first offending row: on a missing ``y`` or a length mismatch; for
+        numeric targets on non-numbers, NaN or inf; for labels on continuous floats or
+        missing labels.
     """
     if n_samples == 0:
         raise ValueError("X has 0 sample(s) while a minimum of 1 is required.")

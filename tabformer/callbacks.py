@@ -38,12 +38,27 @@ class WarmupLinearLR(Callback):
     warmup : float, default=0.1
         Share of the total optimizer steps (``max_epochs`` x batches per epoch) spent
         warming up, in [0, 1).
+
+    Attributes
+    ----------
+    total_steps_ : int or None
+        Optimizer steps of the whole ``fit``; read from the training set at the first epoch.
+    step_ : int
+        Optimizer steps taken so far in this ``fit``.
+    peak_lrs_ : list of float or None
+        Each parameter group's rate when ``fit`` began.
+
+    Raises
+    ------
+    ValueError
+        At ``initialize`` (the estimator's fit), if ``warmup`` is not in [0, 1).
     """
 
     def __init__(self, warmup: float = 0.1):
         self.warmup = warmup
 
     def initialize(self):
+        """Check ``warmup`` and reset the schedule's state (skorch hook); returns ``self``."""
         if not 0.0 <= float(self.warmup) < 1.0:
             raise ValueError(f"warmup must be a share of the training steps in [0, 1), got {self.warmup!r}")
         self.total_steps_ = None
@@ -52,17 +67,30 @@ class WarmupLinearLR(Callback):
         return self
 
     def on_train_begin(self, net, **kwargs):
+        """Restart the schedule and remember each parameter group's peak rate (skorch hook)."""
         self.total_steps_ = None
         self.step_ = 0
         self.peak_lrs_ = [group["lr"] for group in net.optimizer_.param_groups]
 
     def on_epoch_begin(self, net, dataset_train=None, **kwargs):
+        """At the first epoch, count the total steps: batches per epoch x ``max_epochs`` (skorch hook)."""
         if self.total_steps_ is None:
             batches = len(net.get_iterator(dataset_train, training=True))
             self.total_steps_ = max(1, batches * net.max_epochs)
 
     def factor(self, step: int) -> float:
-        """Multiplier of the peak rate at optimizer step ``step`` (0-based)."""
+        """Multiplier of the peak rate at optimizer step ``step`` (0-based).
+
+        Parameters
+        ----------
+        step : int
+            Optimizer step, ``0 .. total_steps_ - 1``; needs ``total_steps_`` (set at the first epoch).
+
+        Returns
+        -------
+        factor : float in [0, 1]
+            ``(step + 1) / (warmup_steps + 1)`` while warming up, then linear decay to 0.
+        """
         warmup_steps = math.ceil(float(self.warmup) * self.total_steps_)
         if step < warmup_steps:
             return (step + 1) / (warmup_steps + 1)
@@ -70,6 +98,7 @@ class WarmupLinearLR(Callback):
         return max(0.0, (self.total_steps_ - step) / max(1, remaining))
 
     def on_batch_begin(self, net, training=False, **kwargs):
+        """Set every group's rate for this training step and record it as ``"lr"`` (skorch hook)."""
         if not training:
             return
         scale = self.factor(self.step_)
@@ -79,6 +108,7 @@ class WarmupLinearLR(Callback):
         self.step_ += 1
 
     def on_train_end(self, net, **kwargs):
+        """Restore the peak rates (skorch hook)."""
         # Leave the optimizer at its peak rates so a later partial_fit starts a fresh cycle
         # from the same place instead of from ~0.
         for group, peak in zip(net.optimizer_.param_groups, self.peak_lrs_ or []):
@@ -101,6 +131,22 @@ class MixedPrecision(Callback):
         Ampere/Hopper GPUs). float16 is applied *without* loss scaling, which a callback
         cannot insert before ``backward``: small gradients may underflow.
     enabled : bool, default=True
+        ``False`` turns the callback into a no-op (e.g. to compare in a grid search).
+
+    Raises
+    ------
+    ValueError
+        At ``initialize`` (the estimator's fit), if ``dtype`` is unknown.
+
+    Warns
+    -----
+    UserWarning
+        At ``initialize``, for ``"fp16"`` (no loss scaling).
+
+    Examples
+    --------
+    >>> from tabformer import TabFormerClassifier
+    >>> clf = TabFormerClassifier(device="cuda", callbacks=[MixedPrecision("bf16")])  # doctest: +SKIP
 
     Notes
     -----
@@ -113,6 +159,7 @@ class MixedPrecision(Callback):
         self.enabled = enabled
 
     def initialize(self):
+        """Check ``dtype`` (skorch hook); returns ``self``."""
         if self.dtype not in _DTYPES:
             raise ValueError(f"MixedPrecision dtype must be one of {sorted(_DTYPES)}, got {self.dtype!r}")
         if _DTYPES[self.dtype] is torch.float16 and self.enabled:
@@ -126,6 +173,7 @@ class MixedPrecision(Callback):
             context.__exit__(None, None, None)
 
     def on_batch_begin(self, net, batch=None, training=None, **kwargs):
+        """Enter autocast for a training batch (skorch hook)."""
         # A batch that raised never reached on_batch_end: close its context first.
         self._exit()
         if not (self.enabled and training):
@@ -135,7 +183,9 @@ class MixedPrecision(Callback):
         self._context.__enter__()
 
     def on_batch_end(self, net, batch=None, training=None, **kwargs):
+        """Leave autocast after the batch's backward and optimizer step (skorch hook)."""
         self._exit()
 
     def on_train_end(self, net, X=None, y=None, **kwargs):
+        """Leave autocast if a batch left it open (skorch hook)."""
         self._exit()

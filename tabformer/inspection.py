@@ -16,9 +16,11 @@ def explain(estimator, X, layer="all", level="token") -> pd.DataFrame:
 
     Parameters
     ----------
-    estimator : fitted tabformer estimator with one token sequence (not late fusion)
+    estimator : fitted tabformer estimator
+        One with a single token sequence (not late fusion).
     X : input accepted by ``estimator.predict``
-    layer : "all" or int
+        ``n`` rows, texts or images.
+    layer : "all" or int, default="all"
         Which encoder layer(s) to report (0-based; negative counts from the last).
     level : {"token", "column"}, default="token"
         ``"token"``: one row per token. ``"column"``: attention summed over the tokens
@@ -26,13 +28,21 @@ def explain(estimator, X, layer="all", level="token") -> pd.DataFrame:
 
     Returns
     -------
-    DataFrame with columns ``row`` (position in ``X``), ``layer``, ``token`` (index
-    in the token sequence, CLS excluded), ``column`` (input column the token comes
-    from; ``"text"``/``"image"`` for a single text or image input), ``label`` (a
-    sub-word, a patch ``"r{i}c{j}"`` or a table column) and ``attention`` (weight the
-    CLS query puts on that token; padding and masked segments excluded, so one row
-    and layer sums to at most 1, the rest being CLS's self-attention). With
-    ``level="column"``: ``row``, ``layer``, ``column``, ``n_tokens``, ``attention``.
+    frame : DataFrame, one row per (row, layer, token)
+        Columns ``row`` (position in ``X``), ``layer``, ``token`` (index
+        in the token sequence, CLS excluded), ``column`` (input column the token comes
+        from; ``"text"``/``"image"`` for a single text or image input), ``label`` (a
+        sub-word, a patch ``"r{i}c{j}"`` or a table column) and ``attention`` (weight the
+        CLS query puts on that token; padding and masked segments excluded, so one row
+        and layer sums to at most 1, the rest being CLS's self-attention). With
+        ``level="column"``: ``row``, ``layer``, ``column``, ``n_tokens``, ``attention``.
+
+    Raises
+    ------
+    ValueError
+        If ``level`` or ``layer`` is invalid.
+    sklearn.exceptions.NotFittedError
+        If ``estimator`` is not fitted.
     """
     check_is_fitted(estimator)
     if level not in ("token", "column"):
@@ -67,8 +77,10 @@ def attention_map(estimator, X, layer=-1, upsample=False) -> np.ndarray:
 
     Parameters
     ----------
-    estimator : fitted TabFormerClassifier/Regressor with a :class:`PatchTokenizer`
+    estimator : fitted TabFormerClassifier or TabFormerRegressor
+        One with a :class:`~tabformer.tokenizers.PatchTokenizer`.
     X : images accepted by ``estimator.predict``
+        ``n_images`` images.
     layer : int or "mean", default=-1
         Encoder layer whose attention to read (heads averaged), or the mean over layers.
     upsample : bool, default=False
@@ -78,7 +90,12 @@ def attention_map(estimator, X, layer=-1, upsample=False) -> np.ndarray:
     -------
     ndarray of shape (n_images, h, w), or (n_images, H, W) with ``upsample``
         The CLS query's attention on each patch (each map sums to at most 1; the rest
-        is CLS's attention to itself).
+        is CLS's attention to itself); ``(h, w)`` is the tokenizer's ``grid_shape_``.
+
+    Raises
+    ------
+    TypeError
+        If the estimator's tokenizer is not an image tokenizer.
     """
     check_is_fitted(estimator)
     tokenizer = estimator.tokenizer_
@@ -102,13 +119,16 @@ def aggregate_subwords(frame: pd.DataFrame) -> pd.DataFrame:
 
     Parameters
     ----------
-    frame : DataFrame from ``TabFormerClassifier.explain`` with a WordPiece tokenizer
+    frame : DataFrame
+        The ``level="token"`` output of :func:`explain` (or ``TabFormerClassifier.explain``)
+        for an estimator with a WordPiece tokenizer.
 
     Returns
     -------
-    DataFrame with columns ``row``, ``layer``, ``word`` (position of the word in the
-    row), ``label`` (the word, ``##`` joined) and ``attention`` (sum over its
-    sub-words); [SEP] stays a word of its own.
+    words : DataFrame, one row per (row, layer, word)
+        Columns ``row``, ``layer``, ``word`` (position of the word in the
+        row), ``label`` (the word, ``##`` joined) and ``attention`` (sum over its
+        sub-words); [SEP] stays a word of its own.
     """
     frame = frame.sort_values(["row", "layer", "token"])
     starts = ~frame["label"].astype(str).str.startswith("##")

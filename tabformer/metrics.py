@@ -22,6 +22,21 @@ def bio_entities(tags) -> list[tuple[int, int, str]]:
     at ``I-X`` after a tag of another type; it ends before ``B``, ``O`` or a type change.
     So both IOB2 and IOB1 sequences are read the way the shared-task scorer reads them.
 
+    Parameters
+    ----------
+    tags : sequence of str
+        One sentence's tags: ``"O"``, ``"B-<type>"`` or ``"I-<type>"``.
+
+    Returns
+    -------
+    entities : list of (int, int, str)
+        ``(start, end_exclusive, type)`` in order of ``start``.
+
+    Raises
+    ------
+    ValueError
+        If a tag is not BIO.
+
     Examples
     --------
     >>> bio_entities(["B-PER", "I-PER", "O", "I-LOC", "B-LOC", "I-ORG"])
@@ -45,13 +60,25 @@ def entity_f1(y_true, y_pred, return_precision_recall: bool = False):
 
     Parameters
     ----------
-    y_true, y_pred : list of n lists of BIO tags, sentence ``i`` of equal length in both
+    y_true, y_pred : list of n lists of str
+        BIO tags per sentence; sentence ``i`` has equal length in both.
     return_precision_recall : bool, default=False
         Return ``(precision, recall, f1)`` instead of ``f1``.
 
     Returns
     -------
-    float in [0, 1]; 0 when there is no entity in either (as ``conlleval`` prints).
+    f1 : float in [0, 1], or tuple of three floats
+        0 when there is no entity in either (as ``conlleval`` prints).
+
+    Raises
+    ------
+    ValueError
+        If the two lists, or a sentence's tags, differ in length, or a tag is not BIO.
+
+    Examples
+    --------
+    >>> entity_f1([["B-PER", "I-PER", "O", "B-LOC"]], [["B-PER", "I-PER", "O", "O"]], return_precision_recall=True)
+    (1.0, 0.5, 0.6666666666666666)
     """
     y_true, y_pred = list(y_true), list(y_pred)
     if len(y_true) != len(y_pred):

@@ -7,7 +7,11 @@ import importlib.util
 
 
 class MissingDatasetError(ImportError):
-    """The package that ships a dataset is not installed."""
+    """The package that ships a dataset is not installed.
+
+    An ``ImportError``, so code that treats optional dependencies as import errors keeps
+    working; the message names the exact install command.
+    """
 
 
 def _package_dir(package: str, install: str, in_extra: bool = False) -> str:

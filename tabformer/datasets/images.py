@@ -16,6 +16,7 @@ __all__ = ["load_fashion_mnist", "FASHION_MNIST_CLASSES"]
 
 FASHION_MNIST_DIR = "/usr/share/datasets/fashion-mnist"
 FASHION_MNIST_INSTALL = "apt-get update && apt-get install -y dataset-fashion-mnist"
+#: Fashion-MNIST class names, indexed by label
 FASHION_MNIST_CLASSES = (
     "T-shirt/top",
     "Trouser",
@@ -49,16 +50,24 @@ def load_fashion_mnist(split: str = "train", directory: str | None = None):
 
     Parameters
     ----------
-    split : {"train", "test"}
+    split : {"train", "test"}, default="train"
         60,000 training or 10,000 test images.
-    directory : str or None
+    directory : str or None, default=None
         Where the ``*-ubyte.gz`` files are; default the Debian package's
         ``/usr/share/datasets/fashion-mnist``.
 
     Returns
     -------
     images : ndarray of shape (n, 28, 28), uint8
-    labels : ndarray of shape (n,), int64 in 0..9 (names in ``FASHION_MNIST_CLASSES``)
+    labels : ndarray of shape (n,), int64
+        Classes 0..9 (names in ``FASHION_MNIST_CLASSES``).
+
+    Raises
+    ------
+    MissingDatasetError
+        If the files are not in ``directory`` (the message names the apt-get command).
+    ValueError
+        If ``split`` is unknown or a file is not a valid idx file.
     """
     prefix = {"train": "train", "test": "t10k"}.get(split)
     if prefix is None:

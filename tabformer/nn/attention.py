@@ -15,11 +15,25 @@ __all__ = ["MultiHeadSelfAttention", "attention_bias_from_mask", "grouped_attent
 def grouped_attention_bias(mask: torch.Tensor, groups: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """Additive bias ``(B, 1, 1+T, 1+T)`` letting tokens attend within their group only.
 
-    ``groups`` (shape ``(1+T,)``, CLS first with group ``-1``) names each token's
-    modality. CLS attends to every real token; a token attends to the real tokens of
-    its own group, never to CLS (which would carry the other modalities back in), and
-    always to itself, so that no row of the softmax is empty (a masked token's output
-    is never read: no real query attends to it).
+    ``groups`` names each token's modality. CLS attends to every real token; a token
+    attends to the real tokens of its own group, never to CLS (which would carry the
+    other modalities back in), and always to itself, so that no row of the softmax is
+    empty (a masked token's output is never read: no real query attends to it).
+
+    Parameters
+    ----------
+    mask : Tensor of shape (B, 1+T), bool
+        Key mask including the CLS column, ``True`` = real token.
+    groups : Tensor of shape (1+T,), int
+        Group (modality) of each position, CLS first with group ``-1``.
+    dtype : torch.dtype
+        Floating dtype of the bias (that of the attention scores).
+
+    Returns
+    -------
+    bias : Tensor of shape (B, 1, 1+T, 1+T)
+        ``0`` where a query (row) may attend to a key (column), else the most negative
+        finite value of ``dtype``.
     """
     cls_query, cls_key = (groups == -1)[:, None], (groups == -1)[None, :]
     same = groups[:, None] == groups[None, :]
@@ -34,10 +48,26 @@ def attention_bias_from_mask(mask: torch.Tensor | None, dtype: torch.dtype) -> t
     """Turn a key mask (``True`` = real token) into an additive attention bias.
 
     This is the one place where tabformer's mask convention is translated for an
-    attention API. The bias has shape ``(B, 1, 1, T)`` and holds ``0`` for real keys and
-    the most negative finite value for padding: a finite value, not ``-inf``, so a row
-    whose keys were all padding could never produce NaN (CLS is never masked anyway).
-    Returns ``None`` when every token is real, which lets SDPA pick its fastest kernel.
+    attention API. The bias holds ``0`` for real keys and the most negative finite value
+    for padding: a finite value, not ``-inf``, so a row whose keys were all padding could
+    never produce NaN (CLS is never masked anyway).
+
+    Parameters
+    ----------
+    mask : Tensor of shape (B, T), bool, or None
+        Key mask, ``True`` = real token; ``None`` means every token is real.
+    dtype : torch.dtype
+        Floating dtype of the bias (that of the attention scores).
+
+    Returns
+    -------
+    bias : Tensor of shape (B, 1, 1, T), or None
+        ``None`` when every token is real, which lets SDPA pick its fastest kernel.
+
+    Raises
+    ------
+    TypeError
+        If ``mask`` is not a bool tensor.
     """
     if mask is None:
         return None
@@ -65,10 +95,15 @@ class MultiHeadSelfAttention(nn.Module):
         Token width ``D``; must be divisible by ``n_heads``.
     n_heads : int
         Number of heads; each works in ``d_k = D / n_heads`` dimensions.
-    attention_dropout : float
+    attention_dropout : float, default=0.0
         Dropout on the attention probabilities (training only).
-    bias : bool
+    bias : bool, default=True
         Whether the four projections have biases.
+
+    Raises
+    ------
+    ValueError
+        If ``d_model`` is not divisible by ``n_heads``.
     """
 
     def __init__(self, d_model: int, n_heads: int, attention_dropout: float = 0.0, bias: bool = True):
@@ -94,14 +129,16 @@ class MultiHeadSelfAttention(nn.Module):
         bias: torch.Tensor | None = None,
         need_weights: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Attend.
+        """Attend: every token of ``x`` to every (unmasked) token of ``x``.
 
         Parameters
         ----------
         x : Tensor of shape (B, T, D)
-        bias : Tensor of shape (B, 1, 1, T) or None
-            Additive bias from :func:`attention_bias_from_mask`.
-        need_weights : bool
+            Token sequence (CLS included, so ``T`` here counts it).
+        bias : Tensor of shape (B, 1, 1, T) or (B, 1, T, T), or None, default=None
+            Additive bias from :func:`attention_bias_from_mask` or
+            :func:`grouped_attention_bias`; ``None``: attend everywhere.
+        need_weights : bool, default=False
             Also return the attention probabilities, shape ``(B, H, T, T)``.
 
         Returns

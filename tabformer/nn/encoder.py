@@ -18,7 +18,24 @@ __all__ = ["FeedForward", "EncoderLayer", "TransformerEncoder"]
 
 
 class FeedForward(nn.Module):
-    """Position-wise feed-forward network ``W_2 act(W_1 x)`` applied to every token."""
+    """Position-wise feed-forward network ``W_2 act(W_1 x)`` applied to every token.
+
+    Parameters
+    ----------
+    d_model : int
+        Token width ``D`` (input and output).
+    d_ff : int
+        Hidden width.
+    activation : {"gelu", "relu"}, default="gelu"
+        Activation between the two linear layers.
+    dropout : float, default=0.0
+        Dropout on the hidden activations; ``0`` builds no dropout module.
+
+    Raises
+    ------
+    ValueError
+        If ``activation`` is not one of the names above.
+    """
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "gelu", dropout: float = 0.0):
         super().__init__()
@@ -31,6 +48,7 @@ class FeedForward(nn.Module):
         self.linear2 = nn.Linear(d_ff, d_model)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Map every token independently: ``(..., D)`` -> ``(..., D)``, e.g. ``(B, T, D)``."""
         return self.linear2(self.dropout(self.activation(self.linear1(x))))
 
 
@@ -42,6 +60,29 @@ class EncoderLayer(nn.Module):
     which trains more stably without warm-up. ``skip_first_norm`` drops the attention
     pre-norm, as FT-Transformer does in its first layer, where the tokens come straight
     from a (linear) tokenizer and normalising them again only loses information.
+
+    Parameters
+    ----------
+    d_model : int
+        Token width ``D``.
+    n_heads : int
+        Attention heads; must divide ``d_model``.
+    d_ff : int
+        Feed-forward hidden width.
+    dropout : float, default=0.0
+        Dropout on each sublayer's output before the residual sum.
+    attention_dropout : float, default=0.0
+        Dropout on the attention probabilities.
+    ffn_dropout : float, default=0.0
+        Dropout on the feed-forward hidden activations.
+    activation : {"gelu", "relu"}, default="gelu"
+        Feed-forward activation.
+    norm_first : bool, default=False
+        ``False`` = post-LN, ``True`` = pre-LN.
+    skip_first_norm : bool, default=False
+        With ``norm_first``, replace the attention pre-norm by the identity.
+    layer_norm_eps : float, default=1e-5
+        Epsilon of both LayerNorms.
     """
 
     def __init__(
@@ -68,6 +109,22 @@ class EncoderLayer(nn.Module):
         self.dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
 
     def forward(self, x, bias=None, need_weights=False):
+        """Run one block.
+
+        Parameters
+        ----------
+        x : Tensor of shape (B, 1+T, D)
+            Token sequence, CLS first.
+        bias : Tensor of shape (B, 1, 1, 1+T) or (B, 1, 1+T, 1+T), or None, default=None
+            Additive attention bias (see :mod:`tabformer.nn.attention`).
+        need_weights : bool, default=False
+            Also return the attention probabilities.
+
+        Returns
+        -------
+        x : Tensor of shape (B, 1+T, D)
+        weights : Tensor of shape (B, H, 1+T, 1+T), or None unless ``need_weights``
+        """
         if self.norm_first:
             attended, weights = self.attention(self.norm1(x), bias, need_weights)
             x = x + self.dropout(attended)
@@ -112,6 +169,23 @@ class TransformerEncoder(nn.Module):
         LayerNorm (and dropout) on the input tokens after positions are added, as BERT
         does for its embeddings.
     layer_norm_eps : float, default=1e-5
+        Epsilon of every LayerNorm.
+
+    Attributes
+    ----------
+    config : dict
+        The constructor arguments, written by :meth:`save` so :meth:`load` can rebuild
+        the same architecture.
+    cls_token : Parameter of shape (1, 1, D)
+        The learned CLS token prepended to every sequence.
+    layers : ModuleList of EncoderLayer
+        The ``n_layers`` blocks.
+
+    Raises
+    ------
+    ValueError
+        If ``positions`` or ``activation`` is not one of the values above, or ``d_model``
+        is not divisible by ``n_heads``.
 
     Examples
     --------
@@ -188,13 +262,37 @@ class TransformerEncoder(nn.Module):
         self.final_norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if norm_first else nn.Identity()
 
     def save(self, path) -> None:
-        """Write the architecture and weights (CPU tensors) to ``path``; reload with :meth:`load`."""
+        """Write the architecture and weights (CPU tensors) to ``path``; reload with :meth:`load`.
+
+        Parameters
+        ----------
+        path : str, path-like or file-like
+            Destination, passed to :func:`torch.save`.
+        """
         state = {name: tensor.detach().cpu() for name, tensor in self.state_dict().items()}
         torch.save({"format": "tabformer.TransformerEncoder/1", "config": self.config, "state_dict": state}, path)
 
     @classmethod
     def load(cls, path, map_location="cpu") -> TransformerEncoder:
-        """Rebuild an encoder written by :meth:`save`, on ``map_location``."""
+        """Rebuild an encoder written by :meth:`save`, on ``map_location``.
+
+        Parameters
+        ----------
+        path : str, path-like or file-like
+            A file written by :meth:`save`.
+        map_location : str or torch.device, default="cpu"
+            Device the weights are loaded onto.
+
+        Returns
+        -------
+        encoder : TransformerEncoder
+            Same architecture and weights as the saved one.
+
+        Raises
+        ------
+        ValueError
+            If ``path`` was not written by :meth:`save`.
+        """
         saved = torch.load(path, map_location=map_location, weights_only=True)
         if not isinstance(saved, dict) or saved.get("format") != "tabformer.TransformerEncoder/1":
             raise ValueError(f"{path} is not a file written by TransformerEncoder.save")
@@ -203,7 +301,26 @@ class TransformerEncoder(nn.Module):
         return encoder
 
     def prepend_cls(self, tokens: torch.Tensor, mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
-        """Return ``(B, 1+T, D)`` tokens and a ``(B, 1+T)`` mask whose first column is True."""
+        """Prepend the CLS token to ``tokens`` and a ``True`` column to ``mask``.
+
+        Parameters
+        ----------
+        tokens : Tensor of shape (B, T, D)
+        mask : bool Tensor of shape (B, T), or None
+            ``True`` = real token; ``None`` means no padding.
+
+        Returns
+        -------
+        tokens : Tensor of shape (B, 1+T, D)
+            CLS first.
+        mask : bool Tensor of shape (B, 1+T)
+            First column ``True``.
+
+        Raises
+        ------
+        ValueError
+            If the token width is not ``d_model`` or ``mask`` does not have shape (B, T).
+        """
         batch, length, width = tokens.shape
         if width != self.d_model:
             raise ValueError(f"tokens have width {width}, the encoder expects d_model={self.d_model}")
@@ -234,7 +351,7 @@ class TransformerEncoder(nn.Module):
         position_ids : long Tensor of shape (B, 1+T) or None
             Explicit positions (CLS included); default ``0..T``. Ignored when the
             encoder has no positions.
-        return_attention : bool
+        return_attention : bool, default=False
             Also return the per-layer attention probabilities.
         token_groups : long Tensor of shape (T,) or None
             Modality of each token (CLS excluded), for mid fusion.
@@ -247,6 +364,13 @@ class TransformerEncoder(nn.Module):
         hidden : Tensor of shape (B, 1+T, D)
             ``hidden[:, 0]`` is the CLS embedding.
         attention : list of Tensor of shape (B, H, 1+T, 1+T), only if ``return_attention``
+            One map per layer.
+
+        Raises
+        ------
+        ValueError
+            If ``tokens`` or ``mask`` has the wrong shape, ``grouped_layers`` is out of
+            range, or a position exceeds ``max_length``.
         """
         x, full_mask = self.prepend_cls(tokens, mask)
         if self.positions is not None:

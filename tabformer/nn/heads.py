@@ -14,7 +14,19 @@ IGNORE_INDEX = -100
 
 
 def mean_pool(hidden: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    """Mean of the outputs of CLS and every real token: ``(B, 1+T, D)``, ``(B, T)`` -> ``(B, D)``."""
+    """Mean of the outputs of CLS and every real token (padding excluded).
+
+    Parameters
+    ----------
+    hidden : Tensor of shape (B, 1+T, D)
+        Encoder output, CLS first.
+    mask : bool Tensor of shape (B, T), or None
+        ``True`` = real token (CLS column excluded); ``None``: plain mean over ``1+T``.
+
+    Returns
+    -------
+    pooled : Tensor of shape (B, D)
+    """
     if mask is None:
         return hidden.mean(dim=1)
     weights = torch.cat([torch.ones_like(mask[:, :1]), mask], dim=1).to(hidden.dtype)[..., None]
@@ -31,17 +43,25 @@ class ClassificationHead(nn.Module):
     Parameters
     ----------
     d_model : int
+        Token width ``D`` of the encoder output.
     n_outputs : int
         Number of classes (logits) or regression targets.
     hidden : int or None, default=None
         Width of an optional hidden layer before the output layer.
     dropout : float, default=0.0
+        Dropout before the output layer; ``0`` builds no dropout module.
     activation : {"relu", "gelu"}, default="relu"
+        Activation after the LayerNorm (and after the hidden layer).
     pooling : {"cls", "mean"}, default="cls"
         What the head reads: the CLS output, or the mean of the outputs of CLS and every
         real token (padding excluded). Sentence-embedding models such as
         all-MiniLM-L6-v2 were trained with mean pooling, so fine-tuning them reads best
         the same way.
+
+    Raises
+    ------
+    ValueError
+        If ``activation`` or ``pooling`` is not one of the values above.
     """
 
     def __init__(
@@ -76,14 +96,43 @@ class ClassificationHead(nn.Module):
         return self.pooling == "mean"
 
     def forward(self, hidden: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        """``hidden`` (B, 1+T, D), ``mask`` (B, T) bool or None -> output (B, n_outputs)."""
+        """Read the pooled encoder output.
+
+        Parameters
+        ----------
+        hidden : Tensor of shape (B, 1+T, D)
+            Encoder output, CLS first.
+        mask : bool Tensor of shape (B, T), or None, default=None
+            Token mask (CLS excluded); read only with ``pooling="mean"``.
+
+        Returns
+        -------
+        output : Tensor of shape (B, n_outputs)
+            Logits or regression outputs.
+        """
         if self.pooling == "cls":
             return self.net(hidden[:, 0])
         return self.net(mean_pool(hidden, mask))
 
 
 class RegressionHead(ClassificationHead):
-    """The CLS head with one output per regression target (same layers, other loss)."""
+    """The CLS head with one output per regression target (same layers, other loss).
+
+    Parameters
+    ----------
+    d_model : int
+        Token width ``D`` of the encoder output.
+    n_outputs : int
+        Number of regression targets.
+    hidden : int or None, default=None
+        Width of an optional hidden layer before the output layer.
+    dropout : float, default=0.0
+        Dropout before the output layer.
+    activation : {"relu", "gelu"}, default="relu"
+        Activation after the LayerNorm (and after the hidden layer).
+    pooling : {"cls", "mean"}, default="cls"
+        Read the CLS output or the mean over CLS and the real tokens.
+    """
 
 
 # ------------------------------------------------------------------ modules
@@ -93,8 +142,11 @@ class TokenClassificationHead(nn.Module):
     Parameters
     ----------
     d_model : int
+        Token width ``D`` of the encoder output.
     n_outputs : int
+        Number of tags.
     dropout : float, default=0.0
+        Dropout on the token outputs before the linear layer.
     """
 
     def __init__(self, d_model: int, n_outputs: int, dropout: float = 0.0):
@@ -103,6 +155,7 @@ class TokenClassificationHead(nn.Module):
         self.linear = nn.Linear(d_model, n_outputs)
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Tag every token: ``hidden`` ``(B, 1+T, D)`` -> logits ``(B, T, n_outputs)`` (CLS dropped)."""
         return self.linear(self.dropout(hidden[:, 1:]))
 
 
@@ -114,6 +167,20 @@ class TokenCrossEntropy(nn.Module):
     """
 
     def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """Mean cross-entropy over the labelled tokens.
+
+        Parameters
+        ----------
+        logits : Tensor of shape (B, T', n_tags)
+            Per-token logits, ``T' <= T``.
+        target : Tensor of shape (B, T)
+            Tag ids, ``IGNORE_INDEX`` where a token takes no part; cut to ``T'`` columns.
+
+        Returns
+        -------
+        loss : scalar Tensor
+            ``0`` (still attached to the graph) when no token is labelled.
+        """
         target = target[:, : logits.shape[1]].long()
         if not bool((target != IGNORE_INDEX).any()):
             return logits.sum() * 0.0  # a batch of empty sentences: no signal, no NaN

@@ -10,7 +10,19 @@ __all__ = ["LearnedPositions", "SinusoidalPositions", "GridPositions", "sinusoid
 
 
 def sinusoidal_table(length: int, d_model: int) -> torch.Tensor:
-    """``PE[pos, 2i] = sin(pos / 10000^(2i/d))``, ``PE[pos, 2i+1] = cos(...)``; shape (length, d)."""
+    """The sinusoidal position table: ``PE[pos, 2i] = sin(pos / 10000^(2i/d))``, ``PE[pos, 2i+1] = cos(...)``.
+
+    Parameters
+    ----------
+    length : int
+        Number of positions.
+    d_model : int
+        Embedding width ``d`` (odd widths drop the last cosine column).
+
+    Returns
+    -------
+    table : float32 Tensor of shape (length, d_model)
+    """
     position = torch.arange(length, dtype=torch.float64)[:, None]
     even = torch.arange(0, d_model, 2, dtype=torch.float64)
     angle = position / torch.pow(10000.0, even / d_model)
@@ -21,7 +33,15 @@ def sinusoidal_table(length: int, d_model: int) -> torch.Tensor:
 
 
 class LearnedPositions(nn.Module):
-    """A trainable embedding per position ``0 .. max_length-1``."""
+    """A trainable embedding per position ``0 .. max_length-1``.
+
+    Parameters
+    ----------
+    max_length : int
+        Number of positions (CLS included).
+    d_model : int
+        Embedding width ``D``.
+    """
 
     def __init__(self, max_length: int, d_model: int):
         super().__init__()
@@ -30,6 +50,10 @@ class LearnedPositions(nn.Module):
         nn.init.normal_(self.embedding.weight, std=0.02)
 
     def forward(self, position_ids: torch.Tensor) -> torch.Tensor:
+        """Look up positions: long ``(B, L)`` (or ``(1, L)``) ids -> ``(B, L, D)`` embeddings.
+
+        Raises ``ValueError`` when an id is ``>= max_length``.
+        """
         if position_ids.max() >= self.max_length:
             raise ValueError(
                 f"sequence needs position {int(position_ids.max())} but the encoder was built with "
@@ -39,7 +63,15 @@ class LearnedPositions(nn.Module):
 
 
 class SinusoidalPositions(nn.Module):
-    """Fixed sine/cosine positions (Vaswani et al., 2017); a buffer, not a parameter."""
+    """Fixed sine/cosine positions (Vaswani et al., 2017); a buffer, not a parameter.
+
+    Parameters
+    ----------
+    max_length : int
+        Number of positions (CLS included).
+    d_model : int
+        Embedding width ``D``.
+    """
 
     def __init__(self, max_length: int, d_model: int):
         super().__init__()
@@ -47,13 +79,25 @@ class SinusoidalPositions(nn.Module):
         self.register_buffer("table", sinusoidal_table(max_length, d_model), persistent=False)
 
     def forward(self, position_ids: torch.Tensor) -> torch.Tensor:
+        """Look up positions: long ``(B, L)`` (or ``(1, L)``) ids -> ``(B, L, D)`` embeddings.
+
+        Raises ``ValueError`` when an id is ``>= max_length``.
+        """
         if position_ids.max() >= self.max_length:
             raise ValueError(f"sequence needs position {int(position_ids.max())} but max_length={self.max_length}")
         return self.table[position_ids]
 
 
 class GridPositions(nn.Module):
-    """One learned embedding per grid cell, ``(1, h*w, D)``, ViT-style (std 0.02)."""
+    """One learned embedding per grid cell, ``(1, h*w, D)``, ViT-style (std 0.02).
+
+    Parameters
+    ----------
+    grid_shape : tuple of (int, int)
+        The token grid ``(h, w)``.
+    d_model : int
+        Embedding width ``D``.
+    """
 
     def __init__(self, grid_shape, d_model):
         super().__init__()
@@ -62,7 +106,23 @@ class GridPositions(nn.Module):
         nn.init.trunc_normal_(self.weight, std=0.02)
 
     def forward(self, feature_map: torch.Tensor) -> torch.Tensor:
-        """``(B, D, h, w)`` map -> ``(B, h*w, D)`` tokens with positions added."""
+        """Flatten a feature map into tokens and add the grid positions.
+
+        Parameters
+        ----------
+        feature_map : Tensor of shape (B, D, h, w)
+            ``(h, w)`` must equal ``grid_shape``.
+
+        Returns
+        -------
+        tokens : Tensor of shape (B, h*w, D)
+            Row-major order.
+
+        Raises
+        ------
+        ValueError
+            If the map's grid is not ``grid_shape``.
+        """
         if tuple(feature_map.shape[-2:]) != self.grid_shape:
             raise ValueError(f"token grid is {tuple(feature_map.shape[-2:])}, the embedder was built for {self.grid_shape}")
         return feature_map.flatten(2).transpose(1, 2) + self.weight.to(feature_map.dtype)

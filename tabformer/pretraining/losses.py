@@ -19,7 +19,17 @@ def nt_xent_loss(z1: torch.Tensor, z2: torch.Tensor, temperature: float = 0.5) -
     ----------
     z1, z2 : Tensor of shape (B, k)
         Projections of the first and second views (row ``i`` of both is image ``i``).
-    temperature : float
+    temperature : float, default=0.5
+        Divisor of the cosine similarities.
+
+    Returns
+    -------
+    loss : scalar float32 Tensor
+
+    Raises
+    ------
+    ValueError
+        If ``z1`` and ``z2`` are not 2-D of one shape, or ``B < 2``.
     """
     if z1.shape != z2.shape or z1.ndim != 2:
         raise ValueError(f"z1 and z2 must be (B, k) of the same shape, got {tuple(z1.shape)} and {tuple(z2.shape)}")
@@ -46,7 +56,8 @@ def masked_token_loss(predictions) -> torch.Tensor:
 
     Returns
     -------
-    scalar Tensor; 0 (with a gradient path) when nothing was masked in the batch.
+    loss : scalar Tensor
+        0 (with a gradient path) when nothing was masked in the batch.
     """
     total, count = None, 0
     for logits, target in predictions:

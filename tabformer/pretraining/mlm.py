@@ -27,7 +27,18 @@ __all__ = ["MaskedTokenModeling", "MaskedTokenHead", "MixedMaskedTokenHead", "To
 
 class TokenHead(nn.Module):
     """``LayerNorm(GELU(Linear(h)))`` then logits against an output matrix (+ bias):
-    BERT's masked-token head, one per vocabulary."""
+    BERT's masked-token head, one per vocabulary.
+
+    Parameters
+    ----------
+    d_model : int
+        Token width ``D``.
+    n_outputs : int
+        Vocabulary size ``V`` (rows of the output matrix).
+    tie_weights : bool
+        ``True``: the output matrix is passed to :meth:`forward` (the input embeddings);
+        ``False``: the head owns a ``(V, D)`` decoder.
+    """
 
     def __init__(self, d_model: int, n_outputs: int, tie_weights: bool):
         super().__init__()
@@ -36,6 +47,7 @@ class TokenHead(nn.Module):
         self.bias = nn.Parameter(torch.zeros(n_outputs))
 
     def forward(self, states: torch.Tensor, tied_weight: torch.Tensor) -> torch.Tensor:
+        """Logits ``(n, V)`` for encoder states ``(n, D)``; ``tied_weight`` ``(V, D)`` is used only when tied."""
         weight = tied_weight if self.decoder is None else self.decoder.weight
         return F.linear(self.transform(states), weight, self.bias)
 
@@ -47,6 +59,15 @@ class MaskedTokenHead(nn.Module):
     embeds and encodes the corrupted ids and returns ``[(logits, target)]`` of the
     chosen positions only, so only they go through the vocabulary-sized output layer,
     tied to the word embeddings (as BERT's) unless ``tie_weights=False``.
+
+    Parameters
+    ----------
+    d_model : int
+        Token width ``D``.
+    vocab_size : int
+        Size ``V`` of the text vocabulary.
+    tie_weights : bool, default=True
+        Score against the embedder's word embeddings rather than an own output matrix.
     """
 
     def __init__(self, d_model: int, vocab_size: int, tie_weights: bool = True):
@@ -54,6 +75,24 @@ class MaskedTokenHead(nn.Module):
         self.head = TokenHead(d_model, vocab_size, tie_weights)
 
     def forward(self, embedder, encoder, input_ids, attention_mask, mlm_labels, token_type_ids=None, **_):
+        """Embed, encode and score the chosen positions.
+
+        Parameters
+        ----------
+        embedder : TextEmbedder
+            The shared embedder (its ``word_embeddings`` are the tied output matrix).
+        encoder : TransformerEncoder
+            The shared encoder.
+        input_ids, attention_mask, token_type_ids : Tensor of shape (B, T)
+            The corrupted ids, as a text batch (``token_type_ids`` may be None).
+        mlm_labels : long Tensor of shape (B, T)
+            Original id at the chosen positions, ``IGNORE_INDEX`` elsewhere.
+
+        Returns
+        -------
+        predictions : list of one (Tensor of shape (n, V), long Tensor of shape (n,))
+            Logits and target ids of the ``n`` chosen positions of the batch.
+        """
         tokens, mask = embedder(input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids)
         hidden = encoder(tokens, mask)[:, 1:]
         labels = mlm_labels[:, : hidden.shape[1]]  # the text embedder cuts padding in training
@@ -82,7 +121,14 @@ class MixedMaskedTokenHead(nn.Module):
     embedder : MixedEmbedder
         Read once, to size the heads (it is not kept).
     d_model : int
+        Token width ``D``.
     tie_weights : bool, default=True
+        Score against the embedders' word / category embeddings rather than own output matrices.
+
+    Raises
+    ------
+    TypeError
+        If ``embedder`` is not a mixed embedder.
     """
 
     def __init__(self, embedder: nn.Module, d_model: int, tie_weights: bool = True):
@@ -104,6 +150,23 @@ class MixedMaskedTokenHead(nn.Module):
                 self.register_buffer(f"allowed_g{index}", allowed, persistent=False)
 
     def forward(self, embedder, encoder, **inputs) -> list:
+        """Embed and encode the whole corrupted row once, then score each segment's masked positions.
+
+        Parameters
+        ----------
+        embedder : MixedEmbedder
+            The shared embedder.
+        encoder : TransformerEncoder
+            The shared encoder.
+        **inputs : Tensor
+            A mixed batch (keys ``"<segment>/<array>"``, first dimension ``B``) plus
+            ``"<segment>/mlm_labels"`` for the masked segments.
+
+        Returns
+        -------
+        predictions : list of (Tensor of shape (n_s, V_s), long Tensor of shape (n_s,))
+            Logits and targets per segment with masked positions (one empty pair if none).
+        """
         suffix = SEPARATOR + LABELS
         labels = {k[: -len(suffix)]: inputs.pop(k) for k in [k for k in inputs if k.endswith(suffix)]}
         parts = embedder.forward_segments(**inputs)
@@ -153,6 +216,13 @@ class MaskedTokenModeling:
     tie_weights : bool, default=True
         Output layer shares the input word embeddings.
 
+    Raises
+    ------
+    ValueError, TypeError
+        From :meth:`make_dataset` / :meth:`build_head`: a probability outside ``[0, 1]``,
+        ``mask_prob == 0``, ``mask_token_prob + random_token_prob > 1``, or a tokenizer
+        without a vocabulary (an image tokenizer).
+
     Notes
     -----
     With a :class:`~tabformer.tokenizers.MixedTokenizer` (a DataFrame with text, image
@@ -189,7 +259,22 @@ class MaskedTokenModeling:
             )
 
     def make_dataset(self, batch, tokenizer, random_state=None):
-        """Dataset of the tokenized rows, masked afresh at every access."""
+        """Dataset of the tokenized rows, masked afresh at every access.
+
+        Parameters
+        ----------
+        batch : dict of ndarray
+            The fitted tokenizer's ``transform`` output for the ``n`` unlabeled rows.
+        tokenizer : BaseTokenizer
+            The fitted tokenizer (text with a vocabulary, or mixed).
+        random_state : int or None, default=None
+            Seed of the masks.
+
+        Returns
+        -------
+        dataset : MaskedTokenDataset or MixedMaskedTokenDataset
+            ``n`` items ``(inputs, 0)``: the row's corrupted arrays plus its labels.
+        """
         if getattr(tokenizer, "kind", None) == "mixed":
             self._check_probabilities()
             return MixedMaskedTokenDataset(
@@ -201,7 +286,21 @@ class MaskedTokenModeling:
         )
 
     def build_head(self, tokenizer, embedder, d_model: int) -> nn.Module:
-        """The masked-token head; the shared embedder and encoder are passed at each call."""
+        """The masked-token head; the shared embedder and encoder are passed at each call.
+
+        Parameters
+        ----------
+        tokenizer : BaseTokenizer
+            The fitted tokenizer.
+        embedder : nn.Module
+            The shared embedder built from it (read to size the heads).
+        d_model : int
+            Token width ``D``.
+
+        Returns
+        -------
+        head : MaskedTokenHead or MixedMaskedTokenHead
+        """
         if getattr(tokenizer, "kind", None) == "mixed":
             self._check_probabilities()
             return MixedMaskedTokenHead(embedder, d_model, self.tie_weights)
@@ -211,5 +310,15 @@ class MaskedTokenModeling:
         return MaskedTokenHead(d_model, tokenizer.vocab_size_, self.tie_weights)
 
     def loss(self, predictions) -> torch.Tensor:
-        """Cross-entropy of the original ids at the masked positions (:func:`masked_token_loss`)."""
+        """Cross-entropy of the original ids at the masked positions (:func:`masked_token_loss`).
+
+        Parameters
+        ----------
+        predictions : list of (Tensor of shape (n_i, V_i), long Tensor of shape (n_i,))
+            The head's output.
+
+        Returns
+        -------
+        loss : scalar Tensor
+        """
         return masked_token_loss(predictions)

@@ -16,6 +16,11 @@ def register_objective(name: str):
     ----------
     name : str
         What ``TabFormerPretrainer(objective=name)`` calls it.
+
+    Returns
+    -------
+    decorate : callable
+        Registers the class in :data:`OBJECTIVES` and returns it unchanged.
     """
 
     def decorate(cls):
@@ -28,10 +33,22 @@ def register_objective(name: str):
 def get_objective(name):
     """The objective class registered as ``name``.
 
+    Parameters
+    ----------
+    name : str
+        A key of :data:`OBJECTIVES`, e.g. ``"mlm"`` or ``"simclr"``.
+
+    Returns
+    -------
+    objective : type
+        The class; build it with the ``objective__*`` parameters.
+
     Raises
     ------
-    TypeError if ``name`` is not a str; ValueError naming the registered objectives
-    if it is unknown.
+    TypeError
+        If ``name`` is not a str.
+    ValueError
+        Naming the registered objectives, if ``name`` is unknown.
     """
     if not isinstance(name, str):
         raise TypeError(f"objective must be a registered name, got {type(name).__name__}")

@@ -21,7 +21,19 @@ __all__ = ["SimCLR", "ContrastiveHead", "ProjectionHead"]
 
 
 class ProjectionHead(nn.Module):
-    """``Linear -> (BatchNorm) -> ReLU -> Linear``: SimCLR's 2-layer MLP on the CLS embedding."""
+    """``Linear -> (BatchNorm) -> ReLU -> Linear``: SimCLR's 2-layer MLP on the CLS embedding.
+
+    Parameters
+    ----------
+    d_model : int
+        Width ``D`` of the CLS embedding.
+    hidden : int
+        Hidden width.
+    out : int
+        Projection width ``k``.
+    batch_norm : bool, default=True
+        BatchNorm after the first layer.
+    """
 
     def __init__(self, d_model: int, hidden: int, out: int, batch_norm: bool = True):
         super().__init__()
@@ -33,6 +45,7 @@ class ProjectionHead(nn.Module):
         )
 
     def forward(self, cls: torch.Tensor) -> torch.Tensor:
+        """Project CLS embeddings: ``(N, D)`` -> ``(N, k)``."""
         return self.net(cls)
 
 
@@ -44,6 +57,11 @@ class ContrastiveHead(nn.Module):
     the ``(2B, k)`` projections, first view first. One pass means one set of kernel
     launches, and the BatchNorm in the projection sees all ``2B`` rows. The embedder and
     encoder are arguments, not submodules, so a state dict holds them once.
+
+    Parameters
+    ----------
+    projection : nn.Module
+        Maps ``(2B, D)`` CLS embeddings to ``(2B, k)`` projections, e.g. :class:`ProjectionHead`.
     """
 
     def __init__(self, projection: nn.Module):
@@ -51,6 +69,22 @@ class ContrastiveHead(nn.Module):
         self.projection = projection
 
     def forward(self, embedder: nn.Module, encoder: nn.Module, **inputs) -> torch.Tensor:
+        """Embed, encode and project both views in one pass.
+
+        Parameters
+        ----------
+        embedder : nn.Module
+            The shared embedder.
+        encoder : TransformerEncoder
+            The shared encoder.
+        **inputs : Tensor
+            ``"view1/<key>"`` and ``"view2/<key>"`` arrays, first dimension ``B``.
+
+        Returns
+        -------
+        projections : Tensor of shape (2B, k)
+            Rows ``0..B-1`` are the first view, ``B..2B-1`` the second.
+        """
         first, second = (view_batch(inputs, view) for view in VIEWS)
         both = {key: torch.cat([value, second[key]]) for key, value in first.items()}
         tokens, mask = embedder(**both)
@@ -70,6 +104,7 @@ class SimCLR:
     projection_hidden : int or None, default=None
         Hidden width of the projection head; ``None`` means ``d_model``.
     projection_batch_norm : bool, default=True
+        BatchNorm in the projection head.
     crop_scale, crop_ratio, flip_p, jitter_p, brightness, contrast, saturation, hue, grayscale_p, blur_p, blur_sigma, blur_kernel
         Augmentation settings, see :func:`~tabformer.pretraining.views.image_augmentation`.
     corruption_rate : float, default=0.3
@@ -80,6 +115,12 @@ class SimCLR:
     text_crop : float, default=0.7
         Mixed rows only: each view keeps a random contiguous span of at least this
         share of a text's words.
+
+    Raises
+    ------
+    ValueError, TypeError
+        From :meth:`build_head` (``temperature <= 0``), :meth:`make_transform` (a tokenizer
+        that is not a fitted image tokenizer) or the mixed dataset (a rate out of range).
 
     Notes
     -----
@@ -160,15 +201,46 @@ class SimCLR:
             )
 
     def make_transform(self, tokenizer):
-        """The torchvision v2 view transform for this tokenizer's images."""
+        """The torchvision v2 view transform for this tokenizer's images.
+
+        Parameters
+        ----------
+        tokenizer : PatchTokenizer
+            A fitted image tokenizer (its ``image_size_`` and ``n_channels_`` are read).
+
+        Returns
+        -------
+        transform : callable
+            ``(C, H, W) -> (C, H, W)`` random view (:func:`~tabformer.pretraining.views.image_augmentation`).
+
+        Raises
+        ------
+        TypeError
+            If ``tokenizer`` is not a fitted image tokenizer.
+        """
         self._check_tokenizer(tokenizer)
         return image_augmentation(
             tokenizer.image_size_, tokenizer.n_channels_, **{name: getattr(self, name) for name in self._AUGMENT}
         )
 
     def make_dataset(self, batch, tokenizer, random_state=None):
-        """Dataset of two fresh views per image (``batch["pixels"]``, (N, C, H, W) in [0, 1])
-        or, for a :class:`~tabformer.tokenizers.MixedTokenizer`, per mixed row."""
+        """Dataset of two fresh views per image or, for a :class:`~tabformer.tokenizers.MixedTokenizer`, per mixed row.
+
+        Parameters
+        ----------
+        batch : dict of ndarray
+            The fitted tokenizer's ``transform`` output for ``N`` rows (images: ``batch["pixels"]``,
+            ``(N, C, H, W)`` in ``[0, 1]``).
+        tokenizer : BaseTokenizer
+            The fitted image or mixed tokenizer.
+        random_state : int or None, default=None
+            Seed of the views.
+
+        Returns
+        -------
+        dataset : TwoViewDataset or MixedTwoViewDataset
+            ``N`` items ``({"view1/<key>": ..., "view2/<key>": ...}, 0)``.
+        """
         if getattr(tokenizer, "kind", None) == "mixed":
             return MixedTwoViewDataset(
                 batch, tokenizer, self.make_transform, self.corruption_rate, self.text_mask_prob, self.text_crop, random_state
@@ -176,7 +248,26 @@ class SimCLR:
         return TwoViewDataset(batch["pixels"], self.make_transform(tokenizer), random_state)
 
     def build_head(self, tokenizer, embedder, d_model: int) -> ContrastiveHead:
-        """A fresh projection head; the shared embedder and encoder are passed at each call."""
+        """A fresh projection head; the shared embedder and encoder are passed at each call.
+
+        Parameters
+        ----------
+        tokenizer : BaseTokenizer
+            The fitted tokenizer (unused).
+        embedder : nn.Module
+            The shared embedder (unused).
+        d_model : int
+            Width ``D`` of the CLS embedding.
+
+        Returns
+        -------
+        head : ContrastiveHead
+
+        Raises
+        ------
+        ValueError
+            If ``temperature <= 0``.
+        """
         if not self.temperature > 0:
             raise ValueError(f"objective__temperature must be > 0, got {self.temperature!r}")
         return ContrastiveHead(
@@ -184,6 +275,16 @@ class SimCLR:
         )
 
     def loss(self, projections: torch.Tensor) -> torch.Tensor:
-        """NT-Xent between the first and second half of ``projections`` (the two views)."""
+        """NT-Xent between the first and second half of ``projections`` (the two views).
+
+        Parameters
+        ----------
+        projections : Tensor of shape (2B, k)
+            The head's output, first view first.
+
+        Returns
+        -------
+        loss : scalar Tensor
+        """
         half = len(projections) // 2
         return nt_xent_loss(projections[:half], projections[half:], self.temperature)

@@ -1,23 +1,12 @@
-"""The views objectives train on: augmented pairs (SimCLR) and masked copies (MLM), drawn
-afresh at every access so every epoch sees new ones, from a seed stream that makes a run
-reproducible without touching the caller's global RNG.
+"""The views objectives train on: augmented pairs (SimCLR) and masked copies (MLM), drawn afresh at every access
+so every epoch sees new ones, from a seed stream that makes a run reproducible without touching the caller's global RNG.
 
-Images: SimCLR's recipe (Chen et al., 2020), random resized crop, horizontal flip,
-colour jitter and random grayscale (colour images only), and Gaussian blur, with
-torchvision transforms v2. Masked tokens: BERT's 80/10/10 (Devlin et al., 2019).
-
-Mixed rows (keys ``"<segment>/<array>"``, see :class:`~tabformer.tokenizers.MixedTokenizer`):
-
-- image columns: the image augmentation, drawn per image and per view;
-- table cells: SCARF's corruption (Bahri et al., 2022): every cell is replaced, with
-  probability ``corruption_rate``, by the same column's value in a random row. SCARF
-  contrasts the clean row with one corrupted view and recommends a rate of 0.6; here,
-  as in SimCLR, both views are corrupted independently, each with a milder 0.3 by
-  default (two corrupted views differ about as much as one at 0.6 and a clean one);
-- texts: a random contiguous crop of the words, then word masking (``[MASK]``);
-- masked-token modelling masks the words of every text column and categorical cells.
-
-Both views of a batch come out under ``"view1/<key>"`` and ``"view2/<key>"``.
+Images: SimCLR's recipe (Chen et al., 2020), random resized crop, horizontal flip, colour jitter and random grayscale
+(colour images only), and Gaussian blur, with torchvision transforms v2. Masked tokens: BERT's 80/10/10 (Devlin et al.,
+2019). Mixed rows (keys ``"<segment>/<array>"``, see :class:`~tabformer.tokenizers.MixedTokenizer`): image columns get the
+image augmentation, per image and view; table cells SCARF's corruption (Bahri et al., 2022; see :class:`MixedTwoViewDataset`);
+texts a random crop of the words, then word masking. Masked-token modelling masks the words of every text column and
+categorical cells. Both views of a batch come out under ``"view1/<key>"`` and ``"view2/<key>"``.
 """
 
 from __future__ import annotations
@@ -58,7 +47,20 @@ _TEXT_FILL = {"input_ids": PAD, "attention_mask": False, "token_type_ids": 0, "w
 
 
 def view_batch(inputs: dict, view: str) -> dict:
-    """The batch of one view: keys ``"<view>/<key>"`` without ``"<view>/"``."""
+    """The batch of one view: keys ``"<view>/<key>"`` without ``"<view>/"``.
+
+    Parameters
+    ----------
+    inputs : dict of str to Tensor
+        A two-view batch, keys ``"view1/<key>"`` and ``"view2/<key>"``.
+    view : str
+        One of :data:`VIEWS`.
+
+    Returns
+    -------
+    batch : dict of str to Tensor
+        ``{<key>: value}`` of that view (values unchanged, first dimension ``B``).
+    """
     prefix = view + SEPARATOR
     return {k[len(prefix) :]: v for k, v in inputs.items() if k.startswith(prefix)}
 
@@ -94,21 +96,20 @@ def image_augmentation(
         Output size of the random resized crop (the tokenizer's fitted size).
     n_channels : int
         1 (grey: no saturation, hue or grayscale step) or 3.
-    crop_scale, crop_ratio : pairs of float
-        Area fraction and aspect-ratio range of the random crop. SimCLR uses
-        ``(0.08, 1)`` on ImageNet; small low-resolution images keep more of the object.
-    flip_p : float
-        Probability of a horizontal flip.
-    jitter_p, brightness, contrast, saturation, hue : float
+    crop_scale, crop_ratio : pairs of float, default=(0.3, 1.0) and (3/4, 4/3)
+        Area fraction and aspect-ratio range of the random crop. SimCLR uses ``(0.08, 1)`` on ImageNet; small
+        low-resolution images keep more of the object.
+    flip_p, grayscale_p : float, default=0.5 and 0.2
+        Probabilities of a horizontal flip and of turning a colour view grey.
+    jitter_p, brightness, contrast, saturation, hue : float, default=0.8, 0.4, 0.4, 0.4, 0.1
         Colour jitter, applied with probability ``jitter_p``.
-    grayscale_p : float
-        Probability of turning a colour view grey.
-    blur_p, blur_sigma, blur_kernel
-        Gaussian blur probability, sigma range and (odd) kernel size.
+    blur_p, blur_sigma, blur_kernel : float, pair of float, odd int, default=0.5, (0.1, 2.0), 3
+        Gaussian blur probability, sigma range and kernel size.
 
     Returns
     -------
-    torchvision.transforms.v2.Compose
+    transform : torchvision.transforms.v2.Compose
+        Maps a ``(C, H, W)`` tensor to a random ``(C, *image_size)`` view.
     """
     steps = [v2.RandomResizedCrop(tuple(image_size), scale=tuple(crop_scale), ratio=tuple(crop_ratio), antialias=True)]
     if flip_p:
@@ -127,17 +128,16 @@ def image_augmentation(
 class TwoViewDataset(Dataset):
     """Two independently augmented views of every image, new ones at every access.
 
-    Yields ``({"view1/pixels": (C, H, W), "view2/pixels": (C, H, W)}, 0.0)``, so the default collate
-    (or skorch's) stacks them into batches of the same keys.
+    Yields ``({"view1/pixels": (C, H, W), "view2/pixels": (C, H, W)}, 0.0)``; the default collate (or skorch's) stacks them.
 
     Parameters
     ----------
     pixels : ndarray or Tensor of shape (N, C, H, W), float in [0, 1]
+        The images, as a :class:`~tabformer.tokenizers.PatchTokenizer` returns them (``ValueError`` unless 4-D).
     transform : callable
         ``(C, H, W) -> (C, H, W)``, e.g. :func:`image_augmentation`.
-    random_state : int or None
-        Seeds the stream of per-batch seeds; torchvision draws from the global torch
-        RNG, which is forked around each batch so the caller's state is untouched.
+    random_state : int or None, default=None
+        Seeds the per-batch seeds; torchvision draws from the global torch RNG, forked around each batch (left untouched).
     """
 
     def __init__(self, pixels, transform, random_state=None):
@@ -161,19 +161,30 @@ class TwoViewDataset(Dataset):
 
 
 def make_generator(random_state=None) -> torch.Generator:
-    """A private torch generator seeded from ``random_state`` (``None``: from the global RNG)."""
+    """A private torch generator seeded from ``random_state`` (int; ``None``: a seed from the global torch RNG)."""
     generator = torch.Generator()
     generator.manual_seed(int(torch.randint(2**62, ()).item()) if random_state is None else int(random_state))
     return generator
 
 
 def mask_tokens(ids, candidates, vocab_size, mask_prob, mask_token_prob, random_token_prob, generator):
-    """BERT's corruption of a (B, T) id batch; returns ``(corrupted ids, labels)``.
+    """BERT's corruption of a (B, T) id batch.
 
-    Each ``candidates`` position is chosen with probability ``mask_prob``; a chosen id
-    becomes ``[MASK]`` (``mask_token_prob``), a random non-special id below
-    ``vocab_size`` (``random_token_prob``) or stays. ``labels`` hold the original id at
-    chosen positions and ``IGNORE_INDEX`` elsewhere. ``ids`` is not modified.
+    Parameters
+    ----------
+    ids, candidates : long and bool Tensor of shape (B, T)
+        Token ids (not modified) and the positions that may be chosen (real, non-special tokens).
+    vocab_size : int
+        Random replacements are non-special ids below this.
+    mask_prob, mask_token_prob, random_token_prob : float
+        A candidate is chosen with probability ``mask_prob``; a chosen id becomes ``[MASK]`` (``mask_token_prob``), a
+        random id (``random_token_prob``) or stays.
+    generator : torch.Generator
+
+    Returns
+    -------
+    ids, labels : long Tensor of shape (B, T)
+        The corrupted ids; the original id at chosen positions and ``IGNORE_INDEX`` elsewhere.
     """
     ids = ids.clone()
     draw = torch.rand(ids.shape, generator=generator)
@@ -189,15 +200,17 @@ def mask_tokens(ids, candidates, vocab_size, mask_prob, mask_token_prob, random_
 class MaskedTokenDataset(TensorDictDataset):
     """Tokenized rows that come out with fresh masks at every access.
 
-    Batches carry ``input_ids`` (corrupted), the other tokenizer arrays, and
-    ``mlm_labels`` (original id at chosen positions, ``-100`` elsewhere).
+    Batches carry ``input_ids`` (corrupted), the other tokenizer arrays, and ``mlm_labels`` (original id at chosen
+    positions, ``-100`` elsewhere).
 
     Parameters
     ----------
-    X : dict of arrays from a discrete tokenizer (``input_ids``, ``attention_mask``...)
+    X : dict of arrays of shape (N, T)
+        A discrete tokenizer's output (``input_ids``, ``attention_mask``...; ``word_ids`` is dropped).
     vocab_size : int
-    mask_prob, mask_token_prob, random_token_prob : float
-    random_state : int or None
+        Random replacements are non-special ids below this.
+    mask_prob, mask_token_prob, random_token_prob, random_state : float, float, float, int or None, default=0.15, 0.8, 0.1, None
+        Masking probabilities (see :func:`mask_tokens`) and the seed of the masks.
     """
 
     def __init__(self, X, vocab_size, mask_prob=0.15, mask_token_prob=0.8, random_token_prob=0.1, random_state=None):
@@ -228,23 +241,24 @@ def _check_rate(name, value, low_open=False):
 def crop_text(arrays: dict, min_fraction: float, generator: torch.Generator) -> dict:
     """Keep a random contiguous span of every row's words, moved to the front.
 
-    The words of a row are its real tokens but the last one, the ``[SEP]`` the
-    tokenizer appends (also after a text truncated at ``max_length``). A row of ``k``
-    words keeps ``L`` of them, ``L`` uniform in ``[ceil(min_fraction * k), k]``
-    (at least 1 when ``k >= 1``), starting at a uniform offset; the span is followed by
-    the row's ``[SEP]`` and padding. So a crop looks like a shorter text: positions
-    restart at 0, as for a real text of that length.
+    The words of a row are its real tokens but the last one, the ``[SEP]`` the tokenizer appends (also after a text
+    truncated at ``max_length``). A row of ``k`` words keeps ``L`` of them, ``L`` uniform in ``[ceil(min_fraction * k), k]``
+    (at least 1 when ``k >= 1``), starting at a uniform offset; the span is followed by the row's ``[SEP]`` and padding.
+    So a crop looks like a shorter text: positions restart at 0, as for a real text of that length.
 
     Parameters
     ----------
-    arrays : dict with ``input_ids`` and ``attention_mask`` (B, T), optionally
-        ``token_type_ids`` / ``word_ids`` (gathered the same way) and 1-D arrays (kept).
+    arrays : dict of Tensor
+        ``input_ids`` and ``attention_mask`` of shape (B, T); optionally ``token_type_ids`` / ``word_ids`` (gathered the
+        same way) and 1-D arrays such as ``present`` (kept).
     min_fraction : float in (0, 1]
+        Smallest share of a row's words that is kept.
     generator : torch.Generator
 
     Returns
     -------
-    dict with the same keys and shapes.
+    arrays : dict of Tensor
+        The same keys and shapes.
     """
     mask = arrays["attention_mask"].bool()
     n_rows, width = mask.shape
@@ -269,31 +283,31 @@ def crop_text(arrays: dict, min_fraction: float, generator: torch.Generator) -> 
 class MixedTwoViewDataset(TensorDictDataset):
     """Two independently corrupted views of every mixed row, new ones at every access.
 
-    Batches (through ``__getitems__``) are ``({"view1/<key>": ..., "view2/<key>": ...},
-    zeros)`` for every ``<key>`` of the tokenizer's output. Per segment:
+    Batches (through ``__getitems__``) are ``({"view1/<key>": ..., "view2/<key>": ...}, zeros)`` for every ``<key>`` of
+    the tokenizer's output. Per segment:
 
-    - image: ``image_transform(sub_tokenizer)`` applied to every present image, once per
-      view (absent images keep their placeholder; the embedder masks them);
-    - table: every cell (``cat_ids``; ``num_values`` with ``num_missing``) is replaced,
-      with probability ``corruption_rate``, by the same column's cell in a uniformly
-      drawn row of this dataset (possibly the row itself, as a draw from the column's
-      empirical distribution is in SCARF; with a validation split, rows of both parts);
-    - text: :func:`crop_text` with ``text_crop``, then each real non-special token
-      becomes ``[MASK]`` with probability ``text_mask_prob`` (no 80/10/10 here: the
-      goal is a corrupted view, not a prediction target).
+    - image: ``image_transform(sub_tokenizer)`` applied to every present image, once per view (absent images keep their
+      placeholder; the embedder masks them);
+    - table: every cell (``cat_ids``; ``num_values`` with ``num_missing``) is replaced, with probability
+      ``corruption_rate``, by the same column's cell in a uniformly drawn row of this dataset (possibly the row itself,
+      as a draw from the column's empirical distribution is in SCARF; with a validation split, rows of both parts).
+      SCARF contrasts the clean row with one corrupted view at a rate of 0.6; here, as in SimCLR, both views are
+      corrupted independently, at a milder 0.3 by default (two such views differ about as much as SCARF's pair);
+    - text: :func:`crop_text` with ``text_crop``, then each real non-special token becomes ``[MASK]`` with probability
+      ``text_mask_prob`` (no 80/10/10 here: the goal is a corrupted view, not a prediction target).
 
     Parameters
     ----------
-    X : dict of arrays from a fitted MixedTokenizer's ``transform``
-    tokenizer : fitted :class:`~tabformer.tokenizers.MixedTokenizer`
-    image_transform : callable or None
-        ``sub_tokenizer -> ((C, H, W) -> (C, H, W))``; ``None`` uses
-        :func:`image_augmentation` with its defaults.
-    corruption_rate, text_mask_prob : float in [0, 1]
-    text_crop : float in (0, 1]
-    random_state : int or None
-        Seeds the stream of per-batch seeds; torchvision draws from the global torch
-        RNG, which is forked around each batch so the caller's state is untouched.
+    X : dict of arrays, each of first dimension N
+        A fitted MixedTokenizer's ``transform`` output.
+    tokenizer : MixedTokenizer
+        The fitted tokenizer (read for its segments).
+    image_transform : callable or None, default=None
+        ``sub_tokenizer -> ((C, H, W) -> (C, H, W))``; ``None`` uses :func:`image_augmentation`'s defaults.
+    corruption_rate, text_mask_prob, text_crop : float, default=0.3, 0.15, 0.7
+        The rates above; a ``ValueError`` unless in [0, 1] (``text_crop``: in (0, 1]).
+    random_state : int or None, default=None
+        Seeds the per-batch seeds; torchvision draws from the global torch RNG, forked around each batch (left untouched).
     """
 
     def __init__(
@@ -372,31 +386,27 @@ class MixedTwoViewDataset(TensorDictDataset):
 class MixedMaskedTokenDataset(TensorDictDataset):
     """Mixed rows with fresh masks at every access: text words and categorical cells.
 
-    - every text segment: BERT's masking of its real, non-special tokens
-      (:func:`mask_tokens`: ``mask_prob`` chosen; of those
-      80% ``[MASK]``, 10% a random word, 10% unchanged); rows whose text is missing
-      take no part;
-    - the table segment: each categorical cell holding a fitted category (ids ``2..``;
-      missing cells are not targets) is chosen with probability ``mask_prob`` and
-      becomes the column's UNSEEN id ``1``. That id already means "a value of this
-      column I cannot tell" in every column's own id space, so masking needs no new
-      embedding row and nothing leaks across columns; it is always replaced (no
-      80/10/10), since a random category would be a SCARF-like corruption rather than
-      BERT's "keep the encoder honest" trick, and the embedding of id 1 is otherwise
-      only trained by values unseen at fit time;
-    - numeric cells and images are never masked: they are context only (predicting a
-      number needs a regression head and a loss scale of its own).
+    - every text segment: BERT's masking of its real, non-special tokens (:func:`mask_tokens`: ``mask_prob`` chosen; of
+      those 80% ``[MASK]``, 10% a random word, 10% unchanged); rows whose text is missing take no part;
+    - the table segment: each categorical cell holding a fitted category (ids ``2..``; missing cells are not targets) is
+      chosen with probability ``mask_prob`` and becomes the column's UNSEEN id ``1``, which already means "a value of this
+      column I cannot tell" in every column's own id space: no new embedding row, nothing leaks across columns. It is
+      always replaced (no 80/10/10): a random category would be a SCARF-like corruption rather than BERT's "keep the
+      encoder honest" trick, and id 1's embedding is otherwise only trained by values unseen at fit time;
+    - numeric cells and images are never masked: they are context only (predicting a number needs a regression head and
+      a loss scale of its own).
 
-    Batches carry ``"<segment>/mlm_labels"``: for text the original id at chosen
-    positions, for the table the original column-local id (``2..``) of chosen cells,
-    ``-100`` elsewhere.
+    Batches carry ``"<segment>/mlm_labels"``: for text the original id at chosen positions, for the table the original
+    column-local id (``2..``) of chosen cells, ``-100`` elsewhere.
 
     Parameters
     ----------
-    X : dict of arrays from a fitted MixedTokenizer's ``transform``
-    tokenizer : fitted :class:`~tabformer.tokenizers.MixedTokenizer`
-    mask_prob, mask_token_prob, random_token_prob : float
-    random_state : int or None
+    X : dict of arrays, each of first dimension N
+        A fitted MixedTokenizer's ``transform`` output (``word_ids`` arrays are dropped).
+    tokenizer : MixedTokenizer
+        The fitted tokenizer; ``ValueError`` if its rows have neither a text column nor a categorical cell.
+    mask_prob, mask_token_prob, random_token_prob, random_state : float, float, float, int or None, default=0.15, 0.8, 0.1, None
+        Masking probabilities (see :func:`mask_tokens`; the table uses ``mask_prob`` only) and the seed of the masks.
     """
 
     def __init__(self, X, tokenizer, mask_prob=0.15, mask_token_prob=0.8, random_token_prob=0.1, random_state=None):

@@ -29,6 +29,11 @@ def register_tokenizer(*names):
     ----------
     *names : str
         Every name the class answers to (e.g. ``"wordpiece"`` and ``"text"``).
+
+    Returns
+    -------
+    decorate : callable
+        Registers the class in :data:`TOKENIZERS` under every name and returns it unchanged.
     """
 
     def decorate(cls):
@@ -48,12 +53,14 @@ class BaseTokenizer(TransformerMixin, BaseEstimator):
     torch layer turns into an ``nn.Module`` (:meth:`build_embedder`). ``default_positions`` tells the estimator which
     positional embedding the encoder should add when the user leaves
     ``encoder__positions`` unset (``None`` for tables, whose columns have no order).
+
+    The base class takes no parameters; see the subclasses for theirs.
     """
 
     #: default ``encoder__positions`` for this kind of input
     default_positions: str | None = None
     #: what the tokens stand for: ``"table"`` (one per column), ``"text"`` or ``"image"``;
-    #: a :class:`MixedTokenizer` feeds text and image tokenizers one column at a time
+    #: a :class:`~tabformer.tokenizers.MixedTokenizer` feeds text and image tokenizers one column at a time
     kind: str = "table"
 
     def describe_tokens(self, batch: dict) -> list:
@@ -61,6 +68,17 @@ class BaseTokenizer(TransformerMixin, BaseEstimator):
 
         Sequence tokenizers define ``token_labels(batch)``; their tokens are attributed to
         a column named after their kind. Table tokens are their columns.
+
+        Parameters
+        ----------
+        batch : dict of ndarray
+            Output of ``transform`` for ``n`` rows.
+
+        Returns
+        -------
+        tokens : list of n lists of (int, str, str)
+            ``position`` indexes the token sequence (CLS excluded); ``column`` is the
+            input column the token comes from; ``label`` names the token.
         """
         if hasattr(self, "token_labels"):
             return [[(i, self.kind, label) for i, label in enumerate(labels)] for labels in self.token_labels(batch)]
@@ -69,14 +87,32 @@ class BaseTokenizer(TransformerMixin, BaseEstimator):
         return [[(i, name, name) for i, name in enumerate(names)] for _ in range(n_rows)]
 
     def embedder_spec(self) -> dict:  # pragma: no cover - interface
-        """The embedder this fitted tokenizer's output needs, as a JSON-able dict."""
+        """The embedder this fitted tokenizer's output needs, as a JSON-able dict.
+
+        Returns
+        -------
+        spec : dict
+            ``{"kind": <name in tabformer.nn.embedders.EMBEDDERS>, **arguments}``.
+        """
         raise NotImplementedError
 
     def build_embedder(self, d_model: int):
-        """A fresh embedder for this fitted tokenizer: ``forward(**batch) -> (tokens (B, T, d_model), mask)``."""
+        """A fresh embedder for this fitted tokenizer, built from :meth:`embedder_spec`.
+
+        Parameters
+        ----------
+        d_model : int
+            Token width ``D``.
+
+        Returns
+        -------
+        embedder : nn.Module
+            ``embedder(**batch)`` returns ``(tokens (B, T, D), mask (B, T) bool or None)``.
+        """
         return build_embedder(self.embedder_spec(), d_model)
 
     def __sklearn_tags__(self):
+        """sklearn tags: inputs may hold NaN, categories and strings; no dtype is preserved (the output is a dict)."""
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
         tags.input_tags.categorical = True

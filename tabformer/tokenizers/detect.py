@@ -40,6 +40,7 @@ __all__ = [
     "is_pil",
 ]
 
+#: every kind :func:`infer_column_kind` can return
 KINDS = ("text", "image", "categorical", "numeric")
 
 #: a string column is text when at least this share of its non-missing values is distinct...
@@ -53,6 +54,16 @@ IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".
 
 # ----------------------------------------------------------------------------- input reading
 def is_pil(item) -> bool:
+    """Whether ``item`` is a PIL image (False when Pillow is not installed).
+
+    Parameters
+    ----------
+    item : object
+
+    Returns
+    -------
+    bool
+    """
     try:
         from PIL import Image
     except ImportError:  # pragma: no cover - Pillow ships with torchvision
@@ -61,14 +72,33 @@ def is_pil(item) -> bool:
 
 
 def is_path(item) -> bool:
+    """Whether ``item`` is a str or path whose name ends in an image file extension.
+
+    Parameters
+    ----------
+    item : object
+
+    Returns
+    -------
+    bool
+        True for e.g. ``"cat.PNG"`` or ``Path("a/b.jpg")``; the file need not exist.
+    """
     return isinstance(item, (str, os.PathLike)) and str(item).lower().endswith(IMAGE_EXTENSIONS)
 
 
 def looks_like_images(X) -> bool:
     """Whether ``tokenizer="auto"`` should treat ``X`` as images.
 
-    True for 3-D/4-D numeric arrays or tensors, and for non-empty sequences of PIL
-    images, 2-D/3-D arrays, or paths that all end in an image file extension.
+    Parameters
+    ----------
+    X : object
+        Anything passed as ``X`` to an estimator.
+
+    Returns
+    -------
+    bool
+        True for 3-D/4-D numeric arrays or tensors, and for non-empty sequences of PIL
+        images, 2-D/3-D arrays, or paths that all end in an image file extension.
     """
     if isinstance(X, (np.ndarray, torch.Tensor)) and X.dtype != object:
         return X.ndim in (3, 4)
@@ -87,7 +117,18 @@ def looks_like_images(X) -> bool:
 
 
 def looks_like_text(X) -> bool:
-    """True for a list/tuple/1-D array/Series whose first non-missing item is a str."""
+    """Whether ``tokenizer="auto"`` should treat ``X`` as texts.
+
+    Parameters
+    ----------
+    X : object
+        Anything passed as ``X`` to an estimator.
+
+    Returns
+    -------
+    bool
+        True for a list/tuple/1-D array/Series whose first non-missing item is a str.
+    """
     if isinstance(X, (str, pd.DataFrame)):
         return False
     if isinstance(X, np.ndarray) and X.ndim != 1:
@@ -102,6 +143,17 @@ def looks_like_text(X) -> bool:
 
 
 def is_word_lists(X) -> bool:
+    """Whether ``X`` is pre-split text (for tagging): a non-empty list whose first item is a list of str.
+
+    Parameters
+    ----------
+    X : object
+        Anything passed as ``X`` to an estimator.
+
+    Returns
+    -------
+    bool
+    """
     if not isinstance(X, (list, tuple)) or not X:
         return False
     return isinstance(X[0], (list, tuple)) and all(isinstance(w, str) for w in X[0])
@@ -134,13 +186,19 @@ def infer_column_kind(values: pd.Series, max_categories: int = 100) -> str:
 
     Parameters
     ----------
-    values : Series
+    values : Series of length n_samples
+        The column; its ``name`` appears in errors.
     max_categories : int, default=100
         A string column with more distinct values than this is text.
 
+    Returns
+    -------
+    kind : {"text", "image", "categorical", "numeric"}
+
     Raises
     ------
-    ValueError naming the column when its kind cannot be told.
+    ValueError
+        Naming the column, when its kind cannot be told (see the module docstring).
     """
     name = values.name
     dtype = values.dtype
@@ -182,5 +240,27 @@ def infer_column_kind(values: pd.Series, max_categories: int = 100) -> str:
 
 
 def infer_column_kinds(frame: pd.DataFrame, max_categories: int = 100) -> dict:
-    """``{column: kind}`` for every column of ``frame``, in column order."""
+    """``{column: kind}`` for every column of ``frame``, in column order.
+
+    Parameters
+    ----------
+    frame : DataFrame of shape (n_samples, n_columns)
+    max_categories : int, default=100
+        A string column with more distinct values than this is text.
+
+    Returns
+    -------
+    kinds : dict of column to {"text", "image", "categorical", "numeric"}
+
+    Raises
+    ------
+    ValueError
+        Naming the first column whose kind cannot be told.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> infer_column_kinds(pd.DataFrame({"age": [1.0, 2.0], "city": ["a", "b"]}))
+    {'age': 'numeric', 'city': 'categorical'}
+    """
     return {column: infer_column_kind(frame[column], max_categories) for column in frame.columns}

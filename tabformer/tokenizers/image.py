@@ -6,7 +6,8 @@ float32 in ``[0, 1]``. The per-channel normalisation is *fitted* here but *appli
 the embedder, because augmentations (SimCLR's colour jitter, crops) are defined on
 ``[0, 1]`` images and must run between the two.
 
-Device half (:class:`PatchEmbedder`, :class:`HybridEmbedder`): normalise, cut into
+Device half (:class:`~tabformer.nn.embedders.image.PatchEmbedder`,
+:class:`~tabformer.nn.embedders.image.HybridEmbedder`): normalise, cut into
 ``P x P`` patches with a strided convolution (or take the cells of a CNN feature map),
 and add learned 2-D position embeddings (one per grid cell), so the encoder itself is
 left without positions (``default_positions = None``).
@@ -145,14 +146,20 @@ class PatchTokenizer(BaseTokenizer):
     Attributes
     ----------
     image_size_ : (int, int)
+        ``(H, W)`` every image is brought to.
     n_channels_ : int
         1 (grey) or 3 (colour). Grey images are replicated when the tokenizer was
         fitted on colour ones; colour *arrays* are rejected by a grey tokenizer, while
         PIL images and files are converted to the fitted mode (``"L"`` or ``"RGB"``).
     pixel_scale_ : float
+        Divisor that brings the pixels to ``[0, 1]``.
     mean_, std_ : ndarray of shape (n_channels_,)
+        Per-channel statistics of the training pixels in ``[0, 1]`` (0 and 1 without
+        ``normalize`` or with a ``backbone``); applied by the embedder.
     grid_shape_ : (int, int)
         Token grid ``(h, w)``; the sequence has ``h * w`` tokens.
+    n_tokens_ : int
+        ``h * w``.
 
     Examples
     --------
@@ -195,11 +202,22 @@ class PatchTokenizer(BaseTokenizer):
         Parameters
         ----------
         X : ndarray (N, H, W) or (N, H, W, C), or list of arrays, PIL images or paths
+            Training images, channels last (``C`` = 1 or 3).
         y : ignored
+            Not used, present for API consistency.
 
         Returns
         -------
-        self
+        self : PatchTokenizer
+            The fitted tokenizer.
+
+        Raises
+        ------
+        ValueError
+            If a setting is invalid, an image cannot be read or has a bad shape, the images
+            differ in size without ``image_size``, or the size is not divisible by ``patch_size``.
+        TypeError
+            If ``X`` is not an array or a list.
         """
         self._check_params()
         images = _read_images(X)
@@ -233,7 +251,25 @@ class PatchTokenizer(BaseTokenizer):
         return self
 
     def transform(self, X) -> dict:
-        """Images as ``{"pixels": float32 array (N, C, H, W) in [0, 1]}`` at the fitted size."""
+        """Read, scale, channel-match and resize images to the fitted size.
+
+        Parameters
+        ----------
+        X : ndarray (N, H, W) or (N, H, W, C), or list of arrays, PIL images or paths
+            Images, channels last.
+
+        Returns
+        -------
+        batch : dict
+            ``{"pixels": float32 ndarray of shape (N, C, H, W) in [0, 1]}``, ``C = n_channels_``
+            and ``(H, W) = image_size_``.
+
+        Raises
+        ------
+        ValueError
+            If an image cannot be read, has colour channels for a grey tokenizer, or has
+            another size than in ``fit`` while ``image_size`` is None.
+        """
         check_is_fitted(self, "image_size_")
         return {"pixels": self._to_tensor(_read_images(X, colour=self.n_channels_ == 3)).numpy()}
 
@@ -313,11 +349,20 @@ class PatchTokenizer(BaseTokenizer):
     # ---------------------------------------------------------------- device half
     @property
     def n_tokens_(self) -> int:
+        """Tokens per image: ``h * w`` cells of the token grid."""
         check_is_fitted(self, "grid_shape_")
         return self.grid_shape_[0] * self.grid_shape_[1]
 
     def embedder_spec(self) -> dict:
-        """A patch embedder (strided conv) or, with a ``backbone``, a hybrid one (CNN stem)."""
+        """Describe the embedder these pixels need: patches (strided conv) or, with a ``backbone``, a CNN stem.
+
+        Returns
+        -------
+        spec : dict
+            ``{"kind": "patch", "n_channels", "image_size", "patch_size", "mean", "std", "random_shift"}``
+            or ``{"kind": "hybrid", "backbone", "blocks", "weights", "grid_shape", "image_size", "freeze",
+            "random_shift"}`` (see :mod:`tabformer.nn.embedders.image`).
+        """
         check_is_fitted(self, "grid_shape_")
         if self.backbone is not None:
             weights = (
@@ -346,17 +391,30 @@ class PatchTokenizer(BaseTokenizer):
         }
 
     def token_labels(self, batch) -> list[list[str]]:
-        """``"r{row}c{col}"`` of every patch, for :meth:`TabFormerClassifier.explain`."""
+        """``"r{row}c{col}"`` of every patch, for :func:`tabformer.inspection.explain`.
+
+        Parameters
+        ----------
+        batch : dict
+            Output of :meth:`transform`; only its length (``pixels``) is read.
+
+        Returns
+        -------
+        labels : list of N lists of str
+            The same ``h * w`` labels for every image, row-major.
+        """
         check_is_fitted(self, "grid_shape_")
         height, width = self.grid_shape_
         labels = [f"r{r}c{c}" for r in range(height) for c in range(width)]
         return [labels] * len(batch["pixels"])
 
     def get_feature_names_out(self, input_features=None):
+        """Label of each patch token, ``"r{row}c{col}"``, row-major."""
         check_is_fitted(self, "grid_shape_")
         return np.asarray(self.token_labels({"pixels": [None]})[0], dtype=object)
 
     def __sklearn_tags__(self):
+        """The base tokenizer's tags, taking 3-D (image) arrays rather than 2-D tables."""
         tags = super().__sklearn_tags__()
         tags.input_tags.two_d_array = False
         tags.input_tags.three_d_array = True

@@ -2,7 +2,7 @@
 
 :class:`MixedTokenizer` routes columns to the text, image and table tokenizers the way
 scikit-learn's ``ColumnTransformer`` routes them to transformers, and
-:class:`MixedEmbedder` concatenates their token sequences, so that in the encoder a
+:class:`~tabformer.nn.embedders.mixed.MixedEmbedder` concatenates their token sequences, so that in the encoder a
 description's words, a photo's patches and the price cell attend to each other (early
 fusion).
 
@@ -74,11 +74,14 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         Kind used for each column: ``"text"``, ``"image"``, ``"categorical"`` or
         ``"numeric"``; print it to see what ``"auto"`` chose.
     transformers_ : list of (name, fitted tokenizer, columns)
+        The routing actually used, each tokenizer fitted on its columns' values.
     segments_ : list of (key, name, column or None)
         The token segments in sequence order; ``column`` is None for the table
         segment, which holds one token per table column.
     feature_names_in_ : ndarray of str
+        Column names seen in ``fit``.
     n_features_in_ : int
+        Number of columns seen in ``fit``.
 
     Examples
     --------
@@ -100,7 +103,17 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
 
     @staticmethod
     def segment_kind(tokenizer) -> str:
-        """``"text"`` or ``"image"`` for tokenizers that read one column at a time, else ``"table"``."""
+        """``"text"`` or ``"image"`` for tokenizers that read one column at a time, else ``"table"``.
+
+        Parameters
+        ----------
+        tokenizer : BaseTokenizer
+            A sub-tokenizer; its ``kind`` is read.
+
+        Returns
+        -------
+        kind : {"text", "image", "table"}
+        """
         return tokenizer.kind if tokenizer.kind in ("text", "image") else "table"
 
     def __init__(self, transformers=None, *, text=None, image=None, table=None, max_categories=100, segment_dropout=0.0):
@@ -121,6 +134,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         self.transformers = [(name, tokenizer, columns) for (name, tokenizer), (_, _, columns) in zip(value, self.transformers)]
 
     def get_params(self, deep=True):
+        """sklearn ``get_params``; with ``transformers``, also each sub-tokenizer's as ``<name>__<param>``."""
         if self.transformers is None:
             return BaseTokenizer.get_params(self, deep=deep)
         return self._get_params("_transformers", deep=deep)
@@ -130,6 +144,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
             raise ValueError(f"segment_dropout must be in [0, 1), got {self.segment_dropout!r}")
 
     def set_params(self, **params):
+        """sklearn ``set_params``; ``text__*``/``image__*``/``table__*`` on a None template set a default one."""
         if self.transformers is None:
             # ``text__vocab_size=...`` on a None template configures the default one.
             for slot, default in (("text", WordPieceTokenizer), ("image", PatchTokenizer), ("table", TabularTokenizer)):
@@ -217,11 +232,23 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         Parameters
         ----------
         X : DataFrame of shape (n_samples, n_columns)
+            Training frame with str column names; missing text/image cells are None/NaN.
         y : ignored
+            Not used, present for API consistency.
 
         Returns
         -------
-        self
+        self : MixedTokenizer
+            The fitted tokenizer.
+
+        Raises
+        ------
+        TypeError
+            If ``X`` is not a DataFrame, or ``transformers`` holds something other than a tokenizer.
+        ValueError
+            If a setting or the routing is invalid (a column unrouted or routed twice), a
+            column's kind cannot be detected, or a sub-tokenizer rejects its columns
+            (the error then names them).
         """
         self._check_params()
         frame = self._check_frame(X)
@@ -285,13 +312,20 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
 
         Parameters
         ----------
-        X : DataFrame with the columns seen in ``fit`` (any order)
+        X : DataFrame of shape (n_samples, n_columns)
+            The columns seen in ``fit``, in any order.
 
         Returns
         -------
-        dict of ndarray keyed ``"<segment>/<array>"``: each sub-tokenizer's arrays for
-        its segment, plus ``"<segment>/present"`` (bool, (n_samples,)) for text and image
-        segments, False where the cell is missing.
+        batch : dict of ndarray keyed ``"<segment>/<array>"``
+            Each sub-tokenizer's arrays for its segment (first dimension ``n_samples``),
+            plus ``"<segment>/present"`` (bool, (n_samples,)) for text and image
+            segments, False where the cell is missing.
+
+        Raises
+        ------
+        ValueError
+            If ``X`` does not have the fitted columns, or a sub-tokenizer rejects a column.
         """
         check_is_fitted(self, "transformers_")
         frame = self._check_frame(X)
@@ -331,7 +365,14 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
 
     # --------------------------------------------------------------- device
     def embedder_spec(self) -> dict:
-        """A :class:`~tabformer.nn.embedders.mixed.MixedEmbedder` over every sub-tokenizer's embedder."""
+        """Describe the :class:`~tabformer.nn.embedders.mixed.MixedEmbedder` over every sub-tokenizer's embedder.
+
+        Returns
+        -------
+        spec : dict
+            ``{"kind": "mixed", "segments", "kinds", "embedders": {name: sub-spec}, "max_lengths",
+            "segment_dropout"}``.
+        """
         check_is_fitted(self, "transformers_")
         embedders, max_lengths, kinds = {}, {}, {}
         for name, tokenizer, _ in self.transformers_:
@@ -352,8 +393,17 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
     def describe_tokens(self, batch: dict) -> list:
         """For each row, ``[(position, column, label), ...]`` of its real tokens.
 
-        ``position`` indexes the encoder's token sequence (CLS excluded), as laid out in
-        eval mode; ``label`` is a sub-word, a patch ``"r{i}c{j}"`` or a table column name.
+        Parameters
+        ----------
+        batch : dict of ndarray
+            Output of :meth:`transform` for ``n`` rows.
+
+        Returns
+        -------
+        tokens : list of n lists of (int, str, str)
+            ``(position, column, label)``: ``position`` indexes the encoder's token sequence
+            (CLS excluded), as laid out in eval mode; ``label`` is a sub-word, a patch
+            ``"r{i}c{j}"`` or a table column name. Masked (missing) segments are left out.
         """
         check_is_fitted(self, "transformers_")
         tokenizers = {name: tokenizer for name, tokenizer, _ in self.transformers_}
@@ -388,10 +438,12 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         return rows
 
     def get_feature_names_out(self, input_features=None):
+        """The input column names seen in ``fit``."""
         check_is_fitted(self, "transformers_")
         return np.asarray(self.feature_names_in_, dtype=object)
 
     def __sklearn_tags__(self):
+        """The base tokenizer's tags, for DataFrame (not 2-D array) input."""
         tags = super().__sklearn_tags__()
         tags.input_tags.two_d_array = False
         return tags

@@ -28,6 +28,30 @@ def make_tokenizer(spec, X=None, params=None) -> BaseTokenizer:
     ``tokenizer__*`` settings, applied to the result; under ``"auto"`` they also steer
     the choice: mixed-only settings (``text__*``, ``image__*``, ``table__*``,
     ``max_categories``, ``segment_dropout``) ask for a :class:`MixedTokenizer`.
+
+    Parameters
+    ----------
+    spec : str or BaseTokenizer
+        ``"auto"``, ``"mixed"``, a name in :data:`TOKENIZERS`, or a tokenizer instance.
+    X : object, optional
+        The training input, read by ``"auto"`` only: images get a :class:`PatchTokenizer`,
+        texts (or word lists) a :class:`WordPieceTokenizer`, a DataFrame holding a text or
+        image column a :class:`MixedTokenizer`, anything else a :class:`TabularTokenizer`.
+    params : dict or None, default=None
+        ``set_params`` arguments for the result.
+
+    Returns
+    -------
+    tokenizer : BaseTokenizer
+        Unfitted.
+
+    Raises
+    ------
+    ValueError
+        If ``spec`` is an unknown name, a parameter is invalid for the tokenizer, or
+        ``"auto"`` finds text/image columns next to a column of unknown kind.
+    TypeError
+        If ``spec`` is neither a str nor a tokenizer.
     """
     params = dict(params or {})
     if isinstance(spec, str):

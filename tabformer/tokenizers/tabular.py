@@ -66,12 +66,21 @@ class TabularTokenizer(BaseTokenizer):
     Attributes
     ----------
     categorical_columns_ : list of str
+        Columns encoded as categories, in input order.
     numeric_columns_ : list of str
+        Columns encoded as numbers, in input order.
     categories_ : list of pandas.Index
         Fitted categories of each categorical column, in id order (ids start at 2).
+    column_families_ : dict of str to {"numeric", "categorical", "other"}
+        dtype family of every column at fit; ``transform`` refuses a column that changed.
+    scaler_ : QuantileTransformer, StandardScaler or None
+        Scaling fitted on the numeric block (``None`` without numeric columns or transform).
+    n_tokens_ : int
+        Tokens per row: ``n_numeric + n_categorical``.
     feature_names_in_ : ndarray of str
         Column names seen in ``fit`` (DataFrame input only).
     n_features_in_ : int
+        Number of columns seen in ``fit``.
 
     Examples
     --------
@@ -107,11 +116,21 @@ class TabularTokenizer(BaseTokenizer):
         Parameters
         ----------
         X : DataFrame or array-like of shape (n_samples, n_features)
+            Training table; NaN / None mark missing cells.
         y : ignored
+            Not used, present for API consistency.
 
         Returns
         -------
-        self
+        self : TabularTokenizer
+            The fitted tokenizer.
+
+        Raises
+        ------
+        ValueError
+            If a setting is invalid, a named column does not exist or is listed twice, a
+            column is neither numeric nor categorical, or a numeric column holds no
+            number, a non-numeric value or an infinite value.
         """
         if self.numeric_transform not in ("quantile", "standard", None):
             raise ValueError(f"numeric_transform must be 'quantile', 'standard' or None, got {self.numeric_transform!r}")
@@ -181,6 +200,11 @@ class TabularTokenizer(BaseTokenizer):
             ``cat_ids`` (n_samples, n_categorical) int64, ``num_values`` (n_samples,
             n_numeric) float32 with missing entries set to 0, ``num_missing``
             (n_samples, n_numeric) bool.
+
+        Raises
+        ------
+        ValueError
+            If ``X`` does not have the fitted columns, or a column changed kind since ``fit``.
         """
         check_is_fitted(self, "categories_")
         frame = self._check_columns(X)
@@ -257,10 +281,18 @@ class TabularTokenizer(BaseTokenizer):
     # --------------------------------------------------------------- device
     @property
     def n_tokens_(self) -> int:
+        """Tokens per row: one per numeric and categorical column."""
         return len(self.categorical_columns_) + len(self.numeric_columns_)
 
     def embedder_spec(self) -> dict:
-        """A :class:`~tabformer.nn.embedders.tabular.TabularEmbedder`: one id space per categorical column."""
+        """Describe the :class:`~tabformer.nn.embedders.tabular.TabularEmbedder` these tokens need.
+
+        Returns
+        -------
+        spec : dict
+            ``{"kind": "tabular", "cardinalities", "n_numeric", "numeric_embedding",
+            "n_frequencies", "frequency_scale"}``; one id space per categorical column.
+        """
         check_is_fitted(self, "categories_")
         return {
             "kind": "tabular",
@@ -272,5 +304,6 @@ class TabularTokenizer(BaseTokenizer):
         }
 
     def get_feature_names_out(self, input_features=None):
+        """Column of each token, in token order: numeric columns, then categorical ones."""
         check_is_fitted(self, "categories_")
         return np.asarray(self.numeric_columns_ + self.categorical_columns_, dtype=object)

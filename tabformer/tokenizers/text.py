@@ -1,16 +1,14 @@
 """Text: WordPiece sub-words (BERT's tokenization) on the Hugging Face ``tokenizers`` library.
 
-A text becomes ``t_1 .. t_k [SEP]`` and a pair ``a_1 .. a_k [SEP] b_1 .. b_m [SEP]``
-(segment ids 0 for the first part, 1 for the second). There is no ``[CLS]`` in the
-tokenizer output: the encoder prepends its own learned CLS token, which for loaded BERT
-weights is BERT's ``[CLS]`` word embedding plus its segment-0 embedding, so the two
-layouts compute the same thing.
+A text becomes ``t_1 .. t_k [SEP]`` and a pair ``a_1 .. a_k [SEP] b_1 .. b_m [SEP]`` (segment ids 0
+for the first part, 1 for the second). There is no ``[CLS]`` in the tokenizer output: the encoder
+prepends its own learned CLS token, which for loaded BERT weights is BERT's ``[CLS]`` word embedding
+plus its segment-0 embedding, so the two layouts compute the same thing.
 
-Ids follow the shared special layout of :mod:`tabformer.tokenizers.base` (``[PAD]`` 0,
-``[UNK]`` 1, ``[CLS]`` 2, ``[SEP]`` 3, ``[MASK]`` 4). A ``vocab.txt`` whose specials sit
-elsewhere (bert-base: 0, 100..103) is remapped by swapping each special with the token
-occupying its tabformer id; ``source_ids_`` records the permutation so that pretrained
-embedding rows can follow it.
+Ids follow the shared special layout of :mod:`tabformer.tokenizers.base` (``[PAD]`` 0, ``[UNK]`` 1,
+``[CLS]`` 2, ``[SEP]`` 3, ``[MASK]`` 4). A ``vocab.txt`` whose specials sit elsewhere (bert-base: 0,
+100..103) is remapped by swapping each special with the token occupying its tabformer id;
+``source_ids_`` records the permutation so that pretrained embedding rows can follow it.
 """
 
 from __future__ import annotations
@@ -64,46 +62,44 @@ class WordPieceTokenizer(BaseTokenizer):
     Parameters
     ----------
     vocab_size : int, default=8000
-        Size of the vocabulary trained in ``fit`` (special tokens included). Ignored
-        when ``vocab_file`` is given.
+        Size of the vocabulary trained in ``fit`` (special tokens included); ignored with ``vocab_file``.
     lowercase : bool, default=True
         Lower-case (and strip accents) before splitting, as uncased BERT does.
     max_length : int, default=128
-        Longest sequence the encoder will see, counting its CLS and every [SEP]; longer
-        texts are truncated (pairs: the longer part first). Shorter batches are padded
-        only to the longest row of the data given to ``transform``.
+        Longest sequence the encoder will see, counting its CLS and every [SEP]; longer texts are
+        truncated (pairs: the longer part first). Shorter data is padded to its longest row only.
     min_frequency : int, default=2
         Training: minimum count for a merge to enter the vocabulary.
     vocab_file : str or None, default=None
-        A BERT ``vocab.txt``: use its vocabulary instead of training one. It must
-        contain [PAD], [UNK], [CLS], [SEP] and [MASK].
+        A BERT ``vocab.txt`` (or a folder holding one): use its vocabulary instead of training
+        one. It must contain [PAD], [UNK], [CLS], [SEP] and [MASK].
     text_columns : list of str or None, default=None
-        DataFrame input: the one or two text columns to read (two make sentence
-        pairs). ``None`` uses every column, which must then be one or two.
+        DataFrame input: the one or two text columns to read (two make sentence pairs).
+        ``None`` uses every column, which must then be one or two.
     token_dropout : float, default=0.0
-        Word dropout, a regulariser for small labelled sets: while training, each real
-        sub-word is replaced by [MASK] with this probability ([SEP] and padding never
-        are), so the model cannot lean on any single word. Off at predict time. It
-        lives in the embedder this tokenizer builds; a pretrained embedder keeps the
-        setting it was built with.
-
-    Input
-    -----
-    A list/tuple/1-D array/Series of str; a DataFrame (or 2-D array) with one or two
-    text columns; or, for tagging, a list of word lists (pre-split words). ``None``/NaN
-    texts raise a ``ValueError`` naming the rows; an empty string is valid and becomes
-    a sequence holding only [SEP] (the CLS embedding then reflects no words).
+        Word dropout, a regulariser for small labelled sets: while training, each real sub-word is
+        replaced by [MASK] with this probability ([SEP] and padding never are), so the model cannot
+        lean on any single word. Off at predict time. It lives in the embedder this tokenizer
+        builds; a pretrained embedder keeps the setting it was built with.
 
     Attributes
     ----------
     vocab_size_ : int
+        Size of the fitted vocabulary, special tokens included.
     source_ids_ : ndarray of shape (vocab_size_,) or None
         ``vocab_file`` only: line of ``vocab.txt`` behind each tabformer id.
     tokenizer_json_ : str
         The whole fitted ``tokenizers`` model; pickles and deep-copies with the estimator.
     n_features_in_ : int
         1 for single texts, 2 for pairs.
-    feature_names_in_ : ndarray of str (DataFrame input only)
+    feature_names_in_ : ndarray of str
+        The text column(s) read (DataFrame input only).
+
+    Notes
+    -----
+    Input: a list/tuple/1-D array/Series of str; a DataFrame (or 2-D array) with one or two text columns; or,
+    for tagging, a list of word lists (pre-split words). ``None``/NaN texts raise a ``ValueError`` naming the
+    rows; an empty string is valid and becomes a sequence holding only [SEP] (the CLS embedding then reflects no words).
 
     Examples
     --------
@@ -203,11 +199,20 @@ class WordPieceTokenizer(BaseTokenizer):
         Parameters
         ----------
         X : list/Series of str of shape (n_samples,), DataFrame with 1-2 text columns, or list of word lists
+            Training texts (see Notes of the class).
         y : ignored
+            Not used, present for API consistency.
 
         Returns
         -------
-        self
+        self : WordPieceTokenizer
+            The fitted tokenizer.
+
+        Raises
+        ------
+        ValueError
+            If ``max_length`` or ``vocab_size`` is invalid, ``X`` is not an accepted input (a single str,
+            missing texts, 0 rows, more than two columns), or ``vocab_file`` lacks a special token.
         """
         if not isinstance(self.max_length, numbers.Integral) or self.max_length < 3:
             raise ValueError(f"max_length must be an int >= 3 (CLS, one token, SEP), got {self.max_length!r}")
@@ -250,14 +255,20 @@ class WordPieceTokenizer(BaseTokenizer):
 
         Parameters
         ----------
-        X : as in ``fit``
+        X : list/Series of str of shape (n_samples,), DataFrame with 1-2 text columns, or list of word lists
+            As in ``fit``, with as many text columns.
 
         Returns
         -------
-        dict of ndarray, each of shape (n_samples, T) with ``T <= max_length - 1``:
+        batch : dict of ndarray, each of shape (n_samples, T) with ``T <= max_length - 1``
             ``input_ids`` (int64), ``attention_mask`` (bool, True = real token) and
             ``token_type_ids`` (int64 segment ids); pre-split words add ``word_ids``
             (int64, index of the word a sub-word comes from, -1 for [SEP]/padding).
+
+        Raises
+        ------
+        ValueError
+            If ``X`` is not an accepted input or has another number of text columns than in ``fit``.
         """
         check_is_fitted(self, "tokenizer_json_")
         first, second, pretokenized = self._parts(X, fitting=False)
@@ -299,7 +310,18 @@ class WordPieceTokenizer(BaseTokenizer):
 
     # ------------------------------------------------------------- helpers
     def embedder_spec(self) -> dict:
-        """A :class:`~tabformer.nn.embedders.text.TextEmbedder` sized to the fitted vocabulary."""
+        """Describe the :class:`~tabformer.nn.embedders.text.TextEmbedder` these ids need.
+
+        Returns
+        -------
+        spec : dict
+            ``{"kind": "text", "vocab_size", "token_dropout", "mask_id", "n_special"}``.
+
+        Raises
+        ------
+        ValueError
+            If ``token_dropout`` is not in ``[0, 1)``.
+        """
         check_is_fitted(self, "vocab_size_")
         if not 0.0 <= float(self.token_dropout) < 1.0:
             raise ValueError(f"token_dropout must be a probability in [0, 1), got {self.token_dropout!r}")
@@ -314,10 +336,14 @@ class WordPieceTokenizer(BaseTokenizer):
     def save_vocabulary(self, path) -> str:
         """Write the fitted vocabulary as a BERT ``vocab.txt`` (one token per line, in id order).
 
-        ``WordPieceTokenizer(vocab_file=path)`` then reproduces these exact ids. The
-        ``tokenizers`` trainer breaks ties between equally frequent merges in hash-map
-        order (huggingface/tokenizers#1794), so two fits on the same texts can differ
-        in a few tokens; a saved vocabulary is how a text pipeline repeats exactly.
+        ``WordPieceTokenizer(vocab_file=path)`` then reproduces these exact ids. The ``tokenizers`` trainer
+        breaks ties between equally frequent merges in hash-map order (huggingface/tokenizers#1794), so two
+        fits on the same texts can differ in a few tokens; a saved vocabulary is how a text pipeline repeats exactly.
+
+        Parameters
+        ----------
+        path : str or path-like
+            File to write (overwritten).
 
         Returns
         -------
@@ -329,13 +355,33 @@ class WordPieceTokenizer(BaseTokenizer):
         return str(path)
 
     def convert_ids_to_tokens(self, ids) -> list:
-        """Token strings for a sequence of ids."""
+        """Token strings for a sequence of ids.
+
+        Parameters
+        ----------
+        ids : iterable of int
+
+        Returns
+        -------
+        tokens : list of str
+            One string per id (``None`` for an id outside the vocabulary).
+        """
         check_is_fitted(self, "tokenizer_json_")
         backend = self._backend()
         return [backend.id_to_token(int(i)) for i in ids]
 
     def convert_tokens_to_ids(self, tokens) -> list:
-        """Ids of token strings (sub-words as in the vocabulary); ``[UNK]``'s id for the rest."""
+        """Ids of token strings (sub-words as in the vocabulary); ``[UNK]``'s id for the rest.
+
+        Parameters
+        ----------
+        tokens : iterable of str
+            Vocabulary entries, e.g. ``"cat"`` or ``"##s"``.
+
+        Returns
+        -------
+        list of int
+        """
         check_is_fitted(self, "tokenizer_json_")
         backend = self._backend()
         ids = [backend.token_to_id(str(token)) for token in tokens]
@@ -346,16 +392,19 @@ class WordPieceTokenizer(BaseTokenizer):
 
         Parameters
         ----------
-        batch : dict from :meth:`transform`
+        batch : dict of ndarray
+            Output of :meth:`transform` (``input_ids`` and ``attention_mask`` are read).
 
         Returns
         -------
-        list of n lists of str; row ``i`` has ``attention_mask[i].sum()`` entries.
+        labels : list of n_samples lists of str
+            Row ``i`` has ``attention_mask[i].sum()`` entries.
         """
         ids, mask = batch["input_ids"], batch["attention_mask"]
         return [self.convert_ids_to_tokens(np.asarray(row)[np.asarray(m, dtype=bool)]) for row, m in zip(ids, mask)]
 
     def get_feature_names_out(self, input_features=None):
+        """The text column(s) read: fitted DataFrame columns, else ``["text"]`` or ``["text_a", "text_b"]``."""
         return np.asarray(
             getattr(self, "feature_names_in_", ["text"] if getattr(self, "n_features_in_", 1) == 1 else ["text_a", "text_b"]),
             dtype=object,

@@ -36,6 +36,17 @@ def register_embedder(kind: str):
     ----------
     kind : str
         The ``"kind"`` a tokenizer's ``embedder_spec()`` names.
+
+    Returns
+    -------
+    decorate : callable
+        Registers the class in :data:`EMBEDDERS` and returns it unchanged.
+
+    Examples
+    --------
+    >>> from torch import nn
+    >>> @register_embedder("my-kind")  # doctest: +SKIP
+    ... class MyEmbedder(nn.Module): ...
     """
 
     def decorate(cls):
@@ -53,10 +64,17 @@ def build_embedder(spec: dict, d_model: int) -> nn.Module:
     spec : dict
         ``{"kind": name, **arguments}``, JSON-able.
     d_model : int
+        Token width ``D`` of the embedder's output.
 
     Returns
     -------
-    nn.Module
+    embedder : nn.Module
+        ``embedder(**batch)`` returns ``(tokens (B, T, D), mask (B, T) bool or None)``.
+
+    Raises
+    ------
+    ValueError
+        If ``spec["kind"]`` is missing or not in :data:`EMBEDDERS`.
     """
     spec = dict(spec)
     kind = spec.pop("kind", None)

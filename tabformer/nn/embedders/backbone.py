@@ -20,6 +20,30 @@ def load_backbone(name: str, n_blocks: int, weights="auto") -> nn.Module:
     :data:`BACKBONES`; its keys differ from timm's but its 296 tensors match
     ``timm.create_model(name)``'s in order and shape, so it is loaded by position
     (each shape checked).
+
+    Parameters
+    ----------
+    name : str
+        A timm model name listed in :data:`BACKBONES`.
+    n_blocks : int
+        Number of stages kept after the convolutional stem, ``1 .. len(model.blocks)``.
+    weights : "auto", str, path-like or None, default="auto"
+        ``"auto"``: the offline ImageNet weights of the pip package; a path: a state dict
+        file with the same tensors in the same order; ``None``: random weights.
+
+    Returns
+    -------
+    stem : nn.Sequential
+        Maps ``(B, 3, H, W)`` images to a ``(B, C, h, w)`` feature map; carries timm's
+        ``pretrained_cfg`` (mean, std, ...) as an attribute.
+
+    Raises
+    ------
+    ValueError
+        If ``name`` is unknown, the weights do not match the model, or ``n_blocks`` is
+        out of range.
+    ImportError
+        If ``weights="auto"`` and the weights package is not installed.
     """
     import timm
 

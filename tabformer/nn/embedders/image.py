@@ -15,17 +15,37 @@ __all__ = ["PatchEmbedder", "HybridEmbedder", "PixelNorm", "shift_images"]
 
 # ----------------------------------------------------------------------------- embedders
 class PixelNorm(nn.Module):
+    """Per-channel normalisation ``(pixels - mean) / std`` with fixed (buffer) statistics.
+
+    Parameters
+    ----------
+    mean, std : sequence of float
+        One value per channel ``C``.
+    """
+
     def __init__(self, mean, std):
         super().__init__()
         self.register_buffer("mean", torch.as_tensor(np.asarray(mean), dtype=torch.float32).view(1, -1, 1, 1))
         self.register_buffer("std", torch.as_tensor(np.asarray(std), dtype=torch.float32).view(1, -1, 1, 1))
 
     def forward(self, pixels):
+        """Normalise ``pixels`` of shape (B, C, H, W); returns the same shape."""
         return (pixels - self.mean) / self.std
 
 
 def shift_images(pixels: torch.Tensor, max_shift: int) -> torch.Tensor:
-    """Translate each image by its own random offset in ``[-max_shift, max_shift]`` (zero fill)."""
+    """Translate each image by its own random offset in ``[-max_shift, max_shift]`` (zero fill).
+
+    Parameters
+    ----------
+    pixels : Tensor of shape (B, C, H, W)
+    max_shift : int
+        Largest shift in pixels, per axis; ``<= 0`` returns ``pixels`` unchanged.
+
+    Returns
+    -------
+    shifted : Tensor of shape (B, C, H, W)
+    """
     if max_shift <= 0:
         return pixels
     batch, _, height, width = pixels.shape
@@ -43,6 +63,21 @@ class PatchEmbedder(nn.Module):
 
     ``forward(pixels)`` with ``pixels`` of shape (B, C, H, W) in ``[0, 1]`` returns
     ``(tokens (B, h*w, D), None)``: images have no padding.
+
+    Parameters
+    ----------
+    n_channels : int
+        Image channels ``C``.
+    image_size : tuple of (int, int)
+        ``(H, W)`` of every image.
+    patch_size : int
+        Side ``P`` of the square patches; the grid is ``(H // P, W // P)``.
+    d_model : int
+        Token width ``D``.
+    mean, std : sequence of float
+        Per-channel pixel statistics (see :class:`PixelNorm`).
+    random_shift : int, default=0
+        Training only: shift each image by up to this many pixels (:func:`shift_images`).
     """
 
     def __init__(self, n_channels, image_size, patch_size, d_model, mean, std, random_shift=0):
@@ -55,6 +90,10 @@ class PatchEmbedder(nn.Module):
         self.positions = GridPositions((image_size[0] // patch_size, image_size[1] // patch_size), d_model)
 
     def forward(self, pixels, **ignored):
+        """Embed images: ``pixels`` (B, C, H, W) -> ``(tokens (B, h*w, D), None)``.
+
+        Raises ``ValueError`` when ``(H, W)`` is not ``image_size``; other batch keys are ignored.
+        """
         if tuple(pixels.shape[-2:]) != self.image_size:
             raise ValueError(f"pixels are {tuple(pixels.shape[-2:])}, the embedder expects {self.image_size}")
         if self.training:
@@ -67,6 +106,22 @@ class HybridEmbedder(nn.Module):
 
     Grey images are replicated to the three channels the stem expects; pixels get the
     normalisation of the stem's pretraining (timm's ``pretrained_cfg``).
+
+    Parameters
+    ----------
+    stem : nn.Module
+        Maps ``(B, 3, H, W)`` to a ``(B, C, h, w)`` feature map (see
+        :func:`~tabformer.nn.embedders.backbone.load_backbone`).
+    grid_shape : tuple of (int, int)
+        ``(h, w)`` of the stem's feature map.
+    d_model : int
+        Token width ``D``.
+    image_size : tuple of (int, int)
+        ``(H, W)`` of every image.
+    freeze : bool, default=True
+        Keep the stem's weights and BatchNorm statistics fixed.
+    random_shift : int, default=0
+        Training only: shift each image by up to this many pixels (:func:`shift_images`).
     """
 
     def __init__(self, stem: nn.Module, grid_shape, d_model, image_size, freeze: bool = True, random_shift: int = 0):
@@ -87,19 +142,35 @@ class HybridEmbedder(nn.Module):
 
     @classmethod
     def from_spec(cls, spec: dict, d_model: int, build=None) -> HybridEmbedder:
-        """Build from ``{"backbone", "blocks", "weights", "grid_shape", "image_size", "freeze", "random_shift"}``."""
+        """Build from a tokenizer's embedder spec, loading the stem with :func:`load_backbone`.
+
+        Parameters
+        ----------
+        spec : dict
+            ``{"backbone", "blocks", "weights", "grid_shape", "image_size", "freeze", "random_shift"}``.
+        d_model : int
+            Token width ``D``.
+        build : callable, optional
+            Unused (the signature :func:`~tabformer.nn.embedders.build_embedder` calls).
+
+        Returns
+        -------
+        embedder : HybridEmbedder
+        """
         stem = load_backbone(spec["backbone"], spec["blocks"], weights=spec["weights"])
         return cls(
             stem, spec["grid_shape"], d_model, spec["image_size"], freeze=spec["freeze"], random_shift=spec["random_shift"]
         )
 
     def train(self, mode: bool = True):
+        """Set training mode; a frozen stem always stays in eval mode. Returns ``self``."""
         super().train(mode)
         if self.freeze:
             self.stem.eval()  # BatchNorm statistics stay the pretrained ones
         return self
 
     def forward(self, pixels, **ignored):
+        """Embed images: ``pixels`` (B, C, H, W), ``C`` in {1, 3} -> ``(tokens (B, h*w, D), None)``."""
         if self.training:
             pixels = shift_images(pixels, self.random_shift)
         if pixels.shape[1] == 1:

@@ -18,6 +18,18 @@ def segment_arrays(batch: dict, key: str) -> dict:
 
     Array names never contain the separator, so splitting at the *last* one gives the
     exact segment key even when a column name itself holds a "/".
+
+    Parameters
+    ----------
+    batch : dict of str to Tensor
+        A mixed batch, keys ``"<segment>/<array>"``.
+    key : str
+        The segment's key.
+
+    Returns
+    -------
+    arrays : dict of str to Tensor
+        ``{array: value}`` for that segment (each value of shape ``(B, ...)``).
     """
     out = {}
     for name, value in batch.items():
@@ -33,7 +45,7 @@ class MixedEmbedder(nn.Module):
     Parameters
     ----------
     segments : list of (key, name, column or None)
-        From :attr:`MixedTokenizer.segments_`, in sequence order.
+        From :attr:`~tabformer.tokenizers.MixedTokenizer.segments_`, in sequence order.
     kinds : dict of str to {"text", "image", "table"}
         Kind of each sub-tokenizer ``name``.
     embedders : dict of str to nn.Module
@@ -41,6 +53,7 @@ class MixedEmbedder(nn.Module):
     max_lengths : dict of str to int
         Text tokenizers' ``max_length``: size of their position tables.
     d_model : int
+        Token width ``D``.
     segment_dropout : float, default=0.0
         Training only: probability of masking a whole segment of a row.
     """
@@ -64,8 +77,22 @@ class MixedEmbedder(nn.Module):
 
     @classmethod
     def from_spec(cls, spec: dict, d_model: int, build) -> MixedEmbedder:
-        """Build from ``{"segments", "kinds", "embedders": {name: sub-spec}, "max_lengths", "segment_dropout"}``;
-        ``build(sub_spec, d_model)`` builds each sub-embedder."""
+        """Build from a :class:`~tabformer.tokenizers.MixedTokenizer`'s embedder spec.
+
+        Parameters
+        ----------
+        spec : dict
+            ``{"segments", "kinds", "embedders": {name: sub-spec}, "max_lengths", "segment_dropout"}``.
+        d_model : int
+            Token width ``D``.
+        build : callable
+            ``build(sub_spec, d_model)`` builds each sub-embedder
+            (:func:`~tabformer.nn.embedders.build_embedder`).
+
+        Returns
+        -------
+        embedder : MixedEmbedder
+        """
         embedders = {name: build(sub, d_model) for name, sub in spec["embedders"].items()}
         return cls(
             spec["segments"], spec["kinds"], embedders, spec["max_lengths"], d_model, segment_dropout=spec["segment_dropout"]
@@ -77,7 +104,19 @@ class MixedEmbedder(nn.Module):
         return list(self.names)
 
     def forward_segments(self, **batch) -> list:
-        """``[(name, tokens (B, T_s, D), mask (B, T_s)), ...]`` for every segment, in order."""
+        """Embed every segment separately.
+
+        Parameters
+        ----------
+        **batch : Tensor
+            The mixed batch, keys ``"<segment>/<array>"``.
+
+        Returns
+        -------
+        parts : list of (str, Tensor, Tensor)
+            ``(name, tokens (B, T_s, D), mask (B, T_s) bool)`` for every segment, in
+            sequence order; ``name`` is the segment's sub-tokenizer.
+        """
         out, column_index = [], 0
         for key, name, column in self.segments:
             arrays = segment_arrays(batch, key)
@@ -107,15 +146,25 @@ class MixedEmbedder(nn.Module):
         return [(name, tokens, mask & keep[:, [i]]) for i, (name, tokens, mask) in enumerate(parts)]
 
     def forward_groups(self, **batch) -> list:
-        """One ``(tokens, mask)`` per sub-tokenizer (its segments concatenated): late fusion's input."""
+        """One ``(tokens, mask)`` per sub-tokenizer (its segments concatenated): late fusion's input.
+
+        Returns a list, in :attr:`group_names` order, of ``(tokens (B, T_g, D), mask (B, T_g))``.
+        """
         grouped = {name: [] for name in self.names}
         for name, tokens, mask in self.forward_segments(**batch):
             grouped[name].append((tokens, mask))
         return [(torch.cat([t for t, _ in parts], dim=1), torch.cat([m for _, m in parts], dim=1)) for parts in grouped.values()]
 
     def forward_with_groups(self, **batch):
-        """As :meth:`forward`, plus the modality of every token: a long ``(T,)`` tensor
-        holding the index of its sub-tokenizer in :attr:`group_names` (mid fusion)."""
+        """As :meth:`forward`, plus the modality of every token (mid fusion).
+
+        Returns
+        -------
+        tokens : Tensor of shape (B, T, D)
+        mask : bool Tensor of shape (B, T)
+        groups : long Tensor of shape (T,)
+            Index of each token's sub-tokenizer in :attr:`group_names`.
+        """
         parts = self.forward_segments(**batch)
         tokens = torch.cat([t for _, t, _ in parts], dim=1)
         groups = torch.cat(
@@ -124,6 +173,9 @@ class MixedEmbedder(nn.Module):
         return tokens, torch.cat([m for _, _, m in parts], dim=1), groups
 
     def forward(self, **batch):
-        """``(tokens (B, T, D), mask (B, T))`` of all segments, concatenated (early fusion)."""
+        """Embed all segments, concatenated (early fusion).
+
+        Returns ``(tokens (B, T, D), mask (B, T) bool)``; ``T`` sums every segment's length.
+        """
         tokens, mask, _ = self.forward_with_groups(**batch)
         return tokens, mask

@@ -20,14 +20,24 @@ def _uniform_(tensor: torch.Tensor, d_model: int) -> torch.Tensor:
 class TabularEmbedder(nn.Module):
     """Embed ``cat_ids``, ``num_values`` and ``num_missing`` as ``(B, n_num + n_cat, D)`` tokens.
 
+    Numeric tokens come first, then categorical ones; each column has its own
+    embedding weights. A missing numeric value gets its column's learned "missing" token.
+
     Parameters
     ----------
     cardinalities : list of int
         Id-space size of each categorical column (categories + 2 special ids).
     n_numeric : int
+        Number of numeric columns.
     d_model : int
-    numeric_embedding : {"linear", "periodic"}
-    n_frequencies, frequency_scale : periodic-embedding settings
+        Token width ``D``.
+    numeric_embedding : {"periodic", "linear"}, default="periodic"
+        ``"linear"``: ``x * w_j + b_j``; ``"periodic"``:
+        ``ReLU(W_j [cos(2π c_j x), sin(2π c_j x)] + b_j)`` with learned frequencies ``c_j``.
+    n_frequencies : int, default=16
+        Number of frequencies ``k`` per numeric column (periodic only).
+    frequency_scale : float, default=0.1
+        Standard deviation of the frequencies' initialisation (periodic only).
     """
 
     def __init__(self, cardinalities, n_numeric, d_model, numeric_embedding="periodic", n_frequencies=16, frequency_scale=0.1):
@@ -52,6 +62,19 @@ class TabularEmbedder(nn.Module):
         self.missing_embedding = nn.Parameter(_uniform_(torch.empty(n_numeric, d_model), d_model))
 
     def embed_numeric(self, values: torch.Tensor, missing: torch.Tensor) -> torch.Tensor:
+        """Embed the numeric columns.
+
+        Parameters
+        ----------
+        values : float Tensor of shape (B, n_numeric)
+            Scaled values (anything where missing).
+        missing : bool Tensor of shape (B, n_numeric)
+            ``True`` where the value is missing.
+
+        Returns
+        -------
+        tokens : Tensor of shape (B, n_numeric, D)
+        """
         if self.numeric_embedding == "periodic":
             angles = 2 * math.pi * values[..., None] * self.frequencies  # (B, n, k)
             features = torch.cat([torch.cos(angles), torch.sin(angles)], dim=-1)  # (B, n, 2k)
@@ -61,6 +84,20 @@ class TabularEmbedder(nn.Module):
         return torch.where(missing[..., None], self.missing_embedding.to(tokens.dtype), tokens)
 
     def forward(self, cat_ids, num_values, num_missing):
+        """Embed a table batch.
+
+        Parameters
+        ----------
+        cat_ids : long Tensor of shape (B, n_categorical)
+        num_values : float Tensor of shape (B, n_numeric)
+        num_missing : bool Tensor of shape (B, n_numeric)
+
+        Returns
+        -------
+        tokens : Tensor of shape (B, n_numeric + n_categorical, D)
+        mask : None
+            Tables have no padding.
+        """
         parts = []
         if self.n_numeric:
             parts.append(self.embed_numeric(num_values, num_missing))

@@ -19,8 +19,11 @@ class TextEmbedder(nn.Module):
     Parameters
     ----------
     vocab_size : int
+        Number of sub-word ids.
     d_model : int
+        Token width ``D``.
     n_segments : int, default=2
+        Number of segment (token type) ids: 2 for sentence pairs.
     token_dropout : float, default=0.0
         Training only: probability that a real, non-special sub-word becomes [MASK].
     mask_id : int, default=4
@@ -42,7 +45,22 @@ class TextEmbedder(nn.Module):
         nn.init.normal_(self.token_type_embeddings.weight, std=0.02)
 
     def forward(self, input_ids, attention_mask, token_type_ids=None, **_):
-        """``input_ids`` (B, T) -> tokens (B, T', D), mask (B, T') with T' <= T."""
+        """Embed sub-word ids.
+
+        Parameters
+        ----------
+        input_ids : long Tensor of shape (B, T)
+        attention_mask : Tensor of shape (B, T)
+            Non-zero for real sub-words (padding at the end).
+        token_type_ids : long Tensor of shape (B, T), or None, default=None
+            Segment of each sub-word; ``None``: all segment 0.
+
+        Returns
+        -------
+        tokens : Tensor of shape (B, T', D)
+            ``T' <= T``: while training, all-padding columns are cut off.
+        mask : bool Tensor of shape (B, T')
+        """
         mask = attention_mask.bool()
         if self.training:
             length = max(int(mask.sum(dim=1).max()), 1)
