@@ -29,4 +29,8 @@ def test_readme_quickstart_runs():
     namespace = {}
     for block in python_blocks():
         exec(compile(block, str(README), "exec"), namespace)
-    assert 0.7 < namespace["clf"].score(namespace["X_test"], namespace["y_test"]) <= 1
+    # it learns: clearly above the majority class's share of the test rows (a constant
+    # predictor scores exactly that share, 0.75 here)
+    y_test = namespace["y_test"]
+    majority = (y_test == y_test.mode()[0]).mean()
+    assert namespace["clf"].score(namespace["X_test"], y_test) >= majority + 0.04

@@ -38,6 +38,7 @@ from ..nn.heads import mean_pool
 from ..nn.models import PretrainedEncoder
 from ..tokenizers import make_tokenizer
 from ._params import SHARED_CONSTRAINTS, check_params
+from ._recipes import AUTO, RecipeMixin, resolve_recipe
 
 __all__ = ["TabFormerNet", "construct", "num_samples"]
 
@@ -68,7 +69,7 @@ def num_samples(X) -> int:
         raise TypeError(f"X must be a DataFrame, an array or a list of samples, got {type(X).__name__}") from None
 
 
-class TabFormerNet(NeuralNet):
+class TabFormerNet(RecipeMixin, NeuralNet):
     """Base of every tabformer estimator; not meant to be used directly.
 
     Subclasses declare their own parameters only (``__init__`` adds them and passes the
@@ -77,6 +78,10 @@ class TabFormerNet(NeuralNet):
 
     prefixes_ = NeuralNet.prefixes_ + ["tokenizer", "encoder", "head"]
     _parameter_constraints: dict = SHARED_CONSTRAINTS
+    #: which default recipe applies (``_recipes.py``): classifier, regressor, tagger, pretrainer
+    _recipe_role = "classifier"
+    #: the head class ``head__*`` settings go to (recipes only fill what it takes)
+    _head_class = None
 
     def __init__(
         self,
@@ -86,13 +91,13 @@ class TabFormerNet(NeuralNet):
         module,
         criterion,
         optimizer=torch.optim.AdamW,
-        lr=1e-3,
-        max_epochs=40,
-        batch_size=256,
-        lr_schedule="cosine",
+        lr="auto",
+        max_epochs="auto",
+        batch_size="auto",
+        lr_schedule="auto",
         train_split="auto",
         validation_fraction=0.1,
-        patience=8,
+        patience="auto",
         random_state=None,
         dataset=TensorDictDataset,
         verbose=1,
@@ -173,18 +178,21 @@ class TabFormerNet(NeuralNet):
 
     def get_default_callbacks(self):
         callbacks = list(super().get_default_callbacks())
-        if self.lr_schedule == "cosine":
+        lr_schedule, max_epochs, patience = (self._setting(name) for name in ("lr_schedule", "max_epochs", "patience"))
+        if lr_schedule == "cosine" and max_epochs != AUTO:
             # Decays to zero at max_epochs, so a fit that runs to the end finishes with
             # small, refining steps instead of stopping mid-stride at the peak rate.
-            callbacks.append(("lr_scheduler", LRScheduler(policy=CosineAnnealingLR, T_max=self.max_epochs)))
-        elif self.lr_schedule == "warmup_linear":
+            callbacks.append(("lr_scheduler", LRScheduler(policy=CosineAnnealingLR, T_max=max_epochs)))
+        elif lr_schedule == "warmup_linear":
             callbacks.append(("lr_scheduler", WarmupLinearLR()))
         # Any other value is refused by fit (check_params), not here: skorch builds
         # callbacks inside set_params, and sklearn wants set_params to store, not validate.
-        if self.patience is not None and self._uses_validation():
-            callbacks.append(
-                ("early_stopping", EarlyStopping(monitor="valid_loss", patience=self.patience, load_best=True, sink=self._sink))
+        if patience is not None and patience != AUTO and self._uses_validation():
+            monitor = self._setting("monitor") if hasattr(self, "resolved_params_") else "valid_loss"
+            stopping = EarlyStopping(
+                monitor=monitor, lower_is_better=monitor != "valid_acc", patience=patience, load_best=True, sink=self._sink
             )
+            callbacks.append(("early_stopping", stopping))
         return callbacks
 
     def _sink(self, message):
@@ -218,7 +226,7 @@ class TabFormerNet(NeuralNet):
     def get_iterator(self, dataset, training=False):
         prefix = "iterator_train" if training else "iterator_valid"
         kwargs = self.get_params_for(prefix)
-        kwargs.setdefault("batch_size", self.batch_size)
+        kwargs.setdefault("batch_size", self._setting("batch_size"))
         if kwargs["batch_size"] == -1:
             kwargs["batch_size"] = len(dataset)
         group_by_length = kwargs.pop("group_by_length", False)
@@ -246,8 +254,9 @@ class TabFormerNet(NeuralNet):
     def tokenize(self, X) -> dict:
         """Tokenize ``X`` with the fitted tokenizer (dict of numpy arrays, one row per sample)."""
         check_is_fitted(self, "tokenizer_")
-        if isinstance(X, Dataset):
-            # skorch's scoring callbacks call predict on the already tokenized validation set.
+        if isinstance(X, (Dataset, dict)):
+            # Already tokens: skorch's scoring callbacks predict on the tokenized validation
+            # set, and fit checks its own tokens.
             return X
         return self.tokenizer_.transform(X)
 
@@ -282,11 +291,17 @@ class TabFormerNet(NeuralNet):
     def _fit_tokenizer(self, X) -> dict:
         """Fit ``tokenizer_`` on ``X`` (or reuse a pretrained encoder's) and return X's tokens."""
         pretrained = self._pretrained()
+        user = NeuralNet.get_params_for(self, "tokenizer")
         if pretrained is not None:
             # The embedder's ids belong to the pretrained tokenizer: reuse it, fitted.
-            self.tokenizer_ = copy.deepcopy(pretrained.tokenizer)
+            tokenizer = copy.deepcopy(pretrained.tokenizer)
         else:
-            self.tokenizer_ = make_tokenizer(self.tokenizer, X, self.get_params_for("tokenizer")).fit(X)
+            tokenizer = make_tokenizer(self.tokenizer, X, user)
+        self.resolved_params_ = resolve_recipe(self, tokenizer, X, num_samples(X), pretrained is not None)
+        if pretrained is None:
+            recipe = {key: value for key, value in self.get_params_for("tokenizer").items() if key not in user}
+            tokenizer = tokenizer.set_params(**recipe).fit(X)
+        self.tokenizer_ = tokenizer
         return self.tokenizer_.transform(X)
 
     def _train_new_module(self, data, y, **fit_params):
@@ -299,6 +314,11 @@ class TabFormerNet(NeuralNet):
             del self.feature_names_in_
         self.initialize()
         NeuralNet.partial_fit(self, data, y, _routing_method="fit", **fit_params)
+        if isinstance(data, dict):
+            self._warn_if_collapsed({key: value[:2048] for key, value in data.items()})
+
+    def _warn_if_collapsed(self, tokens: dict) -> None:
+        """Warn when the fitted model answers the same for every row (subclasses check)."""
 
     def partial_fit(self, X, y=None, classes=None, **fit_params):
         """Continue training on ``X`` with the fitted tokenizer (fits everything if unfitted)."""

@@ -25,13 +25,13 @@ SHARED_CONSTRAINTS = {
     # so a tokenizer registered after import is accepted.
     "tokenizer": [str, BaseTokenizer],
     "encoder": [None, TransformerEncoder, PretrainedEncoder, str, os.PathLike],
-    "lr": [Interval(Real, 0, None, closed="left")],
-    "max_epochs": [Interval(Integral, 1, None, closed="left")],
-    "batch_size": [Interval(Integral, 1, None, closed="left"), Options(Integral, {-1})],
-    "lr_schedule": [StrOptions({"cosine", "warmup_linear"}), None],
+    "lr": [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})],
+    "max_epochs": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+    "batch_size": [Interval(Integral, 1, None, closed="left"), Options(Integral, {-1}), StrOptions({"auto"})],
+    "lr_schedule": [StrOptions({"cosine", "warmup_linear", "auto"}), None],
     "train_split": [StrOptions({"auto"}), callable, None],
     "validation_fraction": [Interval(Real, 0, 1, closed="left"), None],
-    "patience": [Interval(Integral, 1, None, closed="left"), None],
+    "patience": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}), None],
     "random_state": [Interval(Integral, 0, 2**32 - 1, closed="both"), None],
     "verbose": ["verbose"],
     "device": [str, torch.device],
@@ -76,17 +76,17 @@ SHARED_PARAMS_DOC = """
         its ``save``, warm-starts from its weights (copied, never modified). A
         :class:`~tabformer.nn.PretrainedEncoder` also brings its fitted tokenizer
         and embedder, which ``fit`` then reuses instead of fitting new ones.
-    lr : float, default=1e-3
+    lr : float or "auto", default="auto"
         AdamW learning rate (``optimizer__weight_decay`` etc. route to AdamW).
-    max_epochs : int, default=40
+    max_epochs : int or "auto", default="auto"
         Upper bound; early stopping may end training sooner.
-    lr_schedule : {"cosine", "warmup_linear"} or None, default="cosine"
+    lr_schedule : {"cosine", "warmup_linear", "auto"} or None, default="auto"
         ``"cosine"``: per-epoch cosine decay of the learning rate from ``lr`` to 0 over
         ``max_epochs``. ``"warmup_linear"``: BERT's fine-tuning schedule, per batch: a
         linear climb over the first 10% of the steps (``callbacks__lr_scheduler__warmup``),
         then a linear fall to 0 (:class:`~tabformer.callbacks.WarmupLinearLR`).
         ``None``: constant ``lr``.
-    batch_size : int, default=256
+    batch_size : int or "auto", default="auto"
         Rows per training step (``-1``: all rows). Text:
         ``iterator_train__group_by_length=True`` batches rows of similar length
         together (shuffled within windows of 50 batches, or of the int given), so less
@@ -95,11 +95,12 @@ SHARED_PARAMS_DOC = """
         Share of the training rows held out (stratified for classifiers) to monitor
         ``valid_loss`` for early stopping. Ignored when ``train_split`` is given.
         ``None`` or ``0`` trains on every row for ``max_epochs``.
-    patience : int or None, default=8
-        Stop after this many epochs without a better ``valid_loss``, and restore the
-        best weights. ``None`` disables early stopping. Classifiers can watch accuracy
-        instead: ``callbacks__early_stopping__monitor="valid_acc"`` with
-        ``callbacks__early_stopping__lower_is_better=False``.
+    patience : int, "auto" or None, default="auto"
+        Stop after this many epochs without a better validation score, and restore the
+        best weights. ``None`` disables early stopping. What is watched is the recipe's
+        (``resolved_params_["monitor"]``: ``valid_loss``, or ``valid_acc`` for text
+        classifiers) unless ``callbacks__early_stopping__monitor`` (with
+        ``callbacks__early_stopping__lower_is_better``) says otherwise.
     random_state : int or None, default=None
         Seeds weight init, shuffling and the validation split: CPU fits repeat exactly,
         except that a WordPiece vocabulary trained in ``fit`` can differ in a few tokens
@@ -114,6 +115,40 @@ SHARED_PARAMS_DOC = """
     **kwargs
         Routed parameters: ``tokenizer__*``, ``encoder__*``, ``head__*`` and skorch's
         (``optimizer__*``, ``callbacks__*``, ``iterator_train__*``...).
+
+    Notes
+    -----
+    **Defaults are recipes.** ``"auto"`` settings, and routed settings left unset, are
+    resolved at ``fit`` by the kind of input, by whether ``encoder`` is pretrained and by
+    the number of rows; ``resolved_params_`` shows what was used, while ``get_params``
+    keeps returning what you passed (so ``clone`` and grid searches see your values).
+    Anything you set wins. Recipe tokenizer settings apply to a tokenizer given by name
+    or ``"auto"`` (an instance is yours); encoder settings to a fresh encoder.
+
+    ======================  ==================  ============  =============  =================
+    input (estimator)       lr, schedule        max_epochs    batch_size     also
+    ======================  ==================  ============  =============  =================
+    table, mixed            1e-3, cosine        40 (pat. 8)   32 steps/epoch d_model 64 etc.
+    text, pretrained        5e-5, warmup_linear 3 (pat. 2)    32             mean pooling,
+                                                                             length grouping,
+                                                                             watch valid_acc
+    text, from scratch      3e-4, warmup_linear 40 (pat. 4)   64             30k WordPiece,
+                                                                             d_model 256, 2
+                                                                             layers, dropout
+                                                                             0.3, word dropout
+                                                                             0.1, mean pooling
+    image, from scratch     1e-3, warmup_linear 40 (pat. 8)   64             ~16 patches, +-2
+                                                                             pixel shifts,
+                                                                             pre-LN, 4 layers
+    image, pretrained       3e-4, warmup_linear 40 (pat. 8)   64
+    tagger, pretrained      1e-4, cosine        3 (pat. 2)    32
+    tagger, from scratch    1e-3, cosine        40 (pat. 3)   32             cased 30k
+                                                                             WordPiece, d 256
+    pretrainer              1e-3, cosine        20 (pat. 5)   128
+    ======================  ==================  ============  =============  =================
+
+    "32 steps/epoch": the largest power of two in [16, 256] that leaves an epoch at least
+    32 steps. See :mod:`tabformer.estimators._recipes` and docs/defaults.md.
 """
 
 FINE_TUNING_PARAMS_DOC = """    freeze_encoder : bool, default=False

@@ -81,6 +81,7 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
     """
 
     prefixes_ = TabFormerNet.prefixes_ + ["objective"]
+    _recipe_role = "pretrainer"
     _parameter_constraints = {
         **SHARED_CONSTRAINTS,
         "objective": [str],
@@ -97,21 +98,9 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         pooling="cls",
         module=PretrainingModel,
         criterion=None,
-        max_epochs=20,
-        batch_size=128,
-        patience=5,
         **kwargs,
     ):
-        super().__init__(
-            tokenizer,
-            encoder,
-            module=module,
-            criterion=criterion,
-            max_epochs=max_epochs,
-            batch_size=batch_size,
-            patience=patience,
-            **kwargs,
-        )
+        super().__init__(tokenizer, encoder, module=module, criterion=criterion, **kwargs)
         self.objective = objective
         self.pooling = pooling
 

@@ -12,7 +12,7 @@ from numbers import Integral
 
 import numpy as np
 import torch
-from sklearn.exceptions import DataConversionWarning
+from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
@@ -40,6 +40,12 @@ class _CLSHeadNet(FineTuningNet):
     def __init__(self, tokenizer="auto", encoder=None, *, fusion="early", **kwargs):
         super().__init__(tokenizer, encoder, **kwargs)
         self.fusion = fusion
+
+    def _collapse_advice(self) -> str:
+        return (
+            f"try more epochs (max_epochs; resolved: {self._setting('max_epochs')}), another learning rate "
+            f"(lr; resolved: {self._setting('lr')}), or check that the features carry signal"
+        )
 
     def fusion_mode(self):
         if isinstance(self.fusion, bool):  # an Integral to sklearn's check, not a layer count
@@ -79,8 +85,21 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
 
     _numeric_target = False
 
+    _recipe_role = "classifier"
+    _head_class = ClassificationHead
+
     def __init__(self, tokenizer="auto", encoder=None, *, criterion=torch.nn.CrossEntropyLoss, **kwargs):
         super().__init__(tokenizer, encoder, criterion=criterion, **kwargs)
+
+    def _warn_if_collapsed(self, tokens: dict) -> None:
+        predicted = np.unique(self.predict_proba(tokens).argmax(axis=1))
+        if len(predicted) == 1:
+            warnings.warn(
+                f"{type(self).__name__} predicts one class ({self.classes_[predicted[0]]!r}) for every training row "
+                f"it was checked on: it has not learned beyond a constant answer; {self._collapse_advice()}",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
 
     @property
     def classes_(self):
@@ -170,6 +189,8 @@ class TabFormerRegressor(_CLSHeadNet, NeuralNetRegressor):
     _numeric_target = True
 
     _parameter_constraints = {**_CLSHeadNet._parameter_constraints, "standardize_target": ["boolean"]}
+    _recipe_role = "regressor"
+    _head_class = RegressionHead
 
     def __init__(self, tokenizer="auto", encoder=None, *, standardize_target=True, criterion=torch.nn.MSELoss, **kwargs):
         super().__init__(tokenizer, encoder, criterion=criterion, **kwargs)
@@ -207,6 +228,16 @@ class TabFormerRegressor(_CLSHeadNet, NeuralNetRegressor):
         scaled = np.concatenate(list(outputs)).reshape(-1, self.n_targets_)
         y = scaled * self.target_scale_ + self.target_mean_
         return y.ravel() if self.target_ndim_ == 1 else y
+
+    def _warn_if_collapsed(self, tokens: dict) -> None:
+        outputs = np.concatenate(list(self.iter_batches(tokens, lambda inputs: self.module_(**inputs).float().cpu().numpy())))
+        if np.all(np.std(outputs, axis=0) < 1e-4):  # the targets were standardised to std 1
+            warnings.warn(
+                f"{type(self).__name__} predicts the same value for every training row it was checked on: "
+                f"it has not learned beyond a constant; {self._collapse_advice()}",
+                ConvergenceWarning,
+                stacklevel=4,
+            )
 
     @property
     def predict_proba(self):

@@ -45,9 +45,7 @@ class TabFormerTagger(FineTuningNet):
     word is trained on and read for its tag. Words cut off by ``tokenizer__max_length``
     (or made of characters the normaliser removes) get ``default_tag_``.
     """
-        + (SHARED_PARAMS_DOC + FINE_TUNING_PARAMS_DOC)
-        .replace('default="auto"', 'default="wordpiece"')
-        .replace("default=256", "default=32")
+        + (SHARED_PARAMS_DOC + FINE_TUNING_PARAMS_DOC).replace('default="auto"', 'default="wordpiece"')
         + """
     Attributes
     ----------
@@ -68,8 +66,11 @@ class TabFormerTagger(FineTuningNet):
     """
     )
 
-    def __init__(self, tokenizer="wordpiece", encoder=None, *, criterion=TokenCrossEntropy, batch_size=32, **kwargs):
-        super().__init__(tokenizer, encoder, criterion=criterion, batch_size=batch_size, **kwargs)
+    _recipe_role = "tagger"
+    _head_class = TokenClassificationHead
+
+    def __init__(self, tokenizer="wordpiece", encoder=None, *, criterion=TokenCrossEntropy, **kwargs):
+        super().__init__(tokenizer, encoder, criterion=criterion, **kwargs)
 
     def build_head(self, d_model):
         return construct(TokenClassificationHead, self.get_params_for("head"), "head", d_model, len(self.classes_))

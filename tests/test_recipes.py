@@ -1,0 +1,121 @@
+"""Defaults are recipes: "auto" settings resolve at fit by input kind, pretrained weights
+and data size; the user's settings always win; parameters are never rewritten."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import load_digits
+from sklearn.exceptions import ConvergenceWarning
+
+from tabformer import PretrainedEncoder, TabFormerClassifier, TabFormerPretrainer, TabFormerRegressor, TabFormerTagger
+from tabformer.callbacks import WarmupLinearLR
+from tabformer.estimators._recipes import auto_batch_size, auto_patch_size
+
+SMALL = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, max_epochs=2, verbose=0, random_state=0)
+
+
+def test_auto_batch_size_keeps_about_32_steps_per_epoch():
+    assert auto_batch_size(1500) == 32 and auto_batch_size(24000) == 256 and auto_batch_size(100) == 16
+    assert all(n / auto_batch_size(n) >= 32 for n in (1024, 5000, 8192))
+    assert auto_patch_size(28, 28) == 7 and auto_patch_size(8, 8) == 2 and auto_patch_size(32, 32) == 8
+    assert auto_patch_size(28, 30) is None
+
+
+def test_table_recipe_resolves_at_fit_and_leaves_params_alone(table):
+    X, y = table
+    clf = TabFormerClassifier(**SMALL)
+    assert clf.get_params()["lr"] == "auto" and clf.get_params()["batch_size"] == "auto"
+    clf.fit(X, y)
+    resolved = clf.resolved_params_
+    assert resolved["lr"] == 1e-3 and resolved["lr_schedule"] == "cosine" and resolved["patience"] == 8
+    assert resolved["batch_size"] == auto_batch_size(len(X)) and resolved["max_epochs"] == 2  # the user's
+    assert clf.optimizer_.param_groups[0]["lr"] < 1e-3  # cosine-decayed from the resolved 1e-3
+    assert clf.get_params()["lr"] == "auto" and clf.get_params()["max_epochs"] == 2  # never rewritten
+    twin = clone(clf)
+    assert not hasattr(twin, "resolved_params_") and twin.get_params()["lr"] == "auto"
+
+
+def test_explicit_settings_win(table):
+    X, y = table
+    clf = TabFormerClassifier(lr=0.01, batch_size=40, lr_schedule=None, patience=None, **SMALL).fit(X, y)
+    assert clf.optimizer_.param_groups[0]["lr"] == 0.01
+    assert clf.resolved_params_["batch_size"] == 40 and clf.resolved_params_["patience"] is None
+    assert "early_stopping" not in dict(clf.callbacks_) and "lr_scheduler" not in dict(clf.callbacks_)
+
+
+def _texts(n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    words = ["good", "great", "fine", "bad", "awful", "poor", "movie", "plot", "actor", "scene"]
+    texts = [" ".join(rng.choice(words, size=rng.integers(3, 12))) for _ in range(n)]
+    return texts, np.array(["pos" if t.count("good") + t.count("great") > t.count("bad") else "neg" for t in texts])
+
+
+def test_text_from_scratch_and_from_pretrained_get_their_recipes():
+    texts, labels = _texts()
+    scratch = TabFormerClassifier(max_epochs=1, verbose=0, random_state=0).fit(texts, labels)
+    r = scratch.resolved_params_
+    assert r["lr"] == 3e-4 and r["lr_schedule"] == "warmup_linear" and r["monitor"] == "valid_acc"
+    assert scratch.module_.encoder.d_model == 256 and scratch.module_.head.pooling == "mean"
+    assert scratch.tokenizer_.token_dropout == 0.1 and scratch.tokenizer_.vocab_size == 30000
+    assert scratch.get_params()["tokenizer"] == "auto" and "tokenizer__vocab_size" not in scratch.get_params()
+    stopping = dict(scratch.callbacks_)["early_stopping"]
+    assert stopping.monitor == "valid_acc" and not stopping.lower_is_better
+    # a pretrained encoder switches to BERT's fine-tuning recipe
+    pre = TabFormerPretrainer(max_epochs=1, validation_fraction=None, **{k: v for k, v in SMALL.items() if k != "max_epochs"})
+    encoder = pre.fit(texts).encoder_
+    assert isinstance(encoder, PretrainedEncoder) and pre.resolved_params_["lr"] == 1e-3
+    tuned = TabFormerClassifier(encoder=encoder, max_epochs=1, verbose=0).fit(texts, labels)
+    r = tuned.resolved_params_
+    assert r["lr"] == 5e-5 and r["lr_schedule"] == "warmup_linear" and r["iterator_train__group_by_length"] is True
+    assert isinstance(dict(tuned.callbacks_)["lr_scheduler"], WarmupLinearLR)
+    assert tuned.module_.encoder.d_model == 16  # the pretrained encoder, not the scratch recipe's width
+    # the user's head setting wins over the recipe's mean pooling
+    cls = TabFormerClassifier(encoder=encoder, head__pooling="cls", max_epochs=1, verbose=0).fit(texts, labels)
+    assert cls.module_.head.pooling == "cls"
+
+
+def test_tagger_from_pretrained_uses_a_fine_tuning_rate():
+    texts, _ = _texts(40)
+    sentences = [t.split() for t in texts]
+    tags = [["B-POS" if w in ("good", "great") else "O" for w in s] for s in sentences]
+    encoder = (
+        TabFormerPretrainer(max_epochs=1, validation_fraction=None, **{k: v for k, v in SMALL.items() if k != "max_epochs"})
+        .fit(texts)
+        .encoder_
+    )
+    tagger = TabFormerTagger(encoder=encoder, max_epochs=1, verbose=0).fit(sentences, tags)
+    assert tagger.resolved_params_["lr"] == 1e-4 and tagger.resolved_params_["batch_size"] == 32
+
+
+def test_image_recipe_picks_patches_and_shifts():
+    rng = np.random.default_rng(0)
+    images = (rng.random((40, 28, 28)) * 255).astype(np.uint8)
+    labels = np.arange(40) % 2
+    clf = TabFormerClassifier(max_epochs=1, verbose=0, random_state=0).fit(images, labels)
+    assert clf.tokenizer_.patch_size == 7 and clf.tokenizer_.random_shift == 2 and clf.tokenizer_.grid_shape_ == (4, 4)
+    assert clf.module_.encoder.norm_first and clf.resolved_params_["lr_schedule"] == "warmup_linear"
+    digits = load_digits()
+    small = TabFormerClassifier(max_epochs=1, verbose=0).fit(digits.images[:60], digits.target[:60])
+    assert small.tokenizer_.patch_size == 2 and small.tokenizer_.random_shift == 0  # no shifts on 8x8 digits
+    # explicit tokenizer settings, and tokenizer instances, are the user's
+    mine = TabFormerClassifier(tokenizer="patch", tokenizer__patch_size=4, max_epochs=1, verbose=0).fit(images, labels)
+    assert mine.tokenizer_.patch_size == 4 and mine.tokenizer_.random_shift == 2
+
+
+def test_a_collapsed_fit_warns():
+    X = pd.DataFrame({"constant": np.ones(64)})
+    y = np.array(["a", "b"] * 32)
+    with pytest.warns(ConvergenceWarning, match="predicts one class"):
+        TabFormerClassifier(**SMALL).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="predicts the same value"):
+        TabFormerRegressor(**SMALL).fit(X, np.arange(64.0))
+
+
+def test_a_model_that_learns_does_not_warn(table):
+    X, y = table
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        TabFormerClassifier(encoder__d_model=16, encoder__n_heads=2, max_epochs=30, verbose=0, random_state=0).fit(X, y)
