@@ -6,6 +6,7 @@ and prints accuracy, ROC AUC and fit time beside HistGradientBoosting and
 LogisticRegression on one-hot columns.
 """
 
+import argparse
 import time
 
 import pandas as pd
@@ -16,11 +17,25 @@ from sklearn.metrics import accuracy_score, roc_auc_score
 from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler
+from skorch.callbacks import Callback
 
 from tabformer import TabFormerClassifier
 from tabformer.datasets import load_adult
 
 POSITIVE = ">50K"
+
+
+class Eta(Callback):
+    """After the first epoch, say how long the rest can take (early stopping usually ends sooner)."""
+
+    def on_epoch_end(self, net, **kwargs):
+        if len(net.history) == 1:
+            seconds, epochs = net.history[-1, "dur"], net.resolved_params_["max_epochs"]
+            print(
+                f"first epoch: {seconds:.0f}s; at most {epochs - 1} more (about {seconds * (epochs - 1) / 60:.0f} min), "
+                f"early stopping (patience {net.resolved_params_['patience']}) usually ends sooner",
+                flush=True,
+            )
 
 
 def as_categories(frame: pd.DataFrame) -> pd.DataFrame:
@@ -59,11 +74,18 @@ def evaluate(name, model, X_train, X_test, y_train, y_test):
     }
 
 
-def main():
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=None, help="train on a slice of this many rows (default: all)")
+    args = parser.parse_args(argv)
     X, y = load_adult()
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, stratify=y, random_state=0)
-    print(f"Adult: {len(X_train)} training rows, {len(X_test)} test rows, {X_train.shape[1]} columns\n")
-    rows = [evaluate("tabformer (defaults)", TabFormerClassifier(random_state=0), X_train, X_test, y_train, y_test)]
+    if args.rows:
+        X_train, y_train = X_train.iloc[: args.rows], y_train.iloc[: args.rows]
+    print(f"Adult: {len(X_train)} training rows, {len(X_test)} test rows, {X_train.shape[1]} columns")
+    print("tabformer trains first (one line per epoch), then the two baselines (about a second)\n", flush=True)
+    tabformer = TabFormerClassifier(random_state=0, callbacks=[("eta", Eta())])
+    rows = [evaluate("tabformer (defaults)", tabformer, X_train, X_test, y_train, y_test)]
     for name, model in baselines().items():
         rows.append(evaluate(name, model, X_train, X_test, y_train, y_test))
     table = pd.DataFrame(rows).set_index("model")

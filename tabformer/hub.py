@@ -65,7 +65,7 @@ def _lowercase(folder: str) -> bool:
 def load_bert(
     path, max_length: int | None = None, dropout: float | None = None, attention_dropout: float | None = None
 ) -> PretrainedEncoder:
-    """Build a :class:`~tabformer.model.PretrainedEncoder` from a local BERT folder.
+    """Build a :class:`~tabformer.nn.models.PretrainedEncoder` from a local BERT folder.
 
     Parameters
     ----------
@@ -82,8 +82,8 @@ def load_bert(
     -------
     PretrainedEncoder
         Fitted :class:`~tabformer.tokenizers.WordPieceTokenizer` (the folder's
-        vocabulary), :class:`~tabformer.tokenizers.text.TextEmbedder` and
-        :class:`~tabformer.encoder.TransformerEncoder` (post-LN, exact GELU, learned
+        vocabulary), :class:`~tabformer.nn.embedders.text.TextEmbedder` and
+        :class:`~tabformer.nn.encoder.TransformerEncoder` (post-LN, exact GELU, learned
         positions, embedding LayerNorm), in eval mode.
     """
     folder = os.fspath(path)
@@ -163,7 +163,21 @@ def load_bert(
 
 
 def load_pretrained(path, **kwargs) -> PretrainedEncoder:
-    """A :class:`PretrainedEncoder` from a BERT folder or a file written by ``PretrainedEncoder.save``."""
+    """A :class:`~tabformer.nn.models.PretrainedEncoder` from a BERT folder or a file written by its ``save``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A folder (read by :func:`load_bert`) or a file written by
+        :meth:`PretrainedEncoder.save <tabformer.nn.models.PretrainedEncoder.save>`.
+    **kwargs
+        :func:`load_bert`'s options (``max_length``, ``dropout``, ``attention_dropout``);
+        folders only, a file with options raises ``TypeError``.
+
+    Returns
+    -------
+    PretrainedEncoder
+    """
     if os.path.isdir(os.fspath(path)):
         return load_bert(path, **kwargs)
     if kwargs:

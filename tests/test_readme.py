@@ -34,3 +34,16 @@ def test_readme_quickstart_runs():
     y_test = namespace["y_test"]
     majority = (y_test == y_test.mode()[0]).mean()
     assert namespace["clf"].score(namespace["X_test"], y_test) >= majority + 0.04
+
+
+def test_demo_prints_progress_eta_and_the_results_table(capsys):
+    if importlib.util.find_spec("mglearn") is None:
+        pytest.skip("mglearn (Adult data) is not installed; `make test` installs it")
+    spec = importlib.util.spec_from_file_location("adult_demo", README.parent / "examples" / "adult_demo.py")
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    table = demo.main(["--rows", "400"])
+    out = capsys.readouterr().out
+    assert "first epoch:" in out and "more (about" in out  # how long the rest can take
+    assert "train_loss" in out  # skorch's per-epoch progress lines
+    assert list(table.index) == ["tabformer (defaults)", "HistGradientBoosting", "LogisticRegression (one-hot)"]

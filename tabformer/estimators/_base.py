@@ -6,11 +6,8 @@ tokenizer and lets skorch train it on the cached token arrays. Subclasses say wh
 target is (``_fit_target``), which head reads the encoder (``build_head``) and how
 predictions come back; everything else (encoder building and warm starts, the
 validation split, schedules, early stopping, batching, the inference loop) lives here.
-
 Parameters route by prefix, skorch style: ``tokenizer__*`` to the tokenizer,
-``encoder__*`` to :class:`~tabformer.nn.TransformerEncoder`, ``head__*`` to the head,
-and skorch's own (``lr``, ``max_epochs``, ``batch_size``, ``device``, ``optimizer__*``,
-``callbacks__*``...).
+``encoder__*`` to :class:`~tabformer.nn.TransformerEncoder`, ``head__*`` to the head.
 """
 
 from __future__ import annotations
@@ -125,14 +122,12 @@ class TabFormerNet(RecipeMixin, NeuralNet):
         self.random_state = random_state
 
     def _get_param_names(self):
-        # skorch lists every public-looking attribute; its private bookkeeping
-        # (_params_to_validate) is not a parameter and must not be cloned or set.
+        # skorch's private bookkeeping (_params_to_validate) is no parameter: never cloned or set.
         return [name for name in super()._get_param_names() if not name.startswith("_")]
 
     @classmethod
     def from_pretrained(cls, path, **params):
-        """An unfitted estimator warm-started from a local BERT folder (``config.json``,
-        ``model.safetensors``, ``vocab.txt``) or a ``PretrainedEncoder.save`` file.
+        """An unfitted estimator warm-started from a local BERT folder or a ``PretrainedEncoder.save`` file.
 
         Parameters
         ----------
@@ -170,23 +165,27 @@ class TabFormerNet(RecipeMixin, NeuralNet):
         return copy.deepcopy(self.encoder)
 
     def build_embedder(self, d_model: int) -> torch.nn.Module:
-        """The embedder: a copy of a pretrained encoder's, or a fresh one the tokenizer describes."""
+        """The embedder, ``d_model`` wide: a copy of a pretrained encoder's, or the tokenizer's fresh one.
+
+        Parameters
+        ----------
+        d_model : int
+        """
         pretrained = self._pretrained()
         if pretrained is not None:
             return copy.deepcopy(pretrained.embedder)
         return self.tokenizer_.build_embedder(d_model)
 
     def get_default_callbacks(self):
+        """skorch's callbacks, plus the resolved ``lr_schedule``'s scheduler and early stopping."""
         callbacks = list(super().get_default_callbacks())
         lr_schedule, max_epochs, patience = (self._setting(name) for name in ("lr_schedule", "max_epochs", "patience"))
         if lr_schedule == "cosine" and max_epochs != AUTO:
-            # Decays to zero at max_epochs, so a fit that runs to the end finishes with
-            # small, refining steps instead of stopping mid-stride at the peak rate.
+            # Decays to 0 at max_epochs: a fit that runs to the end finishes with small, refining steps.
             callbacks.append(("lr_scheduler", LRScheduler(policy=CosineAnnealingLR, T_max=max_epochs)))
         elif lr_schedule == "warmup_linear":
             callbacks.append(("lr_scheduler", WarmupLinearLR()))
-        # Any other value is refused by fit (check_params), not here: skorch builds
-        # callbacks inside set_params, and sklearn wants set_params to store, not validate.
+        # Other values are refused by fit (check_params): skorch builds callbacks in set_params, which must not validate.
         if patience is not None and patience != AUTO and self._uses_validation():
             monitor = self._setting("monitor") if hasattr(self, "resolved_params_") else "valid_loss"
             stopping = EarlyStopping(
@@ -206,6 +205,7 @@ class TabFormerNet(RecipeMixin, NeuralNet):
 
     # ------------------------------------------------------------- data
     def get_split_datasets(self, X, y=None, **fit_params):
+        """skorch's split, or for ``train_split="auto"`` a ``validation_fraction`` holdout (stratified if asked)."""
         if self.train_split != "auto":
             return super().get_split_datasets(X, y, **fit_params)
         dataset = self.get_dataset(X, y)
@@ -224,6 +224,7 @@ class TabFormerNet(RecipeMixin, NeuralNet):
         return None if self.random_state is None else int(self.random_state) + 1
 
     def get_iterator(self, dataset, training=False):
+        """skorch's DataLoader, with the resolved ``batch_size`` and optional length grouping."""
         prefix = "iterator_train" if training else "iterator_valid"
         kwargs = self.get_params_for(prefix)
         kwargs.setdefault("batch_size", self._setting("batch_size"))
@@ -252,11 +253,19 @@ class TabFormerNet(RecipeMixin, NeuralNet):
         return False
 
     def tokenize(self, X) -> dict:
-        """Tokenize ``X`` with the fitted tokenizer (dict of numpy arrays, one row per sample)."""
+        """Tokenize ``X`` with the fitted tokenizer.
+
+        Parameters
+        ----------
+        X : raw input, or tokens (a dict of arrays or a Dataset), returned as is
+
+        Returns
+        -------
+        dict of ndarray, each of shape (n_samples, ...)
+        """
         check_is_fitted(self, "tokenizer_")
         if isinstance(X, (Dataset, dict)):
-            # Already tokens: skorch's scoring callbacks predict on the tokenized validation
-            # set, and fit checks its own tokens.
+            # Already tokens: skorch's scoring callbacks predict on the tokenized validation set.
             return X
         return self.tokenizer_.transform(X)
 
@@ -276,8 +285,7 @@ class TabFormerNet(RecipeMixin, NeuralNet):
         """
         check_params(self)
         if "sample_weight" in fit_params:
-            # skorch would forward an unknown fit parameter to the module's forward, where
-            # it could be silently ignored; refuse it instead.
+            # skorch would pass it on to the module's forward, which could silently ignore it.
             raise ValueError(f"{type(self).__name__} does not support sample_weight yet; resample the rows instead")
         if self.warm_start and getattr(self, "initialized_", False) and hasattr(self, "tokenizer_"):
             return self.partial_fit(X, y, **fit_params)
@@ -336,8 +344,7 @@ class TabFormerNet(RecipeMixin, NeuralNet):
         return batch, self._encode_target(check_target(y, n_rows, numeric=self._numeric_target))
 
     def _seeded(self):
-        """Fork the global torch RNG and seed it, so a fit is reproducible and leaves
-        the caller's random state alone."""
+        """Fork the global torch RNG and seed it: a reproducible fit that leaves the caller's RNG alone."""
         fork = torch.random.fork_rng(devices=[])
         if self.random_state is None:
             return fork
@@ -419,7 +426,9 @@ class TabFormerNet(RecipeMixin, NeuralNet):
     def explain(self, X, layer="all", level="token"):
         """CLS attention over the input tokens, averaged over heads, as a tidy DataFrame.
 
-        See :func:`tabformer.inspection.explain`, which this calls.
+        Parameters
+        ----------
+        X, layer, level : as :func:`tabformer.inspection.explain`, which this calls
         """
         return inspection.explain(self, X, layer=layer, level=level)
 
@@ -435,6 +444,4 @@ class TabFormerNet(RecipeMixin, NeuralNet):
         return tags
 
     def check_data(self, X, y):
-        # Targets are validated and encoded in fit (_fit_target); skorch's inference of
-        # classes from the encoded ints would only shadow ours.
-        pass
+        """Nothing: ``fit`` checks and encodes y (``_fit_target``); skorch's class inference would shadow it."""

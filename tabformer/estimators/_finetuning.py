@@ -38,9 +38,29 @@ class FineTuningNet(TabFormerNet):
         return "early"
 
     def build_head(self, d_model: int) -> torch.nn.Module:  # pragma: no cover - interface
+        """The task's head, configured by ``head__*``; subclasses implement it.
+
+        Parameters
+        ----------
+        d_model : int
+            Width of the encoder output ``(B, 1+T, D)`` the head reads (``D == d_model``).
+
+        Returns
+        -------
+        nn.Module
+        """
         raise NotImplementedError
 
     def initialize_module(self):
+        """Build ``module_``: embedder, encoder (fresh or warm-started) and head, frozen as asked.
+
+        A :class:`~tabformer.nn.models.TabFormerModel` (early or mid fusion), or a
+        :class:`~tabformer.nn.models.LateFusionModel` for ``fusion="late"``.
+
+        Returns
+        -------
+        self
+        """
         fusion = self.fusion_mode()
         if self.freeze_embedder and self._pretrained() is None and fusion != "late":  # late fusion has its own error below
             raise ValueError(

@@ -18,7 +18,7 @@ from ..nn.encoder import TransformerEncoder
 from ..nn.models import PretrainedEncoder
 from ..tokenizers import BaseTokenizer
 
-__all__ = ["SHARED_CONSTRAINTS", "FINE_TUNING_CONSTRAINTS", "SHARED_PARAMS_DOC", "check_params"]
+__all__ = ["SHARED_CONSTRAINTS", "FINE_TUNING_CONSTRAINTS", "SHARED_PARAMS_DOC", "RECIPES_NOTES_DOC", "check_params"]
 
 SHARED_CONSTRAINTS = {
     # Names are checked against the registry when the tokenizer is made (make_tokenizer),
@@ -115,7 +115,10 @@ SHARED_PARAMS_DOC = """
     **kwargs
         Routed parameters: ``tokenizer__*``, ``encoder__*``, ``head__*`` and skorch's
         (``optimizer__*``, ``callbacks__*``, ``iterator_train__*``...).
+"""
 
+#: the Notes section on default recipes; goes after the Attributes, before the Examples
+RECIPES_NOTES_DOC = """
     Notes
     -----
     **Defaults are recipes.** ``"auto"`` settings, and routed settings left unset, are

@@ -239,4 +239,5 @@ class RecipeMixin:
         return args, kwargs
 
     def fit_loop(self, X, y=None, epochs=None, **fit_params):
+        """skorch's fit loop, for the resolved ``max_epochs`` unless ``epochs`` is given."""
         return super().fit_loop(X, y, epochs=self._setting("max_epochs") if epochs is None else epochs, **fit_params)

@@ -42,15 +42,21 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
     encoder : None, TransformerEncoder, PretrainedEncoder or path, default=None
         ``None`` builds a fresh encoder from ``encoder__*``; a ``PretrainedEncoder``
         (e.g. loaded MiniLM) continues pretraining from it with its own tokenizer.
-    lr : float, default=1e-3
-    max_epochs : int, default=20
-    lr_schedule : {"cosine", "warmup_linear"} or None, default="cosine"
+    lr : float or "auto", default="auto"
+        AdamW learning rate; ``"auto"`` resolves to 1e-3.
+    max_epochs : int or "auto", default="auto"
+        Upper bound (early stopping may end training sooner); ``"auto"`` resolves to 20.
+    lr_schedule : {"cosine", "warmup_linear", "auto"} or None, default="auto"
         Cosine decay of the learning rate to 0 over ``max_epochs``, or BERT's per-batch
-        linear warm-up and decay (see the classifier).
-    batch_size : int, default=128
+        linear warm-up and decay (see the classifier); ``None``: constant ``lr``.
+        ``"auto"`` resolves to ``"cosine"``.
+    batch_size : int or "auto", default="auto"
+        Rows per training step (``-1``: all rows); ``"auto"`` resolves to 128.
     validation_fraction : float or None, default=0.1
         Rows held out to watch the objective's loss for early stopping.
-    patience : int or None, default=5
+    patience : int, "auto" or None, default="auto"
+        Epochs without a lower validation loss before stopping (the best weights are
+        restored); ``None`` disables early stopping. ``"auto"`` resolves to 5.
     random_state : int or None, default=None
         Seeds initialisation, shuffling, the split and the objective's randomness.
     pooling : {"cls", "mean", "cls+mean"}, default="cls"
@@ -72,6 +78,12 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         A copy of the fitted tokenizer, embedder and encoder: pass it as ``encoder=`` to
         a classifier or tagger to warm-start it.
     history_ : skorch History
+    resolved_params_ : dict
+        The settings ``fit`` used: yours where given, the pretrainer's recipe for those
+        left ``"auto"`` (``lr`` 1e-3, ``max_epochs`` 20, ``batch_size`` 128,
+        ``lr_schedule`` ``"cosine"``, ``patience`` 5, whatever the input), plus
+        ``monitor`` (``"valid_loss"``); see :mod:`tabformer.estimators._recipes`.
+        ``get_params`` still returns what you passed.
 
     Examples
     --------
@@ -105,11 +117,17 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         self.pooling = pooling
 
     def initialize_criterion(self):
-        # The objective scores its own predictions (get_loss); there is no criterion module.
+        """No criterion module: ``criterion_`` is None, the objective scores its own predictions (``get_loss``)."""
         self.criterion_ = None
         return self
 
     def initialize_module(self):
+        """Build ``module_``: a :class:`~tabformer.nn.models.PretrainingModel` of embedder, encoder and objective head.
+
+        Returns
+        -------
+        self
+        """
         encoder = self.build_encoder()
         embedder = self.build_embedder(encoder.d_model)
         head = self.objective_.build_head(self.tokenizer_, embedder, encoder.d_model)
@@ -169,6 +187,16 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         return copy.deepcopy(PretrainedEncoder(self.tokenizer_, self.module_.embedder, self.module_.encoder)).cpu().eval()
 
     def get_feature_names_out(self, input_features=None):
+        """Names of ``transform``'s output columns: ``"embedding0"``, ``"embedding1"``...
+
+        Parameters
+        ----------
+        input_features : ignored
+
+        Returns
+        -------
+        ndarray of str of shape (d_model,), or (2 * d_model,) with ``pooling="cls+mean"``
+        """
         check_is_fitted(self)
         width = self.module_.encoder.d_model * (2 if self.pooling == "cls+mean" else 1)
         return np.asarray([f"embedding{i}" for i in range(width)], dtype=object)

@@ -22,7 +22,7 @@ from .._validation import check_target
 from ..nn.heads import ClassificationHead, RegressionHead
 from ._base import construct
 from ._finetuning import FineTuningNet
-from ._params import FINE_TUNING_CONSTRAINTS, FINE_TUNING_PARAMS_DOC, FUSION_PARAM_DOC, SHARED_PARAMS_DOC
+from ._params import FINE_TUNING_CONSTRAINTS, FINE_TUNING_PARAMS_DOC, FUSION_PARAM_DOC, RECIPES_NOTES_DOC, SHARED_PARAMS_DOC
 
 __all__ = ["TabFormerClassifier", "TabFormerRegressor"]
 
@@ -48,6 +48,12 @@ class _CLSHeadNet(FineTuningNet):
         )
 
     def fusion_mode(self):
+        """The ``fusion`` parameter, checked: ``"early"``, ``"late"`` or an int of modality-only layers.
+
+        Returns
+        -------
+        str or int
+        """
         if isinstance(self.fusion, bool):  # an Integral to sklearn's check, not a layer count
             raise ValueError(
                 f"fusion must be 'early', 'late' or a number of modality-only layers (int >= 0), got {self.fusion!r}"
@@ -67,11 +73,19 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
     ----------
     classes_ : ndarray of shape (n_classes,)
     tokenizer_ : fitted tokenizer
-    module_ : TabFormerModel
+    module_ : TabFormerModel (LateFusionModel with ``fusion="late"``)
     history_ : skorch History (per-epoch losses, timings)
+    resolved_params_ : dict
+        The settings ``fit`` used: yours where given, the default recipe's for those
+        left ``"auto"`` or unset: ``lr``, ``max_epochs``, ``batch_size``,
+        ``lr_schedule``, ``patience``, ``monitor``, and the routed settings the recipe
+        adds (e.g. ``encoder__d_model`` for text); see the Notes. ``get_params`` still
+        returns what you passed.
     n_features_in_ : int
     feature_names_in_ : ndarray of str (DataFrame input only)
-
+"""
+        + RECIPES_NOTES_DOC
+        + """
     Examples
     --------
     >>> from tabformer import TabFormerClassifier
@@ -139,6 +153,18 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
         return y if counts.min() >= 2 and n_valid >= len(counts) else None
 
     def build_head(self, d_model):
+        """A :class:`~tabformer.nn.heads.ClassificationHead` configured by ``head__*``.
+
+        Parameters
+        ----------
+        d_model : int
+            Width of the encoder output ``(B, 1+T, D)`` it reads.
+
+        Returns
+        -------
+        ClassificationHead
+            Logits of shape (B, n_classes).
+        """
         return construct(ClassificationHead, self.get_params_for("head"), "head", d_model, len(self.classes_))
 
     def predict_proba(self, X):
@@ -166,16 +192,23 @@ class TabFormerRegressor(_CLSHeadNet, NeuralNetRegressor):
     (``standardize_target``) and predictions are returned on the original scale.
     """
         + _PARAMS_DOC
-        + """
-    standardize_target : bool, default=True
+        + """    standardize_target : bool, default=True
         Train on ``(y - mean) / std`` per target, which keeps the default learning rate
         sensible whatever the target's units.
 
     Attributes
     ----------
     target_mean_, target_scale_ : ndarray of shape (n_targets,)
+    resolved_params_ : dict
+        The settings ``fit`` used: yours where given, the default recipe's for those
+        left ``"auto"`` or unset: ``lr``, ``max_epochs``, ``batch_size``,
+        ``lr_schedule``, ``patience``, ``monitor``, and the routed settings the recipe
+        adds (e.g. ``encoder__d_model`` for text); see the Notes. ``get_params`` still
+        returns what you passed.
     tokenizer_, module_, history_, n_features_in_, feature_names_in_ : as the classifier
-
+"""
+        + RECIPES_NOTES_DOC
+        + """
     Examples
     --------
     >>> from tabformer import TabFormerRegressor
@@ -219,6 +252,18 @@ class TabFormerRegressor(_CLSHeadNet, NeuralNetRegressor):
         return ((y2d - self.target_mean_) / self.target_scale_).astype(np.float32)
 
     def build_head(self, d_model):
+        """A :class:`~tabformer.nn.heads.RegressionHead` configured by ``head__*``.
+
+        Parameters
+        ----------
+        d_model : int
+            Width of the encoder output ``(B, 1+T, D)`` it reads.
+
+        Returns
+        -------
+        RegressionHead
+            Standardised predictions of shape (B, n_targets).
+        """
         return construct(RegressionHead, self.get_params_for("head"), "head", d_model, self.n_targets_)
 
     def predict(self, X):
@@ -241,8 +286,11 @@ class TabFormerRegressor(_CLSHeadNet, NeuralNetRegressor):
 
     @property
     def predict_proba(self):
-        # skorch gives every net a predict_proba; a regressor must not advertise one,
-        # or sklearn tools (and users) would treat it as a probabilistic classifier.
+        """Not available: reading it raises ``AttributeError`` on purpose, so ``hasattr`` is False.
+
+        skorch gives every net a ``predict_proba``; a regressor must not advertise one, or
+        sklearn tools (and users) would treat it as a probabilistic classifier.
+        """
         raise AttributeError("TabFormerRegressor has no predict_proba; use predict")
 
     def __sklearn_tags__(self):

@@ -17,7 +17,7 @@ from ..metrics import entity_f1
 from ..nn.heads import IGNORE_INDEX, TokenClassificationHead, TokenCrossEntropy
 from ._base import construct
 from ._finetuning import FineTuningNet
-from ._params import FINE_TUNING_PARAMS_DOC, SHARED_PARAMS_DOC, check_params
+from ._params import FINE_TUNING_PARAMS_DOC, RECIPES_NOTES_DOC, SHARED_PARAMS_DOC, check_params
 
 __all__ = ["TabFormerTagger"]
 
@@ -45,7 +45,9 @@ class TabFormerTagger(FineTuningNet):
     word is trained on and read for its tag. Words cut off by ``tokenizer__max_length``
     (or made of characters the normaliser removes) get ``default_tag_``.
     """
-        + (SHARED_PARAMS_DOC + FINE_TUNING_PARAMS_DOC).replace('default="auto"', 'default="wordpiece"')
+        + (SHARED_PARAMS_DOC + FINE_TUNING_PARAMS_DOC).replace(
+            'tokenizer instance, default="auto"', 'tokenizer instance, default="wordpiece"'
+        )
         + """
     Attributes
     ----------
@@ -53,8 +55,16 @@ class TabFormerTagger(FineTuningNet):
         Tags seen in fit, sorted.
     default_tag_ : str
         Tag predicted for words without a sub-word: ``"O"`` if seen, else the most frequent.
+    resolved_params_ : dict
+        The settings ``fit`` used: yours where given, the default recipe's for those
+        left ``"auto"`` or unset: ``lr``, ``max_epochs``, ``batch_size``,
+        ``lr_schedule``, ``patience``, ``monitor``, and the routed settings the recipe
+        adds (e.g. ``encoder__d_model`` for text); see the Notes. ``get_params`` still
+        returns what you passed.
     tokenizer_, module_, history_ : as the classifier
-
+"""
+        + RECIPES_NOTES_DOC
+        + """
     Examples
     --------
     >>> from tabformer import TabFormerTagger
@@ -73,6 +83,18 @@ class TabFormerTagger(FineTuningNet):
         super().__init__(tokenizer, encoder, criterion=criterion, **kwargs)
 
     def build_head(self, d_model):
+        """A :class:`~tabformer.nn.heads.TokenClassificationHead` configured by ``head__*``.
+
+        Parameters
+        ----------
+        d_model : int
+            Width of the encoder output ``(B, 1+T, D)`` it reads.
+
+        Returns
+        -------
+        TokenClassificationHead
+            Logits of shape (B, T, n_tags), one row per sub-word (CLS dropped).
+        """
         return construct(TokenClassificationHead, self.get_params_for("head"), "head", d_model, len(self.classes_))
 
     def _check_tags(self, X, y):

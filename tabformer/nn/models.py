@@ -11,10 +11,28 @@ __all__ = ["TabFormerModel", "LateFusionModel", "PretrainingModel", "PretrainedE
 
 
 def encode(embedder: nn.Module, encoder: TransformerEncoder, batch: dict, return_attention: bool = False, fusion_layer: int = 0):
-    """Embed and encode a batch: ``(encoder output, token mask (B, T) or None)``.
+    """Embed and encode a batch: ``(encoder output, token mask)``.
 
-    ``fusion_layer > 0`` (mixed inputs) keeps each modality to itself in the first
-    ``fusion_layer`` layers, see :class:`TabFormerModel`.
+    Parameters
+    ----------
+    embedder : nn.Module
+        ``embedder(**batch) -> (tokens (B, T, D), mask (B, T) bool or None)``.
+    encoder : TransformerEncoder
+    batch : dict of str to Tensor
+        A tokenized batch, each tensor of shape (B, ...).
+    return_attention : bool, default=False
+        Also return the encoder's attention maps.
+    fusion_layer : int, default=0
+        ``> 0`` (mixed inputs): keep each modality to itself in the first
+        ``fusion_layer`` layers, see :class:`TabFormerModel`.
+
+    Returns
+    -------
+    out : Tensor of shape (B, 1+T, D), or ``(hidden, attention)`` if ``return_attention``
+        The encoder output, CLS first; ``attention`` is a list (one per layer) of
+        Tensor of shape (B, H, 1+T, 1+T).
+    mask : bool Tensor of shape (B, T), or None
+        ``True`` marks real tokens; ``None`` means no padding.
     """
     if fusion_layer:
         tokens, mask, groups = embedder.forward_with_groups(**batch)
@@ -75,6 +93,7 @@ class TabFormerModel(nn.Module):
             self.embedder.requires_grad_(False)
 
     def train(self, mode: bool = True):
+        """``nn.Module.train(mode)``, but frozen parts stay in eval mode (no dropout); returns self."""
         super().train(mode)
         if self.freeze_encoder:
             self.encoder.eval()
@@ -84,20 +103,76 @@ class TabFormerModel(nn.Module):
         return self
 
     def encode(self, return_attention: bool = False, **batch):
-        """``(encoder output, token mask (B, T) or None)``."""
+        """Embed and encode a batch: ``(encoder output, token mask)``.
+
+        Parameters
+        ----------
+        return_attention : bool, default=False
+            Also return the encoder's attention maps.
+        **batch : Tensor
+            A tokenized batch (the tokenizer's arrays as tensors), each of shape (B, ...).
+
+        Returns
+        -------
+        out : Tensor of shape (B, 1+T, D), or ``(hidden, attention)`` if ``return_attention``
+            The encoder output, CLS first; ``attention`` is a list (one per layer) of
+            Tensor of shape (B, H, 1+T, 1+T).
+        mask : bool Tensor of shape (B, T), or None
+            ``True`` marks real tokens; ``None`` means no padding.
+        """
         return encode(self.embedder, self.encoder, batch, return_attention, self.fusion_layer)
 
     def forward_features(self, return_attention: bool = False, **batch):
-        """Return the encoder output ``(B, 1+T, D)`` (and attention maps if asked)."""
+        """The encoder output ``(B, 1+T, D)`` (and attention maps if asked).
+
+        Parameters
+        ----------
+        return_attention : bool, default=False
+            Also return the encoder's attention maps.
+        **batch : Tensor
+            A tokenized batch (the tokenizer's arrays as tensors), each of shape (B, ...).
+
+        Returns
+        -------
+        hidden : Tensor of shape (B, 1+T, D)
+            ``hidden[:, 0]`` is the CLS embedding.
+        attention : list of Tensor of shape (B, H, 1+T, 1+T), only if ``return_attention``
+        """
         return self.encode(return_attention, **batch)[0]
 
     def forward_head(self, hidden: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        """The head's output; ``mask`` (B, T) reaches heads that pool over tokens."""
+        """Apply the head to the encoder output.
+
+        Parameters
+        ----------
+        hidden : Tensor of shape (B, 1+T, D)
+            The encoder output, CLS first.
+        mask : bool Tensor of shape (B, T) or None, default=None
+            ``True`` marks real tokens; passed on to heads that pool over tokens
+            (``head.uses_mask``), ignored by the others.
+
+        Returns
+        -------
+        Tensor
+            Logits or predictions of shape (B, n_outputs) (CLS heads), or
+            (B, T, n_outputs) (the token head).
+        """
         if getattr(self.head, "uses_mask", False):
             return self.head(hidden, mask)
         return self.head(hidden)
 
     def forward(self, **batch) -> torch.Tensor:
+        """Embed, encode and apply the head: a batch -> encoder output (B, 1+T, D) -> head output.
+
+        Parameters
+        ----------
+        **batch : Tensor
+            A tokenized batch (the tokenizer's arrays as tensors), each of shape (B, ...).
+
+        Returns
+        -------
+        Tensor of shape (B, n_outputs), or (B, T, n_outputs) for the token head
+        """
         hidden, mask = self.encode(**batch)
         return self.forward_head(hidden, mask)
 
@@ -136,13 +211,28 @@ class LateFusionModel(nn.Module):
             self.encoders.requires_grad_(False)
 
     def train(self, mode: bool = True):
+        """``nn.Module.train(mode)``, but frozen parts stay in eval mode (no dropout); returns self."""
         super().train(mode)
         if self.freeze_encoder:
             self.encoders.eval()
         return self
 
     def forward_features(self, return_attention: bool = False, **batch):
-        """The fused vector as a length-1 sequence ``(B, 1, D)``."""
+        """The fused vector as a length-1 sequence ``(B, 1, D)``.
+
+        Parameters
+        ----------
+        return_attention : bool, default=False
+            Must be False: each encoder has its own attention maps, which describe no
+            single sequence, so True raises ``ValueError``.
+        **batch : Tensor
+            A mixed batch (keys ``"<segment>/<array>"``), each of shape (B, ...).
+
+        Returns
+        -------
+        Tensor of shape (B, 1, D)
+            The projected concatenation of every modality's CLS vector.
+        """
         if return_attention:
             raise ValueError(
                 "attention maps are per encoder in late fusion and do not describe one sequence; explain() needs fusion='early'"
@@ -152,9 +242,31 @@ class LateFusionModel(nn.Module):
         return self.fusion(torch.cat(cls, dim=-1))[:, None]
 
     def forward_head(self, hidden: torch.Tensor) -> torch.Tensor:
+        """Apply the head to the fused vector.
+
+        Parameters
+        ----------
+        hidden : Tensor of shape (B, 1, D)
+            What :meth:`forward_features` returns.
+
+        Returns
+        -------
+        Tensor of shape (B, n_outputs)
+        """
         return self.head(hidden)
 
     def forward(self, **batch) -> torch.Tensor:
+        """Encode each modality, fuse the CLS vectors to (B, 1, D) and apply the head.
+
+        Parameters
+        ----------
+        **batch : Tensor
+            A mixed batch (keys ``"<segment>/<array>"``), each of shape (B, ...).
+
+        Returns
+        -------
+        Tensor of shape (B, n_outputs)
+        """
         return self.forward_head(self.forward_features(**batch))
 
 
@@ -167,6 +279,16 @@ class PretrainingModel(nn.Module):
     dict holds each weight once: ``embedder.*``, ``encoder.*``, ``head.*``.
     ``forward_features(**batch)`` is the encoder output ``(B, 1+T, D)`` of plain
     (uncorrupted) tokens, what ``transform`` reads.
+
+    Parameters
+    ----------
+    embedder : nn.Module
+        The shared embedder, built by the tokenizer's ``build_embedder``.
+    encoder : TransformerEncoder
+        The shared encoder.
+    head : nn.Module
+        The objective's head (its ``build_head``), called as
+        ``head(embedder, encoder, **inputs)``.
     """
 
     def __init__(self, embedder: nn.Module, encoder: TransformerEncoder, head: nn.Module):
@@ -176,13 +298,59 @@ class PretrainingModel(nn.Module):
         self.head = head
 
     def forward(self, **inputs):
+        """What the objective's head predicts from its views of a batch.
+
+        Parameters
+        ----------
+        **inputs : Tensor
+            The objective's dataset batch (its ``make_dataset``), each of shape (B, ...):
+            corrupted tokens and labels for ``"mlm"``, ``"view1/*"`` and ``"view2/*"`` for
+            ``"simclr"``.
+
+        Returns
+        -------
+        The head's predictions, read by the objective's ``loss``: for ``"mlm"`` a list of
+        (logits Tensor of shape (n, V), target Tensor of shape (n,)) for the ``n``
+        masked positions; for ``"simclr"`` a Tensor of shape (2B, k) of projections.
+        """
         return self.head(self.embedder, self.encoder, **inputs)
 
     def encode(self, return_attention: bool = False, **batch):
-        """``(encoder output, token mask (B, T) or None)``."""
+        """Embed and encode plain (uncorrupted) tokens: ``(encoder output, token mask)``.
+
+        Parameters
+        ----------
+        return_attention : bool, default=False
+            Also return the encoder's attention maps.
+        **batch : Tensor
+            A tokenized batch (the tokenizer's arrays as tensors), each of shape (B, ...).
+
+        Returns
+        -------
+        out : Tensor of shape (B, 1+T, D), or ``(hidden, attention)`` if ``return_attention``
+            The encoder output, CLS first; ``attention`` is a list (one per layer) of
+            Tensor of shape (B, H, 1+T, 1+T).
+        mask : bool Tensor of shape (B, T), or None
+            ``True`` marks real tokens; ``None`` means no padding.
+        """
         return encode(self.embedder, self.encoder, batch, return_attention)
 
     def forward_features(self, return_attention: bool = False, **batch):
+        """The encoder output ``(B, 1+T, D)`` of plain tokens (and attention maps if asked).
+
+        Parameters
+        ----------
+        return_attention : bool, default=False
+            Also return the encoder's attention maps.
+        **batch : Tensor
+            A tokenized batch (the tokenizer's arrays as tensors), each of shape (B, ...).
+
+        Returns
+        -------
+        hidden : Tensor of shape (B, 1+T, D)
+            ``hidden[:, 0]`` is the CLS embedding.
+        attention : list of Tensor of shape (B, H, 1+T, 1+T), only if ``return_attention``
+        """
         return self.encode(return_attention, **batch)[0]
 
 
@@ -209,20 +377,58 @@ class PretrainedEncoder(nn.Module):
 
     @property
     def d_model(self) -> int:
+        """Token width ``D`` of the encoder (and of the embedder's tokens)."""
         return self.encoder.d_model
 
     def forward(self, return_attention: bool = False, **batch):
+        """Embed and encode a batch: tokens (B, T, D) -> encoder output (B, 1+T, D).
+
+        Parameters
+        ----------
+        return_attention : bool, default=False
+            Also return the encoder's attention maps.
+        **batch : Tensor
+            A tokenized batch (the tokenizer's arrays as tensors), each of shape (B, ...).
+
+        Returns
+        -------
+        hidden : Tensor of shape (B, 1+T, D)
+            ``hidden[:, 0]`` is the CLS embedding.
+        attention : list of Tensor of shape (B, H, 1+T, 1+T), only if ``return_attention``
+        """
         tokens, mask = self.embedder(**batch)
         return self.encoder(tokens, mask, return_attention=return_attention)
 
     def save(self, path) -> None:
-        """Pickle tokenizer, embedder and encoder (CPU tensors) into one file."""
+        """Pickle tokenizer, embedder and encoder into one file (this module is moved to the CPU first).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            File to write; read it back with :meth:`load` or pass it as an estimator's
+            ``encoder``.
+        """
         torch.save({"format": "tabformer.PretrainedEncoder/1", "model": self.cpu()}, path)
 
     @classmethod
     def load(cls, path, map_location="cpu") -> PretrainedEncoder:
-        """Load a file written by :meth:`save`. It unpickles Python objects: load only
-        files you trust."""
+        """Load a file written by :meth:`save`. It unpickles Python objects: load only files you trust.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+        map_location : str or torch.device, default="cpu"
+            Passed to :func:`torch.load`.
+
+        Returns
+        -------
+        PretrainedEncoder
+
+        Raises
+        ------
+        ValueError
+            If ``path`` is not a file written by :meth:`save`.
+        """
         saved = torch.load(path, map_location=map_location, weights_only=False)
         if not isinstance(saved, dict) or saved.get("format") != "tabformer.PretrainedEncoder/1":
             raise ValueError(f"{path} is not a file written by PretrainedEncoder.save")

