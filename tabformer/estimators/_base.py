@@ -36,6 +36,7 @@ from ..hub import load_pretrained
 from ..nn.encoder import TransformerEncoder
 from ..nn.heads import mean_pool
 from ..nn.models import PretrainedEncoder
+from ..persistence import save_estimator
 from ..tokenizers import make_tokenizer
 from ._params import SHARED_CONSTRAINTS, check_params
 
@@ -126,8 +127,10 @@ class TabFormerNet(NeuralNet):
 
     @classmethod
     def from_pretrained(cls, path, **params):
-        """An unfitted estimator warm-started from a local BERT folder (``config.json``,
-        ``model.safetensors``, ``vocab.txt``) or a ``PretrainedEncoder.save`` file.
+        """An unfitted estimator warm-started from a folder: one written by an estimator's
+        ``save`` or by ``PretrainedEncoder.save`` (its tokenizer, embedder and encoder; not
+        its head or settings, for which see ``tabformer.load``), or a local BERT folder
+        (``config.json``, ``model.safetensors``, ``vocab.txt``). Nothing is unpickled.
 
         Parameters
         ----------
@@ -136,14 +139,19 @@ class TabFormerNet(NeuralNet):
         """
         return cls(encoder=load_pretrained(path), **params)
 
+    def save(self, path) -> None:
+        """Write the fitted estimator to the folder ``path``: ``config.json``, ``model.safetensors``,
+        ``history.json`` and the tokenizer's files, no pickle. ``tabformer.load(path)`` reads it
+        back, fitted; ``from_pretrained(path)`` warm-starts a new one. See docs/persistence.md."""
+        save_estimator(self, path)
+
     # ------------------------------------------------------------ building
     def _pretrained(self) -> PretrainedEncoder | None:
         if isinstance(self.encoder, PretrainedEncoder):
             return self.encoder
-        if isinstance(self.encoder, (str, os.PathLike)):
-            saved = torch.load(self.encoder, map_location="cpu", weights_only=False)
-            if isinstance(saved, dict) and saved.get("format") == "tabformer.PretrainedEncoder/1":
-                return saved["model"]
+        if isinstance(self.encoder, (str, os.PathLike)) and os.path.isdir(self.encoder):
+            loaded = load_pretrained(self.encoder)  # a saved folder or a BERT folder
+            return loaded if isinstance(loaded, PretrainedEncoder) else None
         return None
 
     def build_encoder(self) -> TransformerEncoder:
@@ -156,7 +164,7 @@ class TabFormerNet(NeuralNet):
             params.setdefault("positions", self.tokenizer_.default_positions)
             return construct(TransformerEncoder, params, "encoder")
         if isinstance(self.encoder, (str, os.PathLike)):
-            return TransformerEncoder.load(self.encoder)
+            return load_pretrained(self.encoder)  # a TransformerEncoder.save file (or saved folder)
         if self.get_params_for("encoder"):
             raise ValueError(
                 "encoder__* parameters configure a new encoder; they cannot change the "
@@ -287,6 +295,8 @@ class TabFormerNet(NeuralNet):
             self.tokenizer_ = copy.deepcopy(pretrained.tokenizer)
         else:
             self.tokenizer_ = make_tokenizer(self.tokenizer, X, self.get_params_for("tokenizer")).fit(X)
+        dtypes = getattr(X, "dtypes", None)
+        self.feature_dtypes_in_ = {str(c): str(t) for c, t in dtypes.items()} if hasattr(dtypes, "items") else None
         return self.tokenizer_.transform(X)
 
     def _train_new_module(self, data, y, **fit_params):

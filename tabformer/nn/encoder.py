@@ -13,6 +13,7 @@ from torch import nn
 
 from .attention import MultiHeadSelfAttention, attention_bias_from_mask, grouped_attention_bias
 from .positions import LearnedPositions, SinusoidalPositions
+from .safe_load import load_tensors
 
 __all__ = ["FeedForward", "EncoderLayer", "TransformerEncoder"]
 
@@ -194,8 +195,12 @@ class TransformerEncoder(nn.Module):
 
     @classmethod
     def load(cls, path, map_location="cpu") -> TransformerEncoder:
-        """Rebuild an encoder written by :meth:`save`, on ``map_location``."""
-        saved = torch.load(path, map_location=map_location, weights_only=True)
+        """Rebuild an encoder written by :meth:`save`, on ``map_location``.
+
+        The file is read with ``torch.load(weights_only=True)``: a file holding any other
+        pickled object is refused (:class:`~tabformer.nn.safe_load.UnsafeFileError`), never run.
+        """
+        saved = load_tensors(path, map_location, what="a TransformerEncoder.save file")
         if not isinstance(saved, dict) or saved.get("format") != "tabformer.TransformerEncoder/1":
             raise ValueError(f"{path} is not a file written by TransformerEncoder.save")
         encoder = cls(**saved["config"])
