@@ -32,6 +32,7 @@ from .. import inspection
 from .._data import LengthGroupedBatchSampler, TensorDictDataset, collate_batched, sequence_lengths
 from .._validation import check_target
 from ..callbacks import WarmupLinearLR
+from ..export import export_onnx
 from ..hub import load_pretrained
 from ..nn.encoder import TransformerEncoder
 from ..nn.heads import mean_pool
@@ -144,6 +145,10 @@ class TabFormerNet(NeuralNet):
         ``history.json`` and the tokenizer's files, no pickle. ``tabformer.load(path)`` reads it
         back, fitted; ``from_pretrained(path)`` warm-starts a new one. See docs/persistence.md."""
         save_estimator(self, path)
+
+    def export_onnx(self, path, **kwargs):
+        """Export the fitted module to ONNX; see :func:`tabformer.export.export_onnx`."""
+        return export_onnx(self, path, **kwargs)
 
     # ------------------------------------------------------------ building
     def _pretrained(self) -> PretrainedEncoder | None:
