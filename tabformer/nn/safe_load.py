@@ -47,8 +47,8 @@ def load_tensors(path, map_location="cpu", what: str = "a tensor file"):
         raise UnsafeFileError(
             f"{path} was not loaded: {what} holds only tensors, but this file holds pickled Python objects ({detail}). "
             "tabformer reads tensor files with torch.load(weights_only=True) and never unpickles other objects, "
-            "because unpickling can run arbitrary code. If you trust the file, load it yourself with "
-            "torch.load(path, weights_only=False)."
+            "because unpickling can run arbitrary code. If you trust the file, unpickle it yourself "
+            "(torch.load with weights_only off) and re-save what you need in a safe format."
         ) from None
     except (RuntimeError, EOFError, OSError) as error:
         if isinstance(error, FileNotFoundError):
