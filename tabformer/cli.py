@@ -24,6 +24,7 @@ import ast
 import json
 import os
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -279,7 +280,10 @@ def cmd_info(args):
     params = config.get("estimator", {}).get("params", {})
     if params:
         shown = {k: (v.get("name", v.get("__type__")) if isinstance(v, dict) else v) for k, v in params.items()}
-        lines.append("  parameters: " + ", ".join(f"{k}={v}" for k, v in shown.items()))
+        text = ", ".join(f"{k}={v}" for k, v in shown.items())
+        lines.append(
+            textwrap.fill(text, 110, initial_indent="  parameters: ", subsequent_indent=" " * 14, break_on_hyphens=False)
+        )
     metrics = config.get("metrics") or {}
     if metrics:
         lines.append(

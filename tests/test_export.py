@@ -1,7 +1,9 @@
 """ONNX export of the fitted module: onnxruntime gives PyTorch's outputs (within 1e-4) for
 tables, text, images and mixed rows, at batch sizes and text lengths other than the traced ones."""
 
+import importlib.util
 import json
+import os
 
 import numpy as np
 import pytest
@@ -92,3 +94,16 @@ def test_tagger_and_pretrainer(tmp_path):
     out, session = run(pre, tmp_path / "pre.onnx", TEXTS[:5])
     np.testing.assert_allclose(out, pre.transform(TEXTS[:5]), atol=ATOL)
     assert session.get_outputs()[0].name == "embeddings"
+
+
+def test_bench_onnx_runs_and_agrees(capsys):
+    if importlib.util.find_spec("mglearn") is None:
+        pytest.skip("mglearn (Adult data) is not installed; `make test` installs it")
+    path = os.path.join(os.path.dirname(__file__), "..", "benchmarks", "bench_onnx.py")
+    spec = importlib.util.spec_from_file_location("bench_onnx", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    results = bench.main(["--only", "adult", "--rows", "64", "--batch-size", "32", "--repeats", "1"])
+    rates, difference = results["adult"]
+    assert difference < ATOL and set(rates) == {"onnxruntime", "torch module", "predict_proba"}
+    assert "| onnxruntime |" in capsys.readouterr().out
