@@ -282,6 +282,13 @@ def test_broken_folders_are_refused_with_the_reason(classifier, tmp_path):
         tabformer.load(tmp_path / "nowhere")
 
     classifier.save(folder)
+    outside = json.loads(json.dumps(config))
+    outside["tokenizer"]["special"]["categories_"] = "../../outside.json"  # a config may not point out of its folder
+    (folder / "config.json").write_text(json.dumps(outside))
+    with pytest.raises(PersistenceError, match="names the file '../../outside.json', which is not inside the folder"):
+        tabformer.load(folder)
+
+    classifier.save(folder)
     (folder / "model.safetensors").write_bytes(b"not safetensors")
     with pytest.raises(PersistenceError, match="model.safetensors is not a readable safetensors file"):
         tabformer.load(folder)

@@ -103,6 +103,8 @@ class Reader:
         return Reader(self.folder / prefix, self.trusted, self.top)
 
     def path(self, name: str) -> Path:
+        if not isinstance(name, str) or Path(name).is_absolute() or ".." in Path(name).parts:
+            raise PersistenceError(f"{self.folder / CONFIG_FILE} names the file {name!r}, which is not inside the folder")
         path = self.folder / name
         if not path.is_file():
             raise MissingFileError(f"{self.top} is missing {path.relative_to(self.top)}: the model cannot be loaded without it")
