@@ -4,6 +4,8 @@ tables, text, images and mixed rows, at batch sizes and text lengths other than 
 import importlib.util
 import json
 import os
+import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -13,6 +15,8 @@ from test_persistence import LABELS, MIXED, TEXT, TEXTS, mixed_frame
 
 from tabformer import PatchTokenizer, TabFormerClassifier, TabFormerPretrainer, TabFormerRegressor, TabFormerTagger
 from tabformer.export import onnx_inputs
+from tabformer.nn.embedders import EMBEDDERS
+from tabformer.tokenizers import TOKENIZERS
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -107,3 +111,25 @@ def test_bench_onnx_runs_and_agrees(capsys):
     rates, difference = results["adult"]
     assert difference < ATOL and set(rates) == {"onnxruntime", "torch module", "predict_proba"}
     assert "| onnxruntime |" in capsys.readouterr().out
+
+
+def test_a_registered_tokenizer_exports_with_an_example(tmp_path):
+    """A user's own embedder kind has no known input layout: export traces on example rows instead."""
+    page = pathlib.Path(__file__).parent.parent / "docs" / "architecture.md"
+    block = re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S)[0]
+    X, y = make_table(n=80)
+    saved = dict(TOKENIZERS), dict(EMBEDDERS)
+    try:
+        scope = {"X": X, "y": y}
+        exec(compile(block.replace("max_epochs=5", "max_epochs=1, verbose=0"), str(page), "exec"), scope)
+        clf = scope["clf"]
+        with pytest.raises(ValueError, match="pass example=X"):
+            clf.export_onnx(tmp_path / "m.onnx")
+        clf.export_onnx(tmp_path / "m.onnx", example=X[:3])
+        session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+        tokens = clf.tokenizer_.transform(X[:20])
+        np.testing.assert_allclose(session.run(None, tokens)[0], clf.predict_proba(X[:20]), atol=ATOL)
+    finally:
+        for registry, before in zip((TOKENIZERS, EMBEDDERS), saved):
+            registry.clear()
+            registry.update(before)
