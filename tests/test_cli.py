@@ -158,3 +158,14 @@ def test_parse_settings():
         "freeze_encoder": True,
         "x": [1, 2],
     }
+
+
+def test_pretrain_mlm_on_a_text_file_then_embed(tmp_path, capsys):
+    texts = ["a wonderful moving film", "i loved every minute", "a dull boring mess", "i hated every minute"] * 6
+    (tmp_path / "texts.txt").write_text("\n".join(texts) + "\n")
+    settings = [*TINY, "--set", "tokenizer__vocab_size=60", "--set", "tokenizer__min_frequency=1", "--quiet"]
+    assert main(["pretrain", str(tmp_path / "texts.txt"), "--out", str(tmp_path / "mlm"), *settings]) == 0
+    assert main(["predict", str(tmp_path / "mlm"), str(tmp_path / "texts.txt")]) == 0
+    embeddings = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert list(embeddings.columns[:2]) == ["input", "embedding0"] and embeddings.shape == (24, 17)
+    np.testing.assert_allclose(embeddings.iloc[:, 1:].to_numpy(), tabformer.load(tmp_path / "mlm").transform(texts), atol=1e-5)
