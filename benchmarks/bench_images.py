@@ -4,7 +4,7 @@ One command, flags for subsets; prints a table (and appends JSON lines with --ou
 
     python benchmarks/bench_images.py --tasks supervised --n-train 3750 --epochs 40
     python benchmarks/bench_images.py --tasks simclr,label_efficiency --n-unlabeled 10000 \
-        --simclr-epochs 20 --encoder-cache /tmp/simclr.pt
+        --simclr-epochs 20 --encoder-cache /tmp/simclr
 
 Tasks
 -----
@@ -279,7 +279,7 @@ def main(argv=None):
     parser.add_argument("--crop-min", type=float, default=0.3)
     parser.add_argument("--fractions", type=float, nargs="+", default=[0.01, 0.1])
     parser.add_argument("--ft-epochs", type=int, default=30)
-    parser.add_argument("--encoder-cache", default=None, help="save/reuse the SimCLR encoder here")
+    parser.add_argument("--encoder-cache", default=None, help="save/reuse the SimCLR encoder in this folder")
     parser.add_argument("--probe-features", choices=["cls", "cls+mean"], default="cls+mean")
     # On the shared 2-core machine, 2 torch threads ran a step 2x *slower* than 1 (measured:
     # 122 vs 276 samples/s with two other training jobs running).

@@ -303,8 +303,8 @@ def main(argv=None):
     parser.add_argument("--device", default="cpu", help="torch device of every tabformer model (cpu, cuda)")
     parser.add_argument("--few-lr", type=float, default=5e-4, help="lr of the 500-label runs")
     parser.add_argument("--mlm-patience", type=int, default=3, help="MLM early-stopping patience; 0 trains all --mlm-epochs")
-    parser.add_argument("--mlm-save", default=None, help="save the MLM-pretrained encoder here")
-    parser.add_argument("--mlm-load", default=None, help="reuse an encoder saved by --mlm-save instead of pretraining")
+    parser.add_argument("--mlm-save", default=None, help="save the MLM-pretrained encoder in this folder")
+    parser.add_argument("--mlm-load", default=None, help="reuse an encoder folder saved by --mlm-save instead of pretraining")
     parser.add_argument("--minilm-epochs", type=int, default=3)
     parser.add_argument("--minilm-lr", type=float, default=5e-5)
     parser.add_argument(

@@ -32,6 +32,8 @@ import torch
 
 from .nn.encoder import TransformerEncoder
 from .nn.models import PretrainedEncoder
+from .nn.safe_load import UnsafeFileError, load_tensors
+from .persistence import is_saved_folder, load_encoder
 from .tokenizers.base import CLS
 from .tokenizers.text import WordPieceTokenizer
 
@@ -47,7 +49,7 @@ def _read_state(folder: str) -> dict:
 
         state = load_file(safetensors_path)
     elif os.path.exists(os.path.join(folder, "pytorch_model.bin")):
-        state = torch.load(os.path.join(folder, "pytorch_model.bin"), map_location="cpu", weights_only=True)
+        state = load_tensors(os.path.join(folder, "pytorch_model.bin"), "cpu", what="a BERT pytorch_model.bin")
     else:
         raise FileNotFoundError(f"{folder} has neither model.safetensors nor pytorch_model.bin")
     # Checkpoints saved from BertFor* models prefix every key with "bert.".
@@ -162,24 +164,46 @@ def load_bert(
     return pretrained.eval()
 
 
-def load_pretrained(path, **kwargs) -> PretrainedEncoder:
-    """A :class:`~tabformer.nn.models.PretrainedEncoder` from a BERT folder or a file written by its ``save``.
+def load_pretrained(path, **kwargs) -> PretrainedEncoder | TransformerEncoder:
+    """The encoder at ``path``, read without unpickling anything.
+
+    - a folder written by ``PretrainedEncoder.save`` or by an estimator's ``save``: its
+      :class:`PretrainedEncoder` (tokenizer, embedder, encoder);
+    - a local BERT folder: :func:`load_bert` (``kwargs`` go to it);
+    - a file written by ``TransformerEncoder.save``: that :class:`TransformerEncoder`.
+
+    Files written by ``PretrainedEncoder.save`` in tabformer 0.1 were pickles; they are
+    refused with an error that says so.
 
     Parameters
     ----------
     path : str or os.PathLike
-        A folder (read by :func:`load_bert`) or a file written by
-        :meth:`PretrainedEncoder.save <tabformer.nn.models.PretrainedEncoder.save>`.
+        A saved folder, a BERT folder or a ``TransformerEncoder.save`` file.
     **kwargs
         :func:`load_bert`'s options (``max_length``, ``dropout``, ``attention_dropout``);
-        folders only, a file with options raises ``TypeError``.
+        BERT folders only, anything else with options raises ``TypeError``.
 
     Returns
     -------
-    PretrainedEncoder
+    PretrainedEncoder or TransformerEncoder
     """
-    if os.path.isdir(os.fspath(path)):
-        return load_bert(path, **kwargs)
+    folder = os.fspath(path)
+    if os.path.isdir(folder):
+        if is_saved_folder(folder):
+            if kwargs:
+                raise TypeError(f"options {sorted(kwargs)} only apply to BERT folders")
+            return load_encoder(folder)
+        return load_bert(folder, **kwargs)
     if kwargs:
         raise TypeError(f"options {sorted(kwargs)} only apply to BERT folders")
-    return PretrainedEncoder.load(path)
+    if not os.path.exists(folder):
+        raise FileNotFoundError(
+            f"{folder!r} does not exist (expected a saved folder, a BERT folder or a TransformerEncoder.save file)"
+        )
+    try:
+        return TransformerEncoder.load(folder)
+    except UnsafeFileError as error:
+        raise UnsafeFileError(
+            f"{error} Note: PretrainedEncoder.save files of tabformer 0.1 were such pickles; re-save a trusted one "
+            "as a folder with PretrainedEncoder.save(folder)."
+        ) from None

@@ -72,7 +72,7 @@ def test_bench_text_label_scarce_runs_reuse_a_saved_encoder(tmp_path, capsys):
         verbose=0,
         random_state=0,
     ).fit(texts)
-    path = str(tmp_path / "mlm.pt")
+    path = str(tmp_path / "mlm")  # a PretrainedEncoder.save folder
     pre.encoder_.save(path)
     _load("bench_text").main(
         [

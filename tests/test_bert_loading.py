@@ -110,13 +110,16 @@ def test_bert_special_ids_are_remapped_to_tabformer_layout(folder):
     assert sorted(tok.source_ids_.tolist()) == list(range(30522))
 
 
-def test_pretrained_encoder_pickles_with_its_vocabulary(folder, tmp_path):
+def test_pretrained_encoder_saves_with_its_vocabulary(folder, tmp_path):
     pretrained = load_bert(folder, max_length=32)
-    path = tmp_path / "minilm.pt"
+    path = tmp_path / "minilm"
     pretrained.save(path)
     loaded = type(pretrained).load(path)
     batch = loaded.tokenizer.transform(["hello world"])
     assert loaded.tokenizer.convert_ids_to_tokens(batch["input_ids"][0]) == ["hello", "world", "[SEP]"]
+    tensors = {key: torch.from_numpy(value) for key, value in batch.items()}
+    torch.testing.assert_close(loaded.eval()(**tensors), pretrained.eval()(**tensors), rtol=0, atol=0)
+    assert (path / "vocab.txt").read_text().splitlines()[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
 def test_load_bert_rejects_a_folder_without_weights(tmp_path):

@@ -25,21 +25,20 @@ from skorch.callbacks import EarlyStopping, LRScheduler
 from torch.optim.lr_scheduler import CosineAnnealingLR
 from torch.utils.data import Dataset, Subset
 
-from .. import inspection
 from .._data import LengthGroupedBatchSampler, TensorDictDataset, collate_batched, sequence_lengths
 from .._validation import check_target
 from ..callbacks import WarmupLinearLR
+from ..export import export_onnx
 from ..hub import load_pretrained
 from ..nn.encoder import TransformerEncoder
-from ..nn.heads import mean_pool
 from ..nn.models import PretrainedEncoder
+from ..persistence import save_estimator
 from ..tokenizers import make_tokenizer
+from ._inference import POOLINGS, InferenceMixin
 from ._params import SHARED_CONSTRAINTS, check_params
 from ._recipes import AUTO, RecipeMixin, resolve_recipe
 
-__all__ = ["TabFormerNet", "construct", "num_samples"]
-
-POOLINGS = ("cls", "mean", "cls+mean")
+__all__ = ["TabFormerNet", "construct", "num_samples", "POOLINGS"]
 
 
 def construct(cls, params: dict, prefix: str, *args):
@@ -66,7 +65,7 @@ def num_samples(X) -> int:
         raise TypeError(f"X must be a DataFrame, an array or a list of samples, got {type(X).__name__}") from None
 
 
-class TabFormerNet(RecipeMixin, NeuralNet):
+class TabFormerNet(InferenceMixin, RecipeMixin, NeuralNet):
     """Base of every tabformer estimator; not meant to be used directly.
 
     Subclasses declare their own parameters only (``__init__`` adds them and passes the
@@ -127,7 +126,12 @@ class TabFormerNet(RecipeMixin, NeuralNet):
 
     @classmethod
     def from_pretrained(cls, path, **params):
-        """An unfitted estimator warm-started from a local BERT folder or a ``PretrainedEncoder.save`` file.
+        """An unfitted estimator warm-started from a saved folder or a local BERT folder.
+
+        A folder written by an estimator's ``save`` or by ``PretrainedEncoder.save`` gives
+        its tokenizer, embedder and encoder (not its head or settings: ``tabformer.load``);
+        a BERT folder holds ``config.json``, ``model.safetensors``, ``vocab.txt``. Nothing
+        is unpickled.
 
         Parameters
         ----------
@@ -136,14 +140,43 @@ class TabFormerNet(RecipeMixin, NeuralNet):
         """
         return cls(encoder=load_pretrained(path), **params)
 
+    def save(self, path) -> None:
+        """Write the fitted estimator to a folder, without pickle.
+
+        The folder holds ``config.json``, ``model.safetensors``, ``history.json`` and the
+        tokenizer's files; ``tabformer.load(path)`` reads it back, fitted, and
+        ``from_pretrained(path)`` warm-starts a new one. See docs/persistence.md.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The folder to write (created if missing).
+        """
+        save_estimator(self, path)
+
+    def export_onnx(self, path, **kwargs):
+        """Export the fitted module to ONNX (tokenization stays in Python).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The ``.onnx`` file to write.
+        **kwargs
+            Options of :func:`tabformer.export.export_onnx`.
+
+        Returns
+        -------
+        what :func:`tabformer.export.export_onnx` returns.
+        """
+        return export_onnx(self, path, **kwargs)
+
     # ------------------------------------------------------------ building
     def _pretrained(self) -> PretrainedEncoder | None:
         if isinstance(self.encoder, PretrainedEncoder):
             return self.encoder
-        if isinstance(self.encoder, (str, os.PathLike)):
-            saved = torch.load(self.encoder, map_location="cpu", weights_only=False)
-            if isinstance(saved, dict) and saved.get("format") == "tabformer.PretrainedEncoder/1":
-                return saved["model"]
+        if isinstance(self.encoder, (str, os.PathLike)) and os.path.isdir(self.encoder):
+            loaded = load_pretrained(self.encoder)  # a saved folder or a BERT folder
+            return loaded if isinstance(loaded, PretrainedEncoder) else None
         return None
 
     def build_encoder(self) -> TransformerEncoder:
@@ -156,7 +189,7 @@ class TabFormerNet(RecipeMixin, NeuralNet):
             params.setdefault("positions", self.tokenizer_.default_positions)
             return construct(TransformerEncoder, params, "encoder")
         if isinstance(self.encoder, (str, os.PathLike)):
-            return TransformerEncoder.load(self.encoder)
+            return load_pretrained(self.encoder)  # a TransformerEncoder.save file (or saved folder)
         if self.get_params_for("encoder"):
             raise ValueError(
                 "encoder__* parameters configure a new encoder; they cannot change the "
@@ -310,6 +343,8 @@ class TabFormerNet(RecipeMixin, NeuralNet):
             recipe = {key: value for key, value in self.get_params_for("tokenizer").items() if key not in user}
             tokenizer = tokenizer.set_params(**recipe).fit(X)
         self.tokenizer_ = tokenizer
+        dtypes = getattr(X, "dtypes", None)
+        self.feature_dtypes_in_ = {str(c): str(t) for c, t in dtypes.items()} if hasattr(dtypes, "items") else None
         return self.tokenizer_.transform(X)
 
     def _train_new_module(self, data, y, **fit_params):
@@ -359,78 +394,6 @@ class TabFormerNet(RecipeMixin, NeuralNet):
                 return fork.__exit__(*exc)
 
         return _Seeded()
-
-    # -------------------------------------------------------- inference
-    def iter_batches(self, X, forward):
-        """The one inference loop: ``forward(inputs)`` on each batch of ``X``, in eval mode.
-
-        Parameters
-        ----------
-        X : dict of arrays (tokens), a torch Dataset, or raw input for ``tokenize``
-        forward : callable
-            ``forward(inputs)`` with ``inputs`` a dict of tensors on ``device``, each of
-            shape (batch, ...); its return value is yielded as is.
-
-        Yields
-        ------
-        what ``forward`` returns, batch by batch, in row order, computed without gradients.
-        """
-        check_is_fitted(self, "module_")
-        tokens = X if isinstance(X, (dict, Dataset)) else self.tokenize(X)
-        dataset = tokens if isinstance(tokens, Dataset) else TensorDictDataset(tokens)
-        self.module_.eval()
-        with torch.no_grad():
-            for inputs, _ in self.get_iterator(dataset, training=False):
-                yield forward({key: value.to(self.device) for key, value in inputs.items()})
-
-    def forward_features(self, X, return_attention: bool = False, pooling: str = "cls"):
-        """Encoder output for ``X``: one embedding per row.
-
-        Parameters
-        ----------
-        X : input accepted by ``predict``, or its tokens (dict of arrays)
-        return_attention : bool, default=False
-            Also return a list (one per layer) of arrays of shape
-            (n_samples, n_heads, 1+T, 1+T).
-        pooling : {"cls", "mean", "cls+mean"}, default="cls"
-            The CLS output, the mean of the CLS and real-token outputs, or both side by side.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, d_model), or (n_samples, 2 * d_model) for ``"cls+mean"``
-        """
-        check_is_fitted(self, "tokenizer_")
-        if pooling not in POOLINGS:
-            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
-        if pooling != "cls" and not hasattr(self.module_, "encode"):
-            raise ValueError(f"pooling={pooling!r} needs a single token sequence; {type(self.module_).__name__} has none")
-
-        def features(inputs):
-            if pooling == "cls":
-                out, mask = self.module_.forward_features(return_attention=return_attention, **inputs), None
-            else:
-                out, mask = self.module_.encode(return_attention, **inputs)
-            hidden, attention = out if return_attention else (out, None)
-            parts = [hidden[:, 0]] if pooling != "mean" else []
-            if pooling != "cls":
-                parts.append(mean_pool(hidden, mask))
-            maps = [a.float().cpu().numpy() for a in attention] if return_attention else None
-            return torch.cat(parts, dim=1).float().cpu().numpy(), maps
-
-        outputs = list(self.iter_batches(X, features))
-        embeddings = np.concatenate([embedding for embedding, _ in outputs])
-        if not return_attention:
-            return embeddings
-        return embeddings, [np.concatenate([maps[layer] for _, maps in outputs]) for layer in range(len(outputs[0][1]))]
-
-    def explain(self, X, layer="all", level="token"):
-        """CLS attention over the input tokens, averaged over heads, as a tidy DataFrame.
-
-        Parameters
-        ----------
-        X, layer, level : as :func:`tabformer.inspection.explain`, which this calls
-        """
-        return inspection.explain(self, X, layer=layer, level=level)
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "tokenizer_") and bool(getattr(self, "initialized_", False)) and hasattr(self, "module_")

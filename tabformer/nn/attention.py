@@ -39,7 +39,8 @@ def grouped_attention_bias(mask: torch.Tensor, groups: torch.Tensor, dtype: torc
     same = groups[:, None] == groups[None, :]
     allowed = cls_query | (same & ~cls_key)  # (1+T, 1+T): query row, key column
     allowed = allowed[None, None] & mask[:, None, None, :]
-    allowed = allowed | torch.eye(len(groups), dtype=torch.bool, device=mask.device)
+    position = torch.arange(groups.shape[0], device=mask.device)  # not torch.eye(len(...)): this exports to ONNX
+    allowed = allowed | (position[:, None] == position[None, :])
     bias = torch.zeros(allowed.shape, dtype=dtype, device=mask.device)
     return bias.masked_fill_(~allowed, torch.finfo(dtype).min)
 

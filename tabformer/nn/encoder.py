@@ -13,6 +13,7 @@ from torch import nn
 
 from .attention import MultiHeadSelfAttention, attention_bias_from_mask, grouped_attention_bias
 from .positions import LearnedPositions, SinusoidalPositions
+from .safe_load import load_tensors
 
 __all__ = ["FeedForward", "EncoderLayer", "TransformerEncoder"]
 
@@ -292,8 +293,11 @@ class TransformerEncoder(nn.Module):
         ------
         ValueError
             If ``path`` was not written by :meth:`save`.
+        UnsafeFileError
+            If the file holds any other pickled object: it is refused
+            (``torch.load(weights_only=True)``), never run.
         """
-        saved = torch.load(path, map_location=map_location, weights_only=True)
+        saved = load_tensors(path, map_location, what="a TransformerEncoder.save file")
         if not isinstance(saved, dict) or saved.get("format") != "tabformer.TransformerEncoder/1":
             raise ValueError(f"{path} is not a file written by TransformerEncoder.save")
         encoder = cls(**saved["config"])

@@ -400,36 +400,46 @@ class PretrainedEncoder(nn.Module):
         return self.encoder(tokens, mask, return_attention=return_attention)
 
     def save(self, path) -> None:
-        """Pickle tokenizer, embedder and encoder into one file (this module is moved to the CPU first).
+        """Write a folder: ``config.json`` (tokenizer state, embedder and encoder
+        architecture), ``model.safetensors`` and the tokenizer's files (``vocab.txt``...).
+
+        No pickle; :meth:`load`, ``tabformer.load`` and ``encoder=path`` read it back.
 
         Parameters
         ----------
         path : str or os.PathLike
-            File to write; read it back with :meth:`load` or pass it as an estimator's
-            ``encoder``.
+            The folder to write.
         """
-        torch.save({"format": "tabformer.PretrainedEncoder/1", "model": self.cpu()}, path)
+        _folder_io("save")(self, path)
 
     @classmethod
     def load(cls, path, map_location="cpu") -> PretrainedEncoder:
-        """Load a file written by :meth:`save`. It unpickles Python objects: load only files you trust.
+        """Read a folder written by :meth:`save`, or the tokenizer, embedder and encoder of an
+        estimator's saved folder (``TabFormerPretrainer(...).fit(X).save(folder)``).
+
+        Nothing is unpickled.
 
         Parameters
         ----------
         path : str or os.PathLike
+            The saved folder.
         map_location : str or torch.device, default="cpu"
-            Passed to :func:`torch.load`.
+            Device the weights are loaded onto.
 
         Returns
         -------
         PretrainedEncoder
-
-        Raises
-        ------
-        ValueError
-            If ``path`` is not a file written by :meth:`save`.
         """
-        saved = torch.load(path, map_location=map_location, weights_only=False)
-        if not isinstance(saved, dict) or saved.get("format") != "tabformer.PretrainedEncoder/1":
-            raise ValueError(f"{path} is not a file written by PretrainedEncoder.save")
-        return saved["model"]
+        return _folder_io("load")(path, map_location)
+
+
+#: ``{"save": fn(encoder, path), "load": fn(path, map_location)}``: the folder format of
+#: :meth:`PretrainedEncoder.save`/``load``. :mod:`tabformer.persistence` fills it when
+#: tabformer is imported; ``nn`` cannot import the tokenizers a PretrainedEncoder holds.
+FOLDER_IO: dict = {}
+
+
+def _folder_io(name: str):
+    if name not in FOLDER_IO:  # pragma: no cover - filled by `import tabformer`
+        raise RuntimeError("PretrainedEncoder.save/load need tabformer.persistence: import tabformer first")
+    return FOLDER_IO[name]

@@ -372,6 +372,7 @@ class PatchTokenizer(BaseTokenizer):
             )
             return {
                 "kind": "hybrid",
+                "n_channels": int(self.n_channels_),
                 "backbone": self.backbone,
                 "blocks": int(self.backbone_blocks),
                 "weights": weights,

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import torch
 from torch import nn
+
+from ..safe_load import load_tensors
 
 __all__ = ["BACKBONES", "load_backbone"]
 
@@ -19,7 +20,8 @@ def load_backbone(name: str, n_blocks: int, weights="auto") -> nn.Module:
     ``weights="auto"`` reads the state dict shipped by the pip package named in
     :data:`BACKBONES`; its keys differ from timm's but its 296 tensors match
     ``timm.create_model(name)``'s in order and shape, so it is loaded by position
-    (each shape checked).
+    (each shape checked). Weight files are read with ``torch.load(weights_only=True)``:
+    a file holding other pickled objects is refused, never run.
 
     Parameters
     ----------
@@ -52,7 +54,7 @@ def load_backbone(name: str, n_blocks: int, weights="auto") -> nn.Module:
     model = timm.create_model(name, pretrained=False)
     if weights is not None:
         path = _weights_path(name) if weights == "auto" else weights
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        state = load_tensors(path, "cpu", what=f"a {name} state dict")
         target = model.state_dict()
         if len(state) != len(target):
             raise ValueError(f"{path} holds {len(state)} tensors, {name} has {len(target)}")

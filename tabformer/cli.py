@@ -1,0 +1,375 @@
+"""The ``tabformer`` command line: fit, predict, pretrain, info and export, on CSV or Parquet.
+
+::
+
+    tabformer fit train.csv --target churn --out churn-model/ [--set encoder__n_layers=2 ...]
+    tabformer predict churn-model/ new.parquet --proba > predictions.csv
+    tabformer pretrain unlabeled/ --objective simclr --out encoder/
+    tabformer info churn-model/
+    tabformer export churn-model/ --onnx churn.onnx
+
+Data files are ``.csv``, ``.tsv``, ``.parquet`` (needs pyarrow: ``tabformer[parquet]``) or
+``.txt`` (one text per line); a folder holds image files (one row each) or data files (their
+rows, concatenated). Image columns hold file paths, relative to the data file's folder (or
+``--image-root``). ``--set key=value`` sets any estimator parameter, routed ones included;
+values are Python literals (``2``, ``3e-4``, ``None``, ``"cosine"``, ``[1, 2]``), anything else
+is a string. Progress goes to stderr, results to stdout. Bad input (a missing target column,
+an unreadable file, an unknown parameter) exits with status 2 and a one-line message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from sklearn.utils.multiclass import type_of_target
+from skorch.callbacks import Callback
+from tqdm.auto import tqdm
+
+from ._version import __version__
+from .estimators import TabFormerClassifier, TabFormerPretrainer, TabFormerRegressor
+from .persistence import CONFIG_FILE, PersistenceError, load
+from .tokenizers.detect import IMAGE_EXTENSIONS, is_path
+
+__all__ = ["main", "read_data", "parse_settings"]
+
+TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq", ".txt")
+
+
+class CLIError(Exception):
+    """Bad input: reported in one line, exit status 2."""
+
+
+# ----------------------------------------------------------------------------- input
+def _read_file(path: Path, dtypes: dict | None):
+    suffix = path.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise CLIError(f"reading {path} needs pyarrow: pip install 'tabformer[parquet]'") from None
+        return pd.read_parquet(path)
+    if suffix == ".txt":
+        return [line.rstrip("\n") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if suffix in (".csv", ".tsv"):
+        # Columns that were text at fit are read as text, so "00123" stays a category, not a number.
+        text = {c: str for c, d in (dtypes or {}).items() if d in ("object", "str", "string", "category")}
+        return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", dtype=text or None)
+    raise CLIError(f"cannot read {path}: unknown file type {suffix or '(none)'!r}; use .csv, .tsv, .parquet or .txt")
+
+
+def _resolve_image_paths(frame: pd.DataFrame, root: Path) -> pd.DataFrame:
+    for column in frame.columns:
+        values = frame[column].dropna()
+        if len(values) and values.map(is_path).all():
+            frame[column] = frame[column].map(lambda v: v if not isinstance(v, str) or os.path.isabs(v) else str(root / v))
+    return frame
+
+
+def read_data(path, image_root=None, dtypes: dict | None = None):
+    """A DataFrame (table files), a list of str (``.txt``) or a list of image paths (a folder of images)."""
+    path = Path(path)
+    if not path.exists():
+        raise CLIError(f"cannot read {path}: no such file or folder")
+    try:
+        if path.is_dir():
+            files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+            images = [str(p) for p in files if p.suffix.lower() in IMAGE_EXTENSIONS]
+            if images:
+                return images
+            tables = [p for p in files if p.suffix.lower() in TABLE_SUFFIXES]
+            if not tables:
+                raise CLIError(f"{path} holds no image or data file ({', '.join(TABLE_SUFFIXES)})")
+            parts = [_read_file(p, dtypes) for p in tables]
+            if all(isinstance(part, list) for part in parts):
+                return [text for part in parts for text in part]
+            data = pd.concat(parts, ignore_index=True)
+        else:
+            data = _read_file(path, dtypes)
+    except CLIError:
+        raise
+    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as error:
+        raise CLIError(f"cannot read {path}: {error}") from None
+    if isinstance(data, pd.DataFrame):
+        if data.empty:
+            raise CLIError(f"{path} holds no rows")
+        data = _resolve_image_paths(data, Path(image_root) if image_root else (path if path.is_dir() else path.parent))
+    return data
+
+
+def parse_settings(pairs) -> dict:
+    """``["lr=3e-4", "tokenizer=wordpiece"]`` -> ``{"lr": 0.0003, "tokenizer": "wordpiece"}``."""
+    settings = {}
+    for pair in pairs or []:
+        key, sep, text = pair.partition("=")
+        if not sep or not key.strip():
+            raise CLIError(f"--set expects key=value, got {pair!r}")
+        lowered = text.strip().lower()
+        if lowered in ("true", "false", "none", "null"):
+            value = {"true": True, "false": False}.get(lowered)
+        else:
+            try:
+                value = ast.literal_eval(text.strip())
+            except (ValueError, SyntaxError):
+                value = text
+        settings[key.strip()] = value
+    return settings
+
+
+def _configure(estimator, settings: dict):
+    try:
+        return estimator.set_params(**settings)
+    except ValueError as error:
+        names = sorted(name for name in estimator.get_params(deep=False) if "__" not in name)
+        bad = str(error).split("'")[1] if "'" in str(error) else error
+        raise CLIError(f"unknown parameter {bad!r} for {type(estimator).__name__}; parameters: {', '.join(names)}") from None
+
+
+# ----------------------------------------------------------------------------- progress
+class EpochProgress(Callback):
+    """One tqdm bar on stderr, advanced per epoch, with the epoch's losses."""
+
+    def __init__(self, disable=False):
+        self.disable = disable
+
+    def on_train_begin(self, net, **kwargs):
+        self.bar_ = tqdm(total=net.max_epochs, desc=type(net).__name__, unit="epoch", file=sys.stderr, disable=self.disable)
+
+    def on_epoch_end(self, net, **kwargs):
+        row = net.history[-1]
+        self.bar_.set_postfix({k: f"{row[k]:.4g}" for k in ("train_loss", "valid_loss", "valid_acc") if k in row})
+        self.bar_.update(1)
+
+    def on_train_end(self, net, **kwargs):
+        self.bar_.close()
+
+
+def _fit_with_progress(estimator, X, y, quiet):
+    original = estimator.callbacks
+    estimator.set_params(callbacks=list(original or []) + [("cli_progress", EpochProgress(disable=quiet))])
+    try:
+        estimator.fit(X, y)
+    finally:
+        estimator.callbacks = original  # the progress bar is not part of the saved model
+
+
+def _summary(estimator) -> str:
+    row = estimator.history_[-1] if len(estimator.history_) else {}
+    metrics = ", ".join(f"{k} {row[k]:.4g}" for k in ("train_loss", "valid_loss", "valid_acc") if k in row)
+    return f"{len(estimator.history_)} epochs" + (f", last epoch: {metrics}" if metrics else "")
+
+
+# ----------------------------------------------------------------------------- commands
+def cmd_fit(args):
+    data = read_data(args.data, args.image_root)
+    if not isinstance(data, pd.DataFrame):
+        raise CLIError(f"fit reads a table (CSV or Parquet) with a target column; {args.data} is not one")
+    if args.target not in data.columns:
+        raise CLIError(f"target column {args.target!r} is not in {args.data}; its columns are {list(data.columns)}")
+    missing = data[args.target].isna()
+    if missing.any():
+        print(f"tabformer: dropping {int(missing.sum())} row(s) with no {args.target!r}", file=sys.stderr)
+        data = data[~missing].reset_index(drop=True)
+    y = data.pop(args.target)
+    task = args.task
+    if task == "auto":
+        numeric = pd.api.types.is_numeric_dtype(y) and not pd.api.types.is_bool_dtype(y)
+        task = "regression" if numeric and type_of_target(y.to_numpy()) == "continuous" else "classification"
+    estimator = (TabFormerRegressor if task == "regression" else TabFormerClassifier)(verbose=0)
+    _configure(estimator, parse_settings(args.set))
+    _fit_with_progress(estimator, data, y.to_numpy(), args.quiet)
+    estimator.save(args.out)
+    print(f"tabformer: {type(estimator).__name__} ({task}) saved to {args.out}: {_summary(estimator)}", file=sys.stderr)
+
+
+def cmd_pretrain(args):
+    data = read_data(args.data, args.image_root)
+    estimator = TabFormerPretrainer(objective=args.objective, verbose=0)
+    _configure(estimator, parse_settings(args.set))
+    _fit_with_progress(estimator, data, None, args.quiet)
+    estimator.save(args.out)
+    print(f"tabformer: pretrained encoder saved to {args.out}: {_summary(estimator)}", file=sys.stderr)
+
+
+def _predictions(estimator, X, proba: bool) -> pd.DataFrame:
+    if hasattr(estimator, "objective_"):
+        values = estimator.transform(X)
+        return pd.DataFrame(values, columns=[f"embedding{i}" for i in range(values.shape[1])])
+    if hasattr(estimator, "default_tag_"):
+        column = X.iloc[:, 0] if isinstance(X, pd.DataFrame) else pd.Series(X)
+        sentences = [str(text).split() for text in column]
+        return pd.DataFrame({"tags": [" ".join(tags) for tags in estimator.predict(sentences)]})
+    if hasattr(estimator, "classes_") and proba:
+        probabilities = estimator.predict_proba(X)
+        out = pd.DataFrame({"prediction": estimator.classes_[probabilities.argmax(axis=1)]})
+        for j, label in enumerate(estimator.classes_):
+            out[f"proba_{label}"] = probabilities[:, j]
+        return out
+    if proba:
+        raise CLIError(f"--proba needs a classifier; {type(estimator).__name__} has no probabilities")
+    values = np.asarray(estimator.predict(X))
+    if values.ndim == 2:
+        return pd.DataFrame(values, columns=[f"prediction{j}" for j in range(values.shape[1])])
+    return pd.DataFrame({"prediction": values})
+
+
+def cmd_predict(args):
+    estimator = load(args.model, device=args.device)
+    data = read_data(args.data, args.image_root, getattr(estimator, "feature_dtypes_in_", None))
+    names = getattr(estimator, "feature_names_in_", None)
+    if isinstance(data, pd.DataFrame) and names is not None:
+        extra = [c for c in data.columns if c not in set(names)]
+        if extra:
+            print(f"tabformer: ignoring column(s) not seen in fit: {extra}", file=sys.stderr)
+            data = data.drop(columns=extra)
+    out = _predictions(estimator, data, args.proba)
+    if not isinstance(data, pd.DataFrame):
+        out.insert(0, "input", [str(item) for item in data])
+    if args.output and Path(args.output).suffix.lower() in (".parquet", ".pq"):
+        out.to_parquet(args.output, index=False)
+    else:
+        out.to_csv(args.output or sys.stdout, index=False)
+
+
+def _size(path: Path) -> str:
+    size = path.stat().st_size
+    return f"{size / 1e6:.1f} MB" if size >= 1e6 else f"{size / 1e3:.1f} kB"
+
+
+def cmd_info(args):
+    folder = Path(args.model)
+    config_path = folder / CONFIG_FILE
+    if not config_path.is_file():
+        raise CLIError(f"{folder} is not a saved tabformer model (no {CONFIG_FILE})")
+    try:
+        config = json.loads(config_path.read_text(encoding="utf-8"))
+    except ValueError as error:
+        raise CLIError(f"{config_path} is not valid JSON ({error})") from None
+    if args.json:
+        print(json.dumps({k: v for k, v in config.items() if k not in ("tokenizer", "optimizer_param_groups")}, indent=1))
+        return
+    lines = [f"{folder}: a saved tabformer {config.get('object')} (format version {config.get('format_version')})"]
+    versions = config.get("versions", {})
+    lines.append("  saved with: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
+    if "estimator" in config:
+        lines.append(f"  estimator:  {config['estimator']['class'].replace(':', '.')}")
+        labels = _fitted_classes(config)
+        if labels is not None:
+            lines.append(f"  classes:    {labels}")
+    tokenizer = config.get("tokenizer", {}).get("class", "").replace(":", ".")
+    lines.append(f"  tokenizer:  {tokenizer}")
+    columns = config.get("columns") or []
+    if columns:
+        lines.append(f"  columns ({len(columns)}):")
+        for column in columns:
+            lines.append(f"    {str(column['name']):<24} {str(column['kind']):<12} {column.get('dtype') or ''}")
+    module = config.get("module") or {}
+    if module:
+        width = module["encoders"][0].get("d_model")
+        lines.append(
+            f"  module:     {module['class'].split(':')[-1]}, {module['n_parameters']:,} parameters, "
+            f"{len(module['encoders'])} encoder(s) of d_model {width}, trained on {module['trained_on']}"
+        )
+    params = config.get("estimator", {}).get("params", {})
+    if params:
+        shown = {k: (v.get("name", v.get("__type__")) if isinstance(v, dict) else v) for k, v in params.items()}
+        text = ", ".join(f"{k}={v}" for k, v in shown.items())
+        lines.append(
+            textwrap.fill(text, 110, initial_indent="  parameters: ", subsequent_indent=" " * 14, break_on_hyphens=False)
+        )
+    metrics = config.get("metrics") or {}
+    if metrics:
+        lines.append(
+            "  metrics:    " + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in metrics.items())
+        )
+    files = [folder / name for name in [CONFIG_FILE, *config.get("files", [])]]
+    lines.append("  files:      " + ", ".join(f"{p.relative_to(folder)} ({_size(p)})" for p in files if p.is_file()))
+    print("\n".join(lines))
+
+
+def _fitted_classes(config):
+    fitted = config.get("fitted", {})
+    encoder = fitted.get("label_encoder_", {})
+    classes = encoder.get("fitted", {}).get("classes_") if isinstance(encoder, dict) else None
+    classes = classes or fitted.get("classes_")
+    return classes.get("data") if isinstance(classes, dict) else None
+
+
+def cmd_export(args):
+    estimator = load(args.model, device="cpu")
+    try:
+        estimator.export_onnx(args.onnx, opset=args.opset)
+    except ImportError as error:
+        raise CLIError(str(error)) from None
+    print(f"tabformer: {args.model} exported to {args.onnx}", file=sys.stderr)
+
+
+# ----------------------------------------------------------------------------- main
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tabformer", description="Fit, run, inspect and export tabformer models.")
+    parser.add_argument("--version", action="version", version=f"tabformer {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks instead of one-line errors")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    fit = commands.add_parser("fit", help="fit a classifier or regressor on a table and save it")
+    fit.add_argument("data", help="training data: .csv, .tsv, .parquet, or a folder of them")
+    fit.add_argument("--target", required=True, help="the column to predict")
+    fit.add_argument("--out", required=True, help="folder to save the fitted model to")
+    fit.add_argument("--task", choices=["auto", "classification", "regression"], default="auto")
+
+    pretrain = commands.add_parser("pretrain", help="pretrain an encoder without labels and save it")
+    pretrain.add_argument("data", help="a table, a .txt file (one text per line) or a folder of images")
+    pretrain.add_argument("--objective", default="mlm", help="pretraining objective (mlm, simclr)")
+    pretrain.add_argument("--out", required=True, help="folder to save the pretrained model to")
+
+    for sub in (fit, pretrain):
+        sub.add_argument("--set", action="append", metavar="KEY=VALUE", help="an estimator parameter (repeatable)")
+        sub.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    predict = commands.add_parser("predict", help="predict with a saved model; CSV on stdout")
+    predict.add_argument("model", help="a folder written by fit (or by an estimator's save)")
+    predict.add_argument("data", help="rows to predict: .csv, .tsv, .parquet, .txt, or a folder")
+    predict.add_argument("--proba", action="store_true", help="classifiers: add one probability column per class")
+    predict.add_argument("--output", help="write here (.csv or .parquet) instead of stdout")
+    predict.add_argument("--device", help="cpu or cuda (default: where it was saved, if available)")
+
+    for sub in (fit, pretrain, predict):
+        sub.add_argument("--image-root", help="folder that relative image paths start from (default: the data's folder)")
+
+    info = commands.add_parser("info", help="describe a saved model: versions, columns, parameters, metrics")
+    info.add_argument("model")
+    info.add_argument("--json", action="store_true", help="print config.json's summary as JSON")
+
+    export = commands.add_parser("export", help="export a saved model's module to ONNX")
+    export.add_argument("model")
+    export.add_argument("--onnx", required=True, help="the .onnx file to write")
+    export.add_argument("--opset", type=int, default=17)
+    return parser
+
+
+COMMANDS = {"fit": cmd_fit, "predict": cmd_predict, "pretrain": cmd_pretrain, "info": cmd_info, "export": cmd_export}
+
+
+def main(argv=None) -> int:
+    """Run the command line; returns the exit status (0, or 2 for bad input)."""
+    args = build_parser().parse_args(argv)
+    try:
+        COMMANDS[args.command](args)
+    except (CLIError, PersistenceError, ValueError, TypeError, FileNotFoundError) as error:
+        if args.debug:
+            raise
+        message = " ".join(str(error).split()) or type(error).__name__
+        print(f"tabformer {args.command}: error: {message}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,239 @@
+"""Saving a fitted estimator as a folder, and loading it back fitted, without pickle.
+
+``config.json`` (``"object": "estimator"``) holds the estimator's class and every
+parameter, its fitted attributes (``classes_``/``label_encoder_``, ``target_mean_``,
+``feature_names_in_``...), the tokenizer's state, the columns with their kinds and dtypes,
+the module's architecture, and a summary of the training history; ``model.safetensors``
+holds ``module_``'s tensors, ``history.json`` skorch's history, and the tokenizer writes
+its own files. An ``encoder`` parameter that is a module (the warm start) is saved as a
+folder of its own, ``encoder/``, so ``clone(loaded).fit`` warm-starts as the original did.
+
+Loading builds the estimator from its parameters, sets the fitted attributes back, lets
+the estimator build its module as ``fit`` does (``initialize``) and loads the tensors
+strictly. The optimizer's moments are not saved (as in Hugging Face's ``save_pretrained``),
+only its parameter groups' settings (learning rates, the schedule's ``initial_lr``):
+``partial_fit`` on a loaded model continues the schedule with fresh moments.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import warnings
+
+import torch
+from sklearn.exceptions import NotFittedError
+from skorch import NeuralNet
+from skorch.history import History
+
+from ..nn.embedders import build_embedder
+from ..nn.encoder import TransformerEncoder
+from ..nn.models import PretrainedEncoder
+from ..tokenizers import BaseTokenizer
+from ._codec import decode, encode, fitted_attributes
+from ._files import Reader, Writer
+from ._format import CONFIG_FILE, WEIGHTS_FILE, PersistenceError, header, qualified_name, resolve
+from .encoders import encoder_from_folder, encoder_to_folder, load_weights, offline_spec
+from .tokenizers import tokenizer_from_json, tokenizer_to_json
+
+__all__ = ["save_estimator", "load_estimator", "describe_columns"]
+
+HISTORY_FILE = "history.json"
+ENCODER_FOLDER = "encoder/"
+#: skorch's run-time state: rebuilt by ``initialize`` or saved on its own (history, weights)
+_RUNTIME = frozenset(
+    {"history_", "initialized_", "virtual_params_", "init_context_", "callbacks_", "prefixes_", "cuda_dependent_attributes_"}
+)
+
+
+# ----------------------------------------------------------------------------- saving
+def _hooks(writer: Writer):
+    def modules(value, where):
+        if isinstance(value, (PretrainedEncoder, TransformerEncoder)):
+            if writer.name(ENCODER_FOLDER) in {name.split("/")[0] + "/" for name in writer.files}:
+                raise PersistenceError(f"{where}: only one encoder module can be saved per estimator")
+            encoder_to_folder(value, writer.nested(ENCODER_FOLDER))
+            return {"__type__": "encoder_folder", "folder": ENCODER_FOLDER}
+        if isinstance(value, BaseTokenizer):
+            return tokenizer_to_json(value, writer, where, fitted=False)
+        return None
+
+    return (modules,)
+
+
+def describe_columns(estimator) -> list:
+    """``[{"name", "kind", "dtype"}]`` of the input columns seen in fit (kinds as the tokenizer read them)."""
+    tokenizer = estimator.tokenizer_
+    dtypes = getattr(estimator, "feature_dtypes_in_", None) or {}
+    kinds = getattr(tokenizer, "column_kinds_", None)
+    if kinds is None and hasattr(tokenizer, "categorical_columns_"):
+        kinds = {
+            **{c: "numeric" for c in tokenizer.numeric_columns_},
+            **{c: "categorical" for c in tokenizer.categorical_columns_},
+        }
+    names = getattr(estimator, "feature_names_in_", None)
+    if names is None:
+        count = getattr(estimator, "n_features_in_", None) or 1
+        names = list(kinds) if kinds is not None and len(kinds) == count else [None] * count
+    kinds = kinds or {}
+    return [
+        {"name": None if n is None else str(n), "kind": kinds.get(n, tokenizer.kind), "dtype": dtypes.get(str(n))} for n in names
+    ]
+
+
+def _metrics(history) -> dict:
+    rows = history.to_list() if history is not None else []
+    if not rows:
+        return {"epochs": 0}
+    out = {"epochs": len(rows)}
+    for key in ("train_loss", "valid_loss", "valid_acc"):
+        if isinstance(rows[-1].get(key), (int, float)):
+            out[key] = float(rows[-1][key])
+    losses = [(float(row["valid_loss"]), row["epoch"]) for row in rows if isinstance(row.get("valid_loss"), (int, float))]
+    if losses:
+        out["best_valid_loss"], out["best_epoch"] = min(losses)
+    return out
+
+
+def _plain(value):
+    return value.item() if hasattr(value, "item") else str(value)
+
+
+def save_estimator(estimator, path) -> None:
+    """Write a fitted estimator to the folder ``path`` (created if needed; its files are overwritten).
+
+    Raises
+    ------
+    sklearn.exceptions.NotFittedError
+        The estimator is not fitted.
+    PersistenceError
+        A parameter or fitted attribute cannot be written without pickle (a lambda, a
+        function outside tabformer, an object of a class defined in a function...); the
+        message names it. Nothing is written then.
+    """
+    name = type(estimator).__name__
+    if not estimator.__sklearn_is_fitted__():
+        raise NotFittedError(f"This {name} is not fitted yet: save writes a fitted model; call fit first")
+    writer = Writer()
+    hooks = _hooks(writer)
+    config = header("estimator")
+    params = encode(estimator.get_params(deep=False), name, writer, hooks)
+    config["estimator"] = {"class": qualified_name(type(estimator), name), "params": params}
+    skipped = _RUNTIME | {f"{part}_" for part in estimator._modules + estimator._criteria + estimator._optimizers}
+    fitted = {key: value for key, value in fitted_attributes(estimator).items() if key not in skipped}
+    tokenizer = fitted.pop("tokenizer_")
+    config["fitted"] = encode(fitted, name, writer, hooks)
+    config["tokenizer"] = tokenizer_to_json(tokenizer, writer, "tokenizer_")
+    config["columns"] = describe_columns(estimator)
+    module = estimator.module_
+    encoders = list(module.encoders) if hasattr(module, "encoders") else [module.encoder]
+    config["module"] = {
+        "class": qualified_name(type(module), "module_"),
+        "embedder": encode(tokenizer.embedder_spec(), "embedder", writer),
+        "encoders": [encode(dict(encoder.config), "encoder", writer) for encoder in encoders],
+        "n_parameters": sum(p.numel() for p in module.parameters()),
+        "trained_on": str(next(module.parameters()).device),
+    }
+    config["metrics"] = _metrics(getattr(estimator, "history_", None))
+    groups = [{k: v for k, v in group.items() if k != "params"} for group in estimator.optimizer_.param_groups]
+    config["optimizer_param_groups"] = encode(groups, "optimizer_.param_groups", writer)
+    writer.tensors(WEIGHTS_FILE, module.state_dict())
+    writer.text(HISTORY_FILE, json.dumps(estimator.history_.to_list(), default=_plain) + "\n")
+    writer.finish_arrays()
+    config["files"] = writer.listed()
+    writer.json(CONFIG_FILE, config)
+    writer.commit(path)
+
+
+# ----------------------------------------------------------------------------- loading
+def _tokenizers(tokenizer):
+    yield tokenizer
+    for _, sub, _ in getattr(tokenizer, "transformers_", None) or []:
+        yield from _tokenizers(sub)
+
+
+@contextlib.contextmanager
+def _stem_weights_not_read(tokenizer):
+    """Hybrid image tokenizers describe their stem with its weights file; model.safetensors
+    holds those tensors, so the file (and the package shipping it) is not needed to load."""
+    changed = [t for t in _tokenizers(tokenizer) if getattr(t, "backbone_weights", None) is not None]
+    saved = [t.backbone_weights for t in changed]
+    for t in changed:
+        t.backbone_weights = None
+    try:
+        yield
+    finally:
+        for t, weights in zip(changed, saved):
+            t.backbone_weights = weights
+
+
+@contextlib.contextmanager
+def _warm_start_stand_in(estimator, architecture):
+    """A warm-started estimator builds its module from its ``encoder``; while it is rebuilt, a
+    stand-in of the saved architecture takes that place, so the original (a path, perhaps
+    absent here) is never read. Its weights come from model.safetensors right after."""
+    original = estimator.encoder
+    if original is None:
+        yield
+        return
+    encoder = TransformerEncoder(**architecture["encoders"][0])
+    embedder = build_embedder(offline_spec(architecture["embedder"]), encoder.d_model)
+    estimator.encoder = PretrainedEncoder(estimator.tokenizer_, embedder, encoder)
+    try:
+        yield
+    finally:
+        estimator.encoder = original
+
+
+def _device(saved, requested):
+    if requested is not None:
+        return requested
+    if torch.device(saved).type == "cuda" and not torch.cuda.is_available():
+        warnings.warn(
+            f"the model was saved with device={saved!r}, but CUDA is not available: loading it on the CPU", stacklevel=3
+        )
+        return "cpu"
+    return saved
+
+
+def load_estimator(reader: Reader, config: dict, device=None):
+    """The fitted estimator a folder holds (see :func:`tabformer.load`)."""
+    cls = resolve(config["estimator"]["class"], "config.json: estimator", reader.trusted)
+    if not issubclass(cls, NeuralNet):
+        raise PersistenceError(f"{reader.path(CONFIG_FILE)}: {cls.__name__} is not a tabformer estimator")
+    name = cls.__name__
+    hooks = {
+        "encoder_folder": lambda obj, where: _nested_encoder(reader, obj["folder"]),
+        "tokenizer": lambda obj, where: tokenizer_from_json(obj, reader, where),
+    }
+    params = decode(config["estimator"]["params"], name, reader, hooks)
+    params["device"] = _device(params.get("device", "cpu"), device)
+    estimator = cls(**params)
+    for key, value in decode(config["fitted"], name, reader, hooks).items():
+        setattr(estimator, key, value)
+    estimator.tokenizer_ = tokenizer_from_json(config["tokenizer"], reader, "tokenizer_")
+    architecture = decode(config["module"], "module", reader)
+    with (
+        torch.random.fork_rng(devices=[]),
+        _stem_weights_not_read(estimator.tokenizer_),
+        _warm_start_stand_in(estimator, architecture),
+    ):
+        estimator.initialize()
+    if qualified_name(type(estimator.module_), "module_") != architecture["class"]:
+        raise PersistenceError(
+            f"{reader.folder}: the estimator built a {type(estimator.module_).__name__}, config.json a {architecture['class']}"
+        )
+    load_weights(estimator.module_, reader)
+    estimator.history_ = History(reader.json(HISTORY_FILE))
+    groups = decode(config.get("optimizer_param_groups", []), "optimizer_.param_groups", reader)
+    if len(groups) == len(estimator.optimizer_.param_groups):  # the learning-rate schedule's state
+        for group, saved in zip(estimator.optimizer_.param_groups, groups):
+            group.update(saved)
+    return estimator
+
+
+def _nested_encoder(reader: Reader, folder: str):
+    nested = reader.nested(folder)
+    config, kind = nested.open()
+    with torch.random.fork_rng(devices=[]):
+        return encoder_from_folder(nested, config, kind)

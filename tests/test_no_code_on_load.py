@@ -1,0 +1,134 @@
+"""No loading path runs code from a file: a crafted pickle that would create a marker file
+is refused by every one of them, with a clear error, and the marker never appears."""
+
+import ast
+import json
+import pathlib
+import pickle
+
+import pytest
+import torch
+from conftest import TINY, make_table
+
+import tabformer
+from tabformer import PretrainedEncoder, TabFormerClassifier, TransformerEncoder
+from tabformer.nn.embedders.backbone import load_backbone
+from tabformer.nn.safe_load import UnsafeFileError
+from tabformer.persistence import PersistenceError
+
+PACKAGE = pathlib.Path(tabformer.__file__).parent
+pytestmark = pytest.mark.filterwarnings("ignore:Detected pickle protocol")  # torch notes the crafted file's protocol
+
+
+class Payload:
+    """Unpickling this calls ``Path.touch(marker)``: proof that a loader ran the file's code."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (pathlib.Path.touch, (pathlib.Path(self.marker),))
+
+
+@pytest.fixture(params=["torch.save", "pickle"])
+def crafted(request, tmp_path):
+    marker = tmp_path / "pwned"
+    path = tmp_path / "model.pt"
+    if request.param == "torch.save":
+        torch.save({"format": "tabformer.TransformerEncoder/1", "state_dict": Payload(marker)}, path)
+    else:
+        path.write_bytes(pickle.dumps(Payload(marker)))
+    yield path, marker
+    assert not marker.exists(), "a loader unpickled the crafted file and ran its code"
+
+
+@pytest.fixture
+def bert_folder(crafted, tmp_path):
+    folder = tmp_path / "bert"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "bert", "hidden_act": "gelu"}))
+    (folder / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nword\n")
+    (folder / "pytorch_model.bin").write_bytes(crafted[0].read_bytes())
+    return folder
+
+
+@pytest.fixture
+def saved_folder(crafted, tmp_path):
+    """A genuine saved model whose weights file was swapped for the crafted pickle."""
+    X, y = make_table(n=40)
+    folder = tmp_path / "saved"
+    TabFormerClassifier(**dict(TINY, max_epochs=1)).fit(X, y).save(folder)
+    (folder / "model.safetensors").write_bytes(crafted[0].read_bytes())
+    return folder
+
+
+def test_tabformer_load(crafted, saved_folder):
+    with pytest.raises(PersistenceError, match="is a file; tabformer saves models as folders"):
+        tabformer.load(crafted[0])
+    with pytest.raises(PersistenceError, match="model.safetensors is not a readable safetensors file"):
+        tabformer.load(saved_folder)
+
+
+def test_pretrained_encoder_load(crafted, saved_folder):
+    with pytest.raises(PersistenceError, match="is a file"):
+        PretrainedEncoder.load(crafted[0])
+    with pytest.raises(PersistenceError, match="not a readable safetensors file"):
+        PretrainedEncoder.load(saved_folder)
+
+
+def test_transformer_encoder_load(crafted):
+    with pytest.raises(UnsafeFileError, match="was not loaded: a TransformerEncoder.save file holds only tensors"):
+        TransformerEncoder.load(crafted[0])
+
+
+def test_from_pretrained(crafted, bert_folder, saved_folder):
+    with pytest.raises(UnsafeFileError, match="tabformer 0.1 were such pickles"):
+        TabFormerClassifier.from_pretrained(crafted[0])
+    with pytest.raises(UnsafeFileError, match="pytorch_model.bin was not loaded"):
+        TabFormerClassifier.from_pretrained(bert_folder)
+    with pytest.raises(PersistenceError, match="not a readable safetensors file"):
+        TabFormerClassifier.from_pretrained(saved_folder)
+
+
+def test_encoder_path_then_fit(crafted, bert_folder):
+    X, y = make_table(n=40)
+    for path in (crafted[0], bert_folder):
+        with pytest.raises(UnsafeFileError, match="was not loaded"):
+            TabFormerClassifier(encoder=str(path), max_epochs=1, verbose=0).fit(X, y)
+
+
+def test_backbone_weights(crafted):
+    pytest.importorskip("timm")
+    with pytest.raises(UnsafeFileError, match="was not loaded"):
+        load_backbone("tf_efficientnet_lite0", 2, weights=str(crafted[0]))
+
+
+def _unsafe_calls(source: str) -> list:
+    """``torch.load`` calls without ``weights_only=True``, and any ``pickle``/``joblib``/``dill`` load."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        owner = node.func.value.id if isinstance(node.func.value, ast.Name) else None
+        if owner == "torch" and node.func.attr == "load":
+            safe = any(
+                k.arg == "weights_only" and isinstance(k.value, ast.Constant) and k.value.value is True for k in node.keywords
+            )
+            if not safe:
+                found.append(f"line {node.lineno}: torch.load without weights_only=True")
+        if owner in ("pickle", "joblib", "dill", "cloudpickle") and node.func.attr in ("load", "loads", "Unpickler"):
+            found.append(f"line {node.lineno}: {owner}.{node.func.attr}")
+    return found
+
+
+def test_the_package_never_unpickles():
+    """Static guard: every torch.load in tabformer passes weights_only=True; nothing calls pickle/joblib loads."""
+    assert _unsafe_calls("torch.load(p)\ntorch.load(p, weights_only=False)\npickle.loads(b)") == [
+        "line 1: torch.load without weights_only=True",
+        "line 2: torch.load without weights_only=True",
+        "line 3: pickle.loads",
+    ]
+    offenders = {str(path.relative_to(PACKAGE)): _unsafe_calls(path.read_text()) for path in PACKAGE.rglob("*.py")}
+    assert not {path: calls for path, calls in offenders.items() if calls}
+    loaders = [path for path in PACKAGE.rglob("*.py") if "torch.load(" in path.read_text().replace("``torch.load(", "")]
+    assert [path.name for path in loaders] == ["safe_load.py"]  # the one place that reads torch files
