@@ -76,7 +76,7 @@ class WarmupLinearLR(Callback):
         """At the first epoch, count the total steps: batches per epoch x ``max_epochs`` (skorch hook)."""
         if self.total_steps_ is None:
             batches = len(net.get_iterator(dataset_train, training=True))
-            self.total_steps_ = max(1, batches * net.max_epochs)
+            self.total_steps_ = max(1, batches * _max_epochs(net))
 
     def factor(self, step: int) -> float:
         """Multiplier of the peak rate at optimizer step ``step`` (0-based).
@@ -189,3 +189,10 @@ class MixedPrecision(Callback):
     def on_train_end(self, net, X=None, y=None, **kwargs):
         """Leave autocast if a batch left it open (skorch hook)."""
         self._exit()
+
+
+def _max_epochs(net) -> int:
+    """The epochs a fit runs: a tabformer estimator's resolved ``max_epochs`` (its parameter
+    may be ``"auto"``), or any skorch net's ``max_epochs``."""
+    setting = getattr(net, "_setting", None)
+    return int(setting("max_epochs") if callable(setting) else net.max_epochs)

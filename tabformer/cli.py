@@ -140,7 +140,9 @@ class EpochProgress(Callback):
         self.disable = disable
 
     def on_train_begin(self, net, **kwargs):
-        self.bar_ = tqdm(total=net.max_epochs, desc=type(net).__name__, unit="epoch", file=sys.stderr, disable=self.disable)
+        self.bar_ = tqdm(
+            total=net._setting("max_epochs"), desc=type(net).__name__, unit="epoch", file=sys.stderr, disable=self.disable
+        )
 
     def on_epoch_end(self, net, **kwargs):
         row = net.history[-1]

@@ -90,6 +90,18 @@ def test_tagger_from_pretrained_uses_a_fine_tuning_rate():
     assert tagger.resolved_params_["lr"] == 1e-4 and tagger.resolved_params_["batch_size"] == 32
 
 
+def test_auto_epochs_reach_the_per_batch_schedule():
+    """With max_epochs left "auto", the warm-up schedule counts the resolved epochs."""
+    rng = np.random.default_rng(0)
+    images = (rng.random((48, 16, 16)) * 255).astype(np.uint8)
+    clf = TabFormerClassifier(patience=None, verbose=0, random_state=0).fit(images, np.arange(48) % 2)
+    schedule = dict(clf.callbacks_)["lr_scheduler"]
+    assert isinstance(schedule, WarmupLinearLR) and len(clf.history_) == clf.resolved_params_["max_epochs"] == 40
+    train_batches = sum("train_loss" in batch for batch in clf.history_[-1, "batches"])
+    assert schedule.total_steps_ == 40 * train_batches
+    assert clf.history_[-1, "batches", 0, "lr"] < 0.05 * clf.resolved_params_["lr"]  # decayed to ~0 at the end
+
+
 def test_image_recipe_picks_patches_and_shifts():
     rng = np.random.default_rng(0)
     images = (rng.random((40, 28, 28)) * 255).astype(np.uint8)
