@@ -54,7 +54,17 @@ _TEXT_PRETRAINED = dict(
     head__pooling="mean",
     optimizer__weight_decay=0.01,
 )
+# The from-scratch text encoder of the random search (docs/text.md), for classifiers and taggers.
+_TEXT_ARCHITECTURE = dict(
+    tokenizer__vocab_size=30000,
+    encoder__d_model=256,
+    encoder__n_layers=2,
+    encoder__n_heads=4,
+    encoder__dropout=0.3,
+    encoder__attention_dropout=0.0,
+)
 _TEXT_SCRATCH = dict(
+    _TEXT_ARCHITECTURE,
     lr=3e-4,
     lr_schedule="warmup_linear",
     max_epochs=40,
@@ -62,13 +72,7 @@ _TEXT_SCRATCH = dict(
     batch_size=64,
     monitor="valid_acc",
     iterator_train__group_by_length=True,
-    tokenizer__vocab_size=30000,
     tokenizer__token_dropout=0.1,
-    encoder__d_model=256,
-    encoder__n_layers=2,
-    encoder__n_heads=4,
-    encoder__dropout=0.3,
-    encoder__attention_dropout=0.0,
     head__dropout=0.3,
     head__pooling="mean",
     optimizer__weight_decay=0.05,
@@ -92,6 +96,7 @@ _TAG_PRETRAINED = dict(
     lr=1e-4, lr_schedule="cosine", max_epochs=3, patience=2, batch_size=32, monitor="valid_loss", optimizer__weight_decay=0.01
 )
 _TAG_SCRATCH = dict(
+    _TEXT_ARCHITECTURE,
     lr=1e-3,
     lr_schedule="cosine",
     max_epochs=40,
@@ -99,12 +104,6 @@ _TAG_SCRATCH = dict(
     batch_size=32,
     monitor="valid_loss",
     tokenizer__lowercase=False,
-    tokenizer__vocab_size=30000,
-    encoder__d_model=256,
-    encoder__n_layers=2,
-    encoder__n_heads=4,
-    encoder__dropout=0.3,
-    encoder__attention_dropout=0.0,
 )
 _PRETRAINER = dict(lr=1e-3, lr_schedule="cosine", max_epochs=20, patience=5, batch_size=128, monitor="valid_loss")
 

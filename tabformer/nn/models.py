@@ -43,7 +43,50 @@ def encode(embedder: nn.Module, encoder: TransformerEncoder, batch: dict, return
     return out, mask
 
 
-class TabFormerModel(nn.Module):
+class _SequenceModel(nn.Module):
+    """What the models over one token sequence share: ``embedder`` and ``encoder`` submodules
+    (and ``fusion_layer`` for mid fusion), read by :meth:`encode` and :meth:`forward_features`."""
+
+    def encode(self, return_attention: bool = False, **batch):
+        """Embed and encode a batch: ``(encoder output, token mask)``.
+
+        Parameters
+        ----------
+        return_attention : bool, default=False
+            Also return the encoder's attention maps.
+        **batch : Tensor
+            A tokenized batch (the tokenizer's arrays as tensors), each of shape (B, ...).
+
+        Returns
+        -------
+        out : Tensor of shape (B, 1+T, D), or ``(hidden, attention)`` if ``return_attention``
+            The encoder output, CLS first; ``attention`` is a list (one per layer) of
+            Tensor of shape (B, H, 1+T, 1+T).
+        mask : bool Tensor of shape (B, T), or None
+            ``True`` marks real tokens; ``None`` means no padding.
+        """
+        return encode(self.embedder, self.encoder, batch, return_attention, getattr(self, "fusion_layer", 0))
+
+    def forward_features(self, return_attention: bool = False, **batch):
+        """The encoder output ``(B, 1+T, D)`` (and attention maps if asked).
+
+        Parameters
+        ----------
+        return_attention : bool, default=False
+            Also return the encoder's attention maps.
+        **batch : Tensor
+            A tokenized batch (the tokenizer's arrays as tensors), each of shape (B, ...).
+
+        Returns
+        -------
+        hidden : Tensor of shape (B, 1+T, D)
+            ``hidden[:, 0]`` is the CLS embedding.
+        attention : list of Tensor of shape (B, H, 1+T, 1+T), only if ``return_attention``
+        """
+        return self.encode(return_attention, **batch)[0]
+
+
+class TabFormerModel(_SequenceModel):
     """Embed a tokenized batch, encode it, and apply the head.
 
     Parameters
@@ -101,44 +144,6 @@ class TabFormerModel(nn.Module):
         if getattr(self, "freeze_embedder", False):
             self.embedder.eval()
         return self
-
-    def encode(self, return_attention: bool = False, **batch):
-        """Embed and encode a batch: ``(encoder output, token mask)``.
-
-        Parameters
-        ----------
-        return_attention : bool, default=False
-            Also return the encoder's attention maps.
-        **batch : Tensor
-            A tokenized batch (the tokenizer's arrays as tensors), each of shape (B, ...).
-
-        Returns
-        -------
-        out : Tensor of shape (B, 1+T, D), or ``(hidden, attention)`` if ``return_attention``
-            The encoder output, CLS first; ``attention`` is a list (one per layer) of
-            Tensor of shape (B, H, 1+T, 1+T).
-        mask : bool Tensor of shape (B, T), or None
-            ``True`` marks real tokens; ``None`` means no padding.
-        """
-        return encode(self.embedder, self.encoder, batch, return_attention, self.fusion_layer)
-
-    def forward_features(self, return_attention: bool = False, **batch):
-        """The encoder output ``(B, 1+T, D)`` (and attention maps if asked).
-
-        Parameters
-        ----------
-        return_attention : bool, default=False
-            Also return the encoder's attention maps.
-        **batch : Tensor
-            A tokenized batch (the tokenizer's arrays as tensors), each of shape (B, ...).
-
-        Returns
-        -------
-        hidden : Tensor of shape (B, 1+T, D)
-            ``hidden[:, 0]`` is the CLS embedding.
-        attention : list of Tensor of shape (B, H, 1+T, 1+T), only if ``return_attention``
-        """
-        return self.encode(return_attention, **batch)[0]
 
     def forward_head(self, hidden: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """Apply the head to the encoder output.
@@ -270,7 +275,7 @@ class LateFusionModel(nn.Module):
         return self.forward_head(self.forward_features(**batch))
 
 
-class PretrainingModel(nn.Module):
+class PretrainingModel(_SequenceModel):
     """The shared embedder and encoder next to a pretraining objective's head.
 
     ``forward(**inputs)`` returns what the head predicts from the objective's views
@@ -314,44 +319,6 @@ class PretrainingModel(nn.Module):
         masked positions; for ``"simclr"`` a Tensor of shape (2B, k) of projections.
         """
         return self.head(self.embedder, self.encoder, **inputs)
-
-    def encode(self, return_attention: bool = False, **batch):
-        """Embed and encode plain (uncorrupted) tokens: ``(encoder output, token mask)``.
-
-        Parameters
-        ----------
-        return_attention : bool, default=False
-            Also return the encoder's attention maps.
-        **batch : Tensor
-            A tokenized batch (the tokenizer's arrays as tensors), each of shape (B, ...).
-
-        Returns
-        -------
-        out : Tensor of shape (B, 1+T, D), or ``(hidden, attention)`` if ``return_attention``
-            The encoder output, CLS first; ``attention`` is a list (one per layer) of
-            Tensor of shape (B, H, 1+T, 1+T).
-        mask : bool Tensor of shape (B, T), or None
-            ``True`` marks real tokens; ``None`` means no padding.
-        """
-        return encode(self.embedder, self.encoder, batch, return_attention)
-
-    def forward_features(self, return_attention: bool = False, **batch):
-        """The encoder output ``(B, 1+T, D)`` of plain tokens (and attention maps if asked).
-
-        Parameters
-        ----------
-        return_attention : bool, default=False
-            Also return the encoder's attention maps.
-        **batch : Tensor
-            A tokenized batch (the tokenizer's arrays as tensors), each of shape (B, ...).
-
-        Returns
-        -------
-        hidden : Tensor of shape (B, 1+T, D)
-            ``hidden[:, 0]`` is the CLS embedding.
-        attention : list of Tensor of shape (B, H, 1+T, 1+T), only if ``return_attention``
-        """
-        return self.encode(return_attention, **batch)[0]
 
 
 class PretrainedEncoder(nn.Module):

@@ -32,6 +32,14 @@ def sinusoidal_table(length: int, d_model: int) -> torch.Tensor:
     return table.float()
 
 
+def _check_length(position_ids: torch.Tensor, max_length: int) -> None:
+    if position_ids.max() >= max_length:
+        raise ValueError(
+            f"sequence needs position {int(position_ids.max())} but the encoder was built with "
+            f"max_length={max_length}; raise encoder__max_length"
+        )
+
+
 class LearnedPositions(nn.Module):
     """A trainable embedding per position ``0 .. max_length-1``.
 
@@ -54,11 +62,7 @@ class LearnedPositions(nn.Module):
 
         Raises ``ValueError`` when an id is ``>= max_length``.
         """
-        if position_ids.max() >= self.max_length:
-            raise ValueError(
-                f"sequence needs position {int(position_ids.max())} but the encoder was built with "
-                f"max_length={self.max_length}; raise encoder__max_length"
-            )
+        _check_length(position_ids, self.max_length)
         return self.embedding(position_ids)
 
 
@@ -83,8 +87,7 @@ class SinusoidalPositions(nn.Module):
 
         Raises ``ValueError`` when an id is ``>= max_length``.
         """
-        if position_ids.max() >= self.max_length:
-            raise ValueError(f"sequence needs position {int(position_ids.max())} but max_length={self.max_length}")
+        _check_length(position_ids, self.max_length)
         return self.table[position_ids]
 
 
