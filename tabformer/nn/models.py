@@ -321,7 +321,7 @@ class PretrainingModel(_SequenceModel):
         return self.head(self.embedder, self.encoder, **inputs)
 
 
-class PretrainedEncoder(nn.Module):
+class PretrainedEncoder(_SequenceModel):
     """A fitted tokenizer with its trained embedder and encoder: what warm-starts a new task.
 
     Tables only need the encoder, but for text the word embeddings live in the embedder
@@ -348,23 +348,16 @@ class PretrainedEncoder(nn.Module):
         return self.encoder.d_model
 
     def forward(self, return_attention: bool = False, **batch):
-        """Embed and encode a batch: tokens (B, T, D) -> encoder output (B, 1+T, D).
+        """Embed and encode a batch: the encoder output ``(B, 1+T, D)``, as :meth:`forward_features`.
 
         Parameters
         ----------
         return_attention : bool, default=False
-            Also return the encoder's attention maps.
+            Also return the per-layer attention maps, each of shape (B, H, 1+T, 1+T).
         **batch : Tensor
-            A tokenized batch (the tokenizer's arrays as tensors), each of shape (B, ...).
-
-        Returns
-        -------
-        hidden : Tensor of shape (B, 1+T, D)
-            ``hidden[:, 0]`` is the CLS embedding.
-        attention : list of Tensor of shape (B, H, 1+T, 1+T), only if ``return_attention``
+            A tokenized batch, each array of shape (B, ...).
         """
-        tokens, mask = self.embedder(**batch)
-        return self.encoder(tokens, mask, return_attention=return_attention)
+        return self.forward_features(return_attention, **batch)
 
     def save(self, path) -> None:
         """Write a folder: ``config.json`` (tokenizer state, embedder and encoder
