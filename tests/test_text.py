@@ -140,7 +140,7 @@ def test_auto_picks_wordpiece_for_text():
 
 @pytest.mark.parametrize("positions", ["learned", "sinusoidal"])
 def test_classifier_learns_toy_sentiment(positions):
-    clf = TabFormerClassifier(tokenizer="wordpiece", max_epochs=25, encoder__positions=positions, **SMALL).fit(TEXTS, LABELS)
+    clf = TabFormerClassifier(tokenizer="wordpiece", max_epochs=40, encoder__positions=positions, **SMALL).fit(TEXTS, LABELS)
     assert clf.module_.encoder.config["positions"] == positions
     accuracy = (clf.predict(["a wonderful film", "a boring mess"]) == ["fresh", "rotten"]).mean()
     assert (clf.predict(TEXTS) == np.array(LABELS)).mean() >= 0.9
