@@ -1,24 +1,19 @@
 """skorch callbacks every tabformer estimator can take: learning-rate schedules that
-skorch's epoch-level ``LRScheduler`` cannot express, and mixed precision.
+skorch's epoch-level ``LRScheduler`` cannot express.
 
 ``WarmupLinearLR`` is BERT's fine-tuning schedule (Devlin et al., 2019): the rate climbs
 linearly from 0 over the first ``warmup`` share of the optimizer steps, then falls
 linearly to 0 at the last step of ``max_epochs``. It steps per batch, so it needs the
 number of batches per epoch, which it reads from the training set at the first epoch.
 
-``MixedPrecision``: ``TabFormerClassifier(device="cuda", callbacks=[MixedPrecision("bf16")])``
-runs every training batch under :func:`torch.autocast`: matrix products and
-convolutions in bfloat16 (or float16), reductions and the weights in float32. Being a
-callback, it works unchanged for the classifier, regressor, tagger and pretrainer, and
-``clone``/``GridSearchCV`` carry it like any other parameter.
+``MixedPrecision`` was removed in 0.2.0 (constructing it raises, naming the estimators'
+``precision`` parameter that replaces it).
 """
 
 from __future__ import annotations
 
 import math
-import warnings
 
-import torch
 from skorch.callbacks import Callback
 
 __all__ = ["WarmupLinearLR", "MixedPrecision"]
@@ -115,80 +110,29 @@ class WarmupLinearLR(Callback):
             group["lr"] = peak
 
 
-_DTYPES = {"bf16": torch.bfloat16, "bfloat16": torch.bfloat16, "fp16": torch.float16, "float16": torch.float16}
-
-
 class MixedPrecision(Callback):
-    """Autocast each training batch's forward, loss and backward.
+    """Removed in 0.2.0: use the estimators' ``precision`` parameter.
 
-    Validation batches and ``predict`` stay in float32: skorch caches validation
-    outputs for its scores and converts them to numpy, which has no bfloat16.
+    The callback kept autocast on through ``backward`` and the optimizer step, ran fp16
+    without loss scaling and predicted in fp32 only; ``precision="bf16"`` (or
+    ``"fp16"``, with a ``GradScaler``) autocasts the forward pass and loss of training,
+    validation and prediction alike.
 
     Parameters
     ----------
-    dtype : {"bf16", "fp16"}, default="bf16"
-        bfloat16 keeps float32's range and needs no loss scaling (preferred on
-        Ampere/Hopper GPUs). float16 is applied *without* loss scaling, which a callback
-        cannot insert before ``backward``: small gradients may underflow.
-    enabled : bool, default=True
-        ``False`` turns the callback into a no-op (e.g. to compare in a grid search).
+    dtype, enabled : ignored
 
     Raises
     ------
-    ValueError
-        At ``initialize`` (the estimator's fit), if ``dtype`` is unknown.
-
-    Warns
-    -----
-    UserWarning
-        At ``initialize``, for ``"fp16"`` (no loss scaling).
-
-    Examples
-    --------
-    >>> from tabformer import TabFormerClassifier
-    >>> clf = TabFormerClassifier(device="cuda", callbacks=[MixedPrecision("bf16")])  # doctest: +SKIP
-
-    Notes
-    -----
-    On CPU, autocast supports bfloat16 only and is usually slower than float32 on
-    CPUs without AMX; the option is meant for ``device="cuda"``.
+    TypeError
+        Always, naming the replacement.
     """
 
     def __init__(self, dtype="bf16", enabled=True):
-        self.dtype = dtype
-        self.enabled = enabled
-
-    def initialize(self):
-        """Check ``dtype`` (skorch hook); returns ``self``."""
-        if self.dtype not in _DTYPES:
-            raise ValueError(f"MixedPrecision dtype must be one of {sorted(_DTYPES)}, got {self.dtype!r}")
-        if _DTYPES[self.dtype] is torch.float16 and self.enabled:
-            warnings.warn("MixedPrecision('fp16') runs without loss scaling; prefer 'bf16'", UserWarning, stacklevel=2)
-        self._context = None
-        return self
-
-    def _exit(self):
-        if getattr(self, "_context", None) is not None:
-            context, self._context = self._context, None
-            context.__exit__(None, None, None)
-
-    def on_batch_begin(self, net, batch=None, training=None, **kwargs):
-        """Enter autocast for a training batch (skorch hook)."""
-        # A batch that raised never reached on_batch_end: close its context first.
-        self._exit()
-        if not (self.enabled and training):
-            return
-        device_type = torch.device(net.device).type
-        self._context = torch.autocast(device_type=device_type, dtype=_DTYPES[self.dtype])
-        self._context.__enter__()
-
-    def on_batch_end(self, net, batch=None, training=None, **kwargs):
-        """Leave autocast after the batch's backward and optimizer step (skorch hook)."""
-        self._exit()
-
-    def on_train_end(self, net, X=None, y=None, **kwargs):
-        """Leave autocast if a batch left it open (skorch hook)."""
-        self._exit()
+        raise TypeError(
+            "tabformer.callbacks.MixedPrecision was removed in 0.2.0: pass "
+            f"precision={dtype!r} to the estimator instead (e.g. TabFormerClassifier(precision='bf16'))"
+        )
 
 
 def _max_epochs(net) -> int:

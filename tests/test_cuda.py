@@ -1,9 +1,10 @@
-"""Device and mixed-precision paths. CUDA tests skip cleanly without a GPU."""
+"""Device and mixed-precision paths (``device``, ``precision``). CUDA tests skip cleanly without a GPU."""
 
 import numpy as np
 import pytest
 import torch
 from sklearn.datasets import load_digits
+from skorch.callbacks import Callback
 
 from tabformer import TabFormerClassifier
 from tabformer.callbacks import MixedPrecision
@@ -17,29 +18,92 @@ def digits():
     return data.images[:64], data.target[:64]
 
 
-def test_mixed_precision_autocasts_training_batches_only(digits, tiny):
+def _record_head_dtypes(clf, seen):
+    return clf.module_.head.net[-1].register_forward_hook(lambda module, args, out: seen.append(out.dtype))
+
+
+def test_bf16_autocasts_forward_of_training_validation_and_prediction(digits, tiny):
     X, y = digits
+    clf = TabFormerClassifier(tokenizer="patch", precision="bf16", random_state=0, **dict(tiny, max_epochs=1)).fit(X, y)
+    assert clf.resolved_params_["precision"] == "bf16" and clf.get_params()["precision"] == "bf16"
     seen = []
-    clf = TabFormerClassifier(tokenizer="patch", callbacks=[MixedPrecision("bf16")], random_state=0, **dict(tiny, max_epochs=1))
-    clf.fit(X, y)
-    clf.module_.head.net[-1].register_forward_hook(lambda module, args, out: seen.append(out.dtype))
+    _record_head_dtypes(clf, seen)
     clf.partial_fit(X, y)
-    assert torch.bfloat16 in seen and torch.float32 in seen  # training batches autocast (CPU bf16), validation not
-    assert not torch.is_autocast_enabled("cpu")  # and the context was closed afterwards
+    assert seen and set(seen) == {torch.bfloat16}  # training and validation batches alike
+    assert not torch.is_autocast_enabled("cpu")  # the context was left after the batch
+    assert all(p.dtype == torch.float32 for p in clf.module_.parameters())  # weights stay fp32
+    assert all(p.grad is None or p.grad.dtype == torch.float32 for p in clf.module_.parameters())
+    assert clf.history[-1, "valid_loss"] == clf.history[-1, "valid_loss"]  # finite, recorded
     seen.clear()
-    assert clf.predict_proba(X[:4]).dtype == np.float32
-    with pytest.raises(ValueError, match="dtype must be one of"):
-        TabFormerClassifier(tokenizer="patch", callbacks=[MixedPrecision("int8")], **tiny).fit(X, y)
+    proba = clf.predict_proba(X[:4])
+    assert seen == [torch.bfloat16] and proba.dtype == np.float32
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-5)
+
+
+def test_auto_precision_is_fp32_on_cpu_and_fp32_means_no_autocast(digits, tiny):
+    X, y = digits
+    for precision in ("auto", "fp32"):
+        clf = TabFormerClassifier(tokenizer="patch", precision=precision, device="cpu", **dict(tiny, max_epochs=1)).fit(X, y)
+        seen = []
+        _record_head_dtypes(clf, seen)
+        clf.predict_proba(X[:4])
+        assert clf.resolved_params_["precision"] == "fp32" and seen == [torch.float32]
+        assert not clf.grad_scaler_.is_enabled()
+
+
+def test_fp16_scales_the_loss_and_unscales_gradients_before_callbacks(digits, tiny):
+    X, y = digits
+    norms = []
+
+    class RecordGradNorm(Callback):
+        def on_grad_computed(self, net, named_parameters, **kwargs):
+            grads = [p.grad for _, p in named_parameters if p.grad is not None]
+            norms.append(float(torch.linalg.vector_norm(torch.stack([g.norm() for g in grads]))))
+
+    clf = TabFormerClassifier(
+        tokenizer="patch", precision="fp16", callbacks=[RecordGradNorm()], random_state=0, **dict(tiny, max_epochs=2)
+    ).fit(X, y)
+    assert clf.grad_scaler_.is_enabled() and clf.grad_scaler_.get_scale() > 1.0
+    # Scaled gradients would be ~scale (65536) times larger; callbacks see the true ones.
+    assert norms and np.isfinite(norms).all() and max(norms) < 100.0
+    assert np.isfinite(clf.predict_proba(X[:8])).all()
+
+
+def test_device_auto_resolves_for_skorch_but_get_params_clone_and_pickle_keep_auto(digits, tiny):
+    import pickle
+
+    from sklearn.base import clone
+
+    X, y = digits
+    clf = TabFormerClassifier(tokenizer="patch", **dict(tiny, max_epochs=1))
+    assert clf.get_params()["device"] == "auto" and clone(clf).get_params()["device"] == "auto"
+    expected = "cuda" if torch.cuda.is_available() else "cpu"
+    assert clf.device == expected
+    clf.fit(X, y)
+    assert next(clf.module_.parameters()).device.type == expected
+    loaded = pickle.loads(pickle.dumps(clf))
+    assert loaded.get_params()["device"] == "auto" and loaded.device == expected
+    np.testing.assert_allclose(loaded.predict_proba(X[:4]), clf.predict_proba(X[:4]), atol=1e-6)
+    assert clf.set_params(device="cpu").device == "cpu" and clf.get_params()["device"] == "cpu"
+
+
+def test_precision_is_validated_and_the_old_callback_names_its_replacement(digits, tiny):
+    X, y = digits
+    with pytest.raises(ValueError, match="precision"):
+        TabFormerClassifier(tokenizer="patch", precision="int8", **tiny).fit(X, y)
+    with pytest.raises(TypeError, match="precision='bf16'"):
+        MixedPrecision("bf16")
 
 
 @needs_cuda
 @pytest.mark.cuda
-@pytest.mark.parametrize("precision", [None, "bf16"])
+@pytest.mark.parametrize("precision", ["fp32", "bf16", "fp16", "auto"])
 def test_patch_classifier_on_cuda(digits, tiny, precision):
     X, y = digits
-    callbacks = [MixedPrecision(precision)] if precision else None
-    clf = TabFormerClassifier(tokenizer="patch", device="cuda", callbacks=callbacks, random_state=0, **tiny).fit(X, y)
+    clf = TabFormerClassifier(tokenizer="patch", device="cuda", precision=precision, random_state=0, **tiny).fit(X, y)
     assert next(clf.module_.parameters()).device.type == "cuda"
+    assert clf.resolved_params_["precision"] == ("bf16" if precision == "auto" else precision)
+    assert np.isfinite(clf.predict_proba(X[:8])).all()
     assert clf.predict_proba(X[:8]).shape == (8, 10)
     assert clf.forward_features(X[:8]).shape == (8, tiny["encoder__d_model"])
 
@@ -52,7 +116,7 @@ def test_simclr_pretrainer_on_cuda(digits):
     pre = TabFormerPretrainer(
         objective="simclr",
         device="cuda",
-        callbacks=[MixedPrecision("bf16")],
+        precision="bf16",
         max_epochs=1,
         batch_size=32,
         encoder__d_model=16,
@@ -90,7 +154,7 @@ def test_text_classifier_tagger_and_mlm_on_cuda():
 
     clf = TabFormerClassifier(
         device="cuda",
-        callbacks=[MixedPrecision("bf16")],
+        precision="bf16",
         max_epochs=3,
         lr_schedule="warmup_linear",
         iterator_train__group_by_length=True,

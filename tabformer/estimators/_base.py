@@ -36,6 +36,7 @@ from ..persistence import save_estimator
 from ..tokenizers import make_tokenizer
 from ._inference import POOLINGS, InferenceMixin
 from ._params import SHARED_CONSTRAINTS, check_params
+from ._precision import PrecisionMixin
 from ._recipes import AUTO, RecipeMixin, resolve_recipe
 
 __all__ = ["TabFormerNet", "construct", "num_samples", "POOLINGS"]
@@ -65,7 +66,7 @@ def num_samples(X) -> int:
         raise TypeError(f"X must be a DataFrame, an array or a list of samples, got {type(X).__name__}") from None
 
 
-class TabFormerNet(InferenceMixin, RecipeMixin, NeuralNet):
+class TabFormerNet(InferenceMixin, RecipeMixin, PrecisionMixin, NeuralNet):
     """Base of every tabformer estimator; not meant to be used directly.
 
     Subclasses declare their own parameters only (``__init__`` adds them and passes the
@@ -97,7 +98,8 @@ class TabFormerNet(InferenceMixin, RecipeMixin, NeuralNet):
         random_state=None,
         dataset=TensorDictDataset,
         verbose=1,
-        device="cpu",
+        device="auto",
+        precision="auto",
         **kwargs,
     ):
         super().__init__(
@@ -119,6 +121,7 @@ class TabFormerNet(InferenceMixin, RecipeMixin, NeuralNet):
         self.validation_fraction = validation_fraction
         self.patience = patience
         self.random_state = random_state
+        self.precision = precision
 
     def _get_param_names(self):
         # skorch's private bookkeeping (_params_to_validate) is no parameter: never cloned or set.

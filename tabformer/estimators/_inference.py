@@ -22,7 +22,7 @@ POOLINGS = ("cls", "mean", "cls+mean")
 
 
 class InferenceMixin:
-    """Inference for a fitted skorch net with ``module_``, ``tokenize`` and ``get_iterator``."""
+    """Inference for a fitted skorch net with ``module_``, ``tokenize``, ``get_iterator`` and ``autocast``."""
 
     def iter_batches(self, X, forward):
         """The one inference loop: ``forward(inputs)`` on each batch of ``X``, in eval mode.
@@ -36,7 +36,8 @@ class InferenceMixin:
 
         Yields
         ------
-        what ``forward`` returns, batch by batch, in row order, computed without gradients.
+        what ``forward`` returns, batch by batch, in row order, computed without gradients
+        under the estimator's ``precision`` (``forward`` converts to float32 itself).
         """
         check_is_fitted(self, "module_")
         tokens = X if isinstance(X, (dict, Dataset)) else self.tokenize(X)
@@ -44,7 +45,10 @@ class InferenceMixin:
         self.module_.eval()
         with torch.no_grad():
             for inputs, _ in self.get_iterator(dataset, training=False):
-                yield forward({key: value.to(self.device) for key, value in inputs.items()})
+                # Entered per batch: the caller's code between batches runs outside autocast.
+                with self.autocast():
+                    output = forward({key: value.to(self.device) for key, value in inputs.items()})
+                yield output
 
     def forward_features(self, X, return_attention: bool = False, pooling: str = "cls"):
         """Encoder output for ``X``: one embedding per row.

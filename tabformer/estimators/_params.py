@@ -17,6 +17,7 @@ from sklearn.utils._param_validation import Interval, Options, StrOptions, valid
 from ..nn.encoder import TransformerEncoder
 from ..nn.models import PretrainedEncoder
 from ..tokenizers import BaseTokenizer
+from ._precision import PRECISIONS
 
 __all__ = ["SHARED_CONSTRAINTS", "FINE_TUNING_CONSTRAINTS", "SHARED_PARAMS_DOC", "RECIPES_NOTES_DOC", "check_params"]
 
@@ -35,6 +36,7 @@ SHARED_CONSTRAINTS = {
     "random_state": [Interval(Integral, 0, 2**32 - 1, closed="both"), None],
     "verbose": ["verbose"],
     "device": [str, torch.device],
+    "precision": [StrOptions(set(PRECISIONS))],
 }
 
 #: what the classifier, regressor and tagger add: they warm-start and may freeze parts
@@ -108,8 +110,15 @@ SHARED_PARAMS_DOC = """
         vocabulary saved by ``save_vocabulary`` is exact).
     train_split : "auto", callable or None, default="auto"
         skorch's ``train_split``; ``"auto"`` uses ``validation_fraction``.
-    device : str, default="cpu"
-        ``"cuda"`` trains on a GPU through skorch.
+    device : str or torch.device, default="auto"
+        Where to train and predict: ``"auto"`` is ``"cuda"`` when a GPU is visible, else
+        ``"cpu"``; ``get_params`` keeps ``"auto"`` and a pickled model loads on either.
+    precision : {"auto", "fp32", "bf16", "fp16"}, default="auto"
+        Mixed precision: the forward pass and loss run under ``torch.autocast`` in that
+        dtype (training, validation and prediction alike); weights, gradients and the
+        optimizer stay float32, and fp16 scales the loss with a ``GradScaler``.
+        ``"auto"``: bf16 on a GPU that supports it, fp32 otherwise (CPU autocast is
+        slower than fp32 without AMX). ``resolved_params_["precision"]`` says which ran.
     verbose : int, default=1
         1 prints skorch's per-epoch table; 0 is silent.
     **kwargs

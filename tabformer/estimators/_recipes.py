@@ -35,6 +35,7 @@ import inspect
 import math
 
 from ..nn.encoder import TransformerEncoder
+from ._precision import resolve_precision
 
 __all__ = ["AUTO", "TOP_LEVEL", "RecipeMixin", "resolve_recipe", "auto_batch_size", "auto_patch_size"]
 
@@ -188,6 +189,7 @@ def resolve_recipe(estimator, tokenizer, X, n_rows: int, pretrained: bool) -> di
         value = getattr(estimator, name)
         resolved[name] = recipe[name] if isinstance(value, str) and value == AUTO else value
     resolved["monitor"] = recipe["monitor"] if estimator._recipe_role == "classifier" else "valid_loss"
+    resolved["precision"] = resolve_precision(estimator.precision, estimator.device)
     user = set(estimator.get_params(deep=False))
     for key, value in recipe.items():
         if "__" not in key or key in user or not _applies(estimator, tokenizer, key, pretrained):

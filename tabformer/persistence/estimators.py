@@ -42,7 +42,16 @@ HISTORY_FILE = "history.json"
 ENCODER_FOLDER = "encoder/"
 #: skorch's run-time state: rebuilt by ``initialize`` or saved on its own (history, weights)
 _RUNTIME = frozenset(
-    {"history_", "initialized_", "virtual_params_", "init_context_", "callbacks_", "prefixes_", "cuda_dependent_attributes_"}
+    {
+        "history_",
+        "initialized_",
+        "virtual_params_",
+        "init_context_",
+        "callbacks_",
+        "prefixes_",
+        "cuda_dependent_attributes_",
+        "grad_scaler_",
+    }
 )
 
 
@@ -188,6 +197,8 @@ def _warm_start_stand_in(estimator, architecture):
 def _device(saved, requested):
     if requested is not None:
         return requested
+    if saved == "auto":  # resolved on this machine, as at fit
+        return saved
     if torch.device(saved).type == "cuda" and not torch.cuda.is_available():
         warnings.warn(
             f"the model was saved with device={saved!r}, but CUDA is not available: loading it on the CPU", stacklevel=3
