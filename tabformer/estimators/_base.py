@@ -34,6 +34,7 @@ from ..nn.encoder import TransformerEncoder
 from ..nn.models import PretrainedEncoder
 from ..persistence import save_estimator
 from ..tokenizers import make_tokenizer
+from ._distributed import DistributedMixin
 from ._inference import POOLINGS, InferenceMixin
 from ._params import SHARED_CONSTRAINTS, check_params
 from ._precision import PrecisionMixin
@@ -66,7 +67,7 @@ def num_samples(X) -> int:
         raise TypeError(f"X must be a DataFrame, an array or a list of samples, got {type(X).__name__}") from None
 
 
-class TabFormerNet(InferenceMixin, RecipeMixin, PrecisionMixin, NeuralNet):
+class TabFormerNet(InferenceMixin, RecipeMixin, DistributedMixin, PrecisionMixin, NeuralNet):
     """Base of every tabformer estimator; not meant to be used directly.
 
     Subclasses declare their own parameters only (``__init__`` adds them and passes the
@@ -100,6 +101,7 @@ class TabFormerNet(InferenceMixin, RecipeMixin, PrecisionMixin, NeuralNet):
         verbose=1,
         device="auto",
         precision="auto",
+        distributed="auto",
         **kwargs,
     ):
         super().__init__(
@@ -122,6 +124,7 @@ class TabFormerNet(InferenceMixin, RecipeMixin, PrecisionMixin, NeuralNet):
         self.patience = patience
         self.random_state = random_state
         self.precision = precision
+        self.distributed = distributed
 
     def _get_param_names(self):
         # skorch's private bookkeeping (_params_to_validate) is no parameter: never cloned or set.
@@ -282,7 +285,7 @@ class TabFormerNet(InferenceMixin, RecipeMixin, PrecisionMixin, NeuralNet):
         if isinstance(inner, TensorDictDataset):
             kwargs.setdefault("collate_fn", collate_batched)
         iterator = self.iterator_train if training else self.iterator_valid
-        return iterator(dataset, **kwargs)
+        return self._shard(iterator(dataset, **kwargs), training)
 
     def _drop_last_in_training(self) -> bool:
         """Whether training should skip the last, smaller batch (subclasses decide)."""
@@ -325,6 +328,8 @@ class TabFormerNet(InferenceMixin, RecipeMixin, PrecisionMixin, NeuralNet):
             raise ValueError(f"{type(self).__name__} does not support sample_weight yet; resample the rows instead")
         if self.warm_start and getattr(self, "initialized_", False) and hasattr(self, "tokenizer_"):
             return self.partial_fit(X, y, **fit_params)
+        self.accelerator_ = None
+        self.accelerator_ = self._make_accelerator()
         # Cheap checks on y come before the (possibly slow) tokenizer fit.
         y_encoded = self._fit_target(y, num_samples(X))
         with self._seeded():

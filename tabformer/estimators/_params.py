@@ -12,7 +12,7 @@ import os
 from numbers import Integral, Real
 
 import torch
-from sklearn.utils._param_validation import Interval, Options, StrOptions, validate_parameter_constraints
+from sklearn.utils._param_validation import HasMethods, Interval, Options, StrOptions, validate_parameter_constraints
 
 from ..nn.encoder import TransformerEncoder
 from ..nn.models import PretrainedEncoder
@@ -37,6 +37,7 @@ SHARED_CONSTRAINTS = {
     "verbose": ["verbose"],
     "device": [str, torch.device],
     "precision": [StrOptions(set(PRECISIONS))],
+    "distributed": [StrOptions({"auto"}), "boolean", dict, None, HasMethods(["prepare_model", "backward"])],
 }
 
 #: what the classifier, regressor and tagger add: they warm-start and may freeze parts
@@ -119,6 +120,12 @@ SHARED_PARAMS_DOC = """
         optimizer stay float32, and fp16 scales the loss with a ``GradScaler``.
         ``"auto"``: bf16 on a GPU that supports it, fp32 otherwise (CPU autocast is
         slower than fp32 without AMX). ``resolved_params_["precision"]`` says which ran.
+    distributed : "auto", bool, dict, accelerate.Accelerator or None, default="auto"
+        Multi-process training through Hugging Face Accelerate (docs/scale.md).
+        ``"auto"``: on when the script was launched by ``torchrun``/``accelerate launch``
+        (``WORLD_SIZE`` > 1), off otherwise; ``True`` always on; a dict: keyword
+        arguments of ``accelerate.Accelerator`` (``gradient_accumulation_steps``...);
+        an ``Accelerator``: used as is. ``batch_size`` is per process.
     verbose : int, default=1
         1 prints skorch's per-epoch table; 0 is silent.
     **kwargs

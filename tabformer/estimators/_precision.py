@@ -61,11 +61,14 @@ class PrecisionMixin:
     @property
     def device(self):
         """The device skorch moves modules and tensors to: ``"auto"`` resolved on this machine."""
-        return resolve_device(self.__dict__.get("device", "cpu"))
+        return self._resolved_device()
 
     @device.setter
     def device(self, value):
         self.__dict__["device"] = value
+
+    def _resolved_device(self):
+        return resolve_device(self.__dict__.get("device", "cpu"))
 
     def get_params(self, deep=True):
         """skorch's ``get_params``, with ``device`` as the user set it (``"auto"`` unresolved).
@@ -97,7 +100,10 @@ class PrecisionMixin:
     @property
     def _precision(self) -> str:
         resolved = getattr(self, "resolved_params_", None) or {}
-        return resolved.get("precision") or resolve_precision(self.precision, self.device)
+        return resolved.get("precision") or self._resolve_precision_setting()
+
+    def _resolve_precision_setting(self) -> str:
+        return resolve_precision(self.precision, self.device)
 
     def autocast(self):
         """The context the forward pass and loss run in: ``torch.autocast`` or a no-op for fp32."""
@@ -110,7 +116,9 @@ class PrecisionMixin:
         """skorch's ``initialize``, plus a fresh ``grad_scaler_`` (enabled for fp16 only)."""
         super().initialize()
         device_type = torch.device(self.device).type
-        self.grad_scaler_ = torch.amp.GradScaler(device_type, enabled=self._precision == "fp16")
+        # Under Accelerate, its optimizer and backward scale fp16 losses instead.
+        own_scaler = self._precision == "fp16" and self.__dict__.get("accelerator_") is None
+        self.grad_scaler_ = torch.amp.GradScaler(device_type, enabled=own_scaler)
         return self
 
     def _scaler(self):
@@ -134,14 +142,17 @@ class PrecisionMixin:
         with self.autocast():
             y_pred = self.infer(Xi, **fit_params)
             loss = self.get_loss(y_pred, yi, X=Xi, training=True)
+        self._backward(loss)
+        return {"loss": loss, "y_pred": _to_float32(y_pred)}
+
+    def _backward(self, loss):
         scaler = self._scaler()
         if scaler is None:
             loss.backward()
-        else:
-            scaler.scale(loss).backward()
-            for name in self._optimizers:
-                scaler.unscale_(getattr(self, name + "_"))  # callbacks see true gradients
-        return {"loss": loss, "y_pred": _to_float32(y_pred)}
+            return
+        scaler.scale(loss).backward()
+        for name in self._optimizers:
+            scaler.unscale_(getattr(self, name + "_"))  # callbacks see true gradients
 
     def _step_optimizer(self, step_fn):
         scaler = self._scaler()

@@ -35,7 +35,6 @@ import inspect
 import math
 
 from ..nn.encoder import TransformerEncoder
-from ._precision import resolve_precision
 
 __all__ = ["AUTO", "TOP_LEVEL", "RecipeMixin", "resolve_recipe", "auto_batch_size", "auto_patch_size"]
 
@@ -189,7 +188,7 @@ def resolve_recipe(estimator, tokenizer, X, n_rows: int, pretrained: bool) -> di
         value = getattr(estimator, name)
         resolved[name] = recipe[name] if isinstance(value, str) and value == AUTO else value
     resolved["monitor"] = recipe["monitor"] if estimator._recipe_role == "classifier" else "valid_loss"
-    resolved["precision"] = resolve_precision(estimator.precision, estimator.device)
+    resolved["precision"] = estimator._resolve_precision_setting()
     user = set(estimator.get_params(deep=False))
     for key, value in recipe.items():
         if "__" not in key or key in user or not _applies(estimator, tokenizer, key, pretrained):
