@@ -11,17 +11,24 @@ runs every training batch under :func:`torch.autocast`: matrix products and
 convolutions in bfloat16 (or float16), reductions and the weights in float32. Being a
 callback, it works unchanged for the classifier, regressor, tagger and pretrainer, and
 ``clone``/``GridSearchCV`` carry it like any other parameter.
+
+``NonFiniteGuard`` is on by default in every tabformer estimator (callback name
+``"nonfinite"``): at the first non-finite loss or gradient it restores the weights of the
+last epoch that trained finitely and raises :class:`NonFiniteTrainingError` naming the
+epoch and batch (``callbacks__nonfinite__action="warn"`` warns and stops instead), so a
+diverged fit never returns a model that predicts NaN.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
+from collections import OrderedDict
 
 import torch
 from skorch.callbacks import Callback
 
-__all__ = ["WarmupLinearLR", "MixedPrecision"]
+__all__ = ["WarmupLinearLR", "MixedPrecision", "NonFiniteGuard", "NonFiniteTrainingError"]
 
 
 class WarmupLinearLR(Callback):
@@ -189,6 +196,118 @@ class MixedPrecision(Callback):
     def on_train_end(self, net, X=None, y=None, **kwargs):
         """Leave autocast if a batch left it open (skorch hook)."""
         self._exit()
+
+
+class NonFiniteTrainingError(FloatingPointError):
+    """A training (or validation) loss or gradient became NaN or infinite; the message
+    names the epoch and batch, and the weights were restored to the last good epoch."""
+
+
+class NonFiniteGuard(Callback):
+    """Stop at the first non-finite loss or gradient and restore the last good weights.
+
+    Every tabformer estimator installs it under the name ``"nonfinite"``. Gradients are
+    checked after ``backward`` and before the optimizer step, so a NaN gradient never
+    reaches the weights; losses are checked for training and validation batches. On a
+    failure the module's weights go back to those at the end of the last epoch whose
+    every batch was finite (the initial weights if it was the first epoch).
+
+    Parameters
+    ----------
+    action : {"raise", "warn"}, default="raise"
+        ``"raise"``: raise :class:`NonFiniteTrainingError` (``fit`` fails).
+        ``"warn"``: warn (``RuntimeWarning``) and end training there; ``fit`` returns
+        the estimator with the restored weights.
+    check_gradients : bool, default=True
+        Also check the gradients (one reduction per parameter and batch).
+
+    Attributes
+    ----------
+    failure_ : str or None
+        What stopped the last fit (the warning's text), or None.
+
+    Raises
+    ------
+    NonFiniteTrainingError
+        With ``action="raise"``, at the first non-finite loss or gradient.
+
+    Examples
+    --------
+    >>> from tabformer import TabFormerClassifier
+    >>> clf = TabFormerClassifier(callbacks__nonfinite__action="warn")
+    """
+
+    def __init__(self, action: str = "raise", check_gradients: bool = True):
+        self.action = action
+        self.check_gradients = check_gradients
+
+    def initialize(self):
+        """Check ``action`` (skorch hook); returns ``self``."""
+        if self.action not in ("raise", "warn"):
+            raise ValueError(f"NonFiniteGuard action must be 'raise' or 'warn', got {self.action!r}")
+        self._good = None
+        self.failure_ = None
+        return self
+
+    def on_train_begin(self, net, **kwargs):
+        """Remember the starting weights (skorch hook)."""
+        self.failure_ = None
+        self._snapshot(net)
+
+    def on_epoch_begin(self, net, **kwargs):
+        """Restart the batch count (skorch hook)."""
+        self._batch = {True: 0, False: 0}
+
+    def on_batch_begin(self, net, training=False, **kwargs):
+        """Count the batch (skorch hook)."""
+        self._batch[bool(training)] += 1
+
+    def on_grad_computed(self, net, named_parameters, training=False, **kwargs):
+        """Check the gradients before the optimizer step uses them (skorch hook)."""
+        if not self.check_gradients:
+            return
+        named = [(name, param.grad) for name, param in named_parameters if param.grad is not None]
+        if not named:
+            return
+        norms = torch._foreach_norm([grad.detach() for _, grad in named], float("inf"))
+        finite = torch.isfinite(torch.stack([norm.float() for norm in norms]))
+        if not bool(finite.all()):
+            first = named[int((~finite).nonzero()[0])][0]
+            self._fail(net, f"a non-finite gradient (first in {first!r})", training=True)
+
+    def on_batch_end(self, net, training=False, loss=None, **kwargs):
+        """Check the batch loss (skorch hook)."""
+        if loss is not None and not bool(torch.isfinite(torch.as_tensor(loss).detach()).all()):
+            self._fail(net, f"a non-finite {'training' if training else 'validation'} loss ({float(loss)})", training)
+
+    def on_epoch_end(self, net, **kwargs):
+        """Every batch was finite: these weights are the new last good ones (skorch hook)."""
+        self._snapshot(net)
+
+    def _snapshot(self, net):
+        # On the CPU, so a guard on a big model does not double its GPU memory.
+        self._good = OrderedDict((key, value.detach().to("cpu", copy=True)) for key, value in net.module_.state_dict().items())
+
+    def _fail(self, net, what: str, training: bool):
+        epoch = len(net.history)
+        batch = self._batch[bool(training)]
+        lr = net.optimizer_.param_groups[0]["lr"] if getattr(net, "optimizer_", None) is not None else None
+        lr_text = "" if lr is None else f"; the learning rate was {lr:g}"
+        message = (
+            f"{type(net).__name__}: {what} at epoch {epoch}, {'training' if training else 'validation'} batch {batch}"
+            f"{lr_text}. Training stopped and the weights were restored to "
+            f"{'the end of epoch ' + str(epoch - 1) if epoch > 1 else 'their initial values'}. Try a lower lr (e.g. 10x lower), "
+            "check the inputs and targets for extreme values, or use callbacks__nonfinite__action='warn' to keep "
+            "the restored model."
+        )
+        if self._good is not None:
+            net.module_.load_state_dict(self._good)
+        self.failure_ = message
+        if self.action == "raise":
+            raise NonFiniteTrainingError(message)
+        warnings.warn(message, RuntimeWarning, stacklevel=2)
+        # skorch ends fit quietly on KeyboardInterrupt (that is how EarlyStopping stops it).
+        raise KeyboardInterrupt
 
 
 def _max_epochs(net) -> int:

@@ -27,15 +27,16 @@ from torch.utils.data import Dataset, Subset
 
 from .._data import LengthGroupedBatchSampler, TensorDictDataset, collate_batched, sequence_lengths
 from .._validation import check_target
-from ..callbacks import WarmupLinearLR
+from ..callbacks import NonFiniteGuard, WarmupLinearLR
 from ..export import export_onnx
 from ..hub import load_pretrained
 from ..nn.encoder import TransformerEncoder
 from ..nn.models import PretrainedEncoder
 from ..persistence import save_estimator
 from ..tokenizers import make_tokenizer
+from ..tokenizers.tabular import UNSEEN_ID
 from ._inference import POOLINGS, InferenceMixin
-from ._params import SHARED_CONSTRAINTS, check_params
+from ._params import SHARED_CONSTRAINTS, check_memory, check_params, encoder_settings, pixel_bytes, training_bytes
 from ._recipes import AUTO, RecipeMixin, resolve_recipe
 
 __all__ = ["TabFormerNet", "construct", "num_samples", "POOLINGS"]
@@ -51,6 +52,20 @@ def construct(cls, params: dict, prefix: str, *args):
             f"valid {prefix}__ parameters: {sorted(accepted - {'d_model', 'n_outputs'})}"
         )
     return cls(*args, **params)
+
+
+def _refuse_unseen_categories(tokenizer, data) -> None:
+    """Raise if continued training data holds table categories the fitted tokenizer never saw."""
+    ids = data.get("cat_ids") if isinstance(data, dict) else None
+    if ids is None or not (ids == UNSEEN_ID).any():
+        return
+    columns = getattr(tokenizer, "categorical_columns_", [])
+    new = [str(columns[j]) if j < len(columns) else str(j) for j in np.flatnonzero((ids == UNSEEN_ID).any(axis=0))]
+    raise ValueError(
+        f"X holds categories the first fit never saw, in column(s) {new}: a continued fit (partial_fit, or fit "
+        "with warm_start=True) keeps the fitted tokenizer, whose categories are fixed, so they would be trained "
+        "as 'unseen'. Refit with warm_start=False to learn them, or set those values to missing (None)"
+    )
 
 
 def num_samples(X) -> int:
@@ -98,6 +113,7 @@ class TabFormerNet(InferenceMixin, RecipeMixin, NeuralNet):
         dataset=TensorDictDataset,
         verbose=1,
         device="cpu",
+        memory_limit="auto",
         **kwargs,
     ):
         super().__init__(
@@ -119,6 +135,7 @@ class TabFormerNet(InferenceMixin, RecipeMixin, NeuralNet):
         self.validation_fraction = validation_fraction
         self.patience = patience
         self.random_state = random_state
+        self.memory_limit = memory_limit
 
     def _get_param_names(self):
         # skorch's private bookkeeping (_params_to_validate) is no parameter: never cloned or set.
@@ -210,8 +227,9 @@ class TabFormerNet(InferenceMixin, RecipeMixin, NeuralNet):
         return self.tokenizer_.build_embedder(d_model)
 
     def get_default_callbacks(self):
-        """skorch's callbacks, plus the resolved ``lr_schedule``'s scheduler and early stopping."""
+        """skorch's callbacks, the non-finite guard, the resolved ``lr_schedule``'s scheduler and early stopping."""
         callbacks = list(super().get_default_callbacks())
+        callbacks.append(("nonfinite", NonFiniteGuard()))
         lr_schedule, max_epochs, patience = (self._setting(name) for name in ("lr_schedule", "max_epochs", "patience"))
         if lr_schedule == "cosine" and max_epochs != AUTO:
             # Decays to 0 at max_epochs: a fit that runs to the end finishes with small, refining steps.
@@ -245,6 +263,13 @@ class TabFormerNet(InferenceMixin, RecipeMixin, NeuralNet):
         if not self.validation_fraction:
             return dataset, None
         indices = np.arange(len(dataset))
+        n_valid = int(np.ceil(self.validation_fraction * len(dataset))) if self.validation_fraction < 1 else 0
+        if not 0 < n_valid < len(dataset):
+            raise ValueError(
+                f"validation_fraction={self.validation_fraction} of n_samples={len(dataset)} leaves no row to "
+                f"{'train on' if n_valid else 'validate on'}; pass more rows, or validation_fraction=None to train "
+                "on every row without early stopping"
+            )
         train_idx, valid_idx = train_test_split(
             indices, test_size=self.validation_fraction, random_state=self._split_seed(), stratify=self._stratify_labels(y)
         )
@@ -341,7 +366,9 @@ class TabFormerNet(InferenceMixin, RecipeMixin, NeuralNet):
         self.resolved_params_ = resolve_recipe(self, tokenizer, X, num_samples(X), pretrained is not None)
         if pretrained is None:
             recipe = {key: value for key, value in self.get_params_for("tokenizer").items() if key not in user}
-            tokenizer = tokenizer.set_params(**recipe).fit(X)
+            tokenizer = tokenizer.set_params(**recipe)
+            check_memory(self, pixel_bytes(tokenizer, num_samples(X)), "resizing the images to tokenizer image_size")
+            tokenizer = tokenizer.fit(X)
         self.tokenizer_ = tokenizer
         dtypes = getattr(X, "dtypes", None)
         self.feature_dtypes_in_ = {str(c): str(t) for c, t in dtypes.items()} if hasattr(dtypes, "items") else None
@@ -355,19 +382,47 @@ class TabFormerNet(InferenceMixin, RecipeMixin, NeuralNet):
             self.feature_names_in_ = names
         elif "feature_names_in_" in vars(self):
             del self.feature_names_in_
+        self._check_training_memory(data)
         self.initialize()
         NeuralNet.partial_fit(self, data, y, _routing_method="fit", **fit_params)
         if isinstance(data, dict):
             self._warn_if_collapsed({key: value[:2048] for key, value in data.items()})
 
+    def _check_training_memory(self, data) -> None:
+        """Refuse (``MemoryError``) a fit whose encoder and batch would not fit in ``memory_limit``."""
+        arrays = [value for value in data.values() if getattr(value, "ndim", 0) == 2] if isinstance(data, dict) else []
+        n_tokens = getattr(self.tokenizer_, "n_tokens_", None) or max((a.shape[1] for a in arrays), default=1)
+        settings = encoder_settings(self)
+        batch_size = self._setting("batch_size")
+        batch_size = num_samples(next(iter(data.values()))) if batch_size == -1 and isinstance(data, dict) else batch_size
+        what = (
+            f"training an encoder of d_model={settings['d_model']}, n_layers={settings['n_layers']}, "
+            f"n_heads={settings['n_heads']}, d_ff={settings.get('d_ff') or 4 * settings['d_model']} on "
+            f"{n_tokens} tokens per row, {batch_size} rows per batch"
+        )
+        check_memory(self, training_bytes(settings, int(n_tokens), int(batch_size)), what)
+
     def _warn_if_collapsed(self, tokens: dict) -> None:
         """Warn when the fitted model answers the same for every row (subclasses check)."""
 
     def partial_fit(self, X, y=None, classes=None, **fit_params):
-        """Continue training on ``X`` with the fitted tokenizer (fits everything if unfitted)."""
+        """Continue training on ``X`` with the fitted tokenizer (fits everything if unfitted).
+
+        Each call runs ``max_epochs`` epochs of the ``lr_schedule`` from the peak ``lr``
+        (the cosine schedule does not stay at the 0 it ended the last fit on). The
+        tokenizer stays as fitted: table categories it has not seen are refused
+        (``ValueError`` naming them) rather than read as "unseen"; refit with
+        ``warm_start=False`` to learn them.
+        """
         if not hasattr(self, "tokenizer_") or not self.initialized_:
             return self.fit(X, y, **fit_params)
         data, y_encoded = self._continued_data(X, y)
+        _refuse_unseen_categories(self.tokenizer_, data)
+        # The cosine schedule left the rate at ~0; CosineAnnealingLR restarts from the current
+        # rate, so without this the continued fit would not move. Every fit and partial_fit
+        # runs its schedule from the peak lr (warmup_linear restores it at on_train_end).
+        for group in self.optimizer_.param_groups:
+            group["lr"] = group.get("initial_lr", group["lr"])
         with self._seeded():
             NeuralNet.partial_fit(self, data, y_encoded, **fit_params)
         return self
