@@ -143,3 +143,48 @@ def test_warm_start_refit_with_new_categories_is_refused():
     with pytest.raises(ValueError, match=r"categories the first fit never saw, in column\(s\) \['city'\].*warm_start=False"):
         clf.fit(new, y)
     clf.fit(X, y)  # the same categories continue fine
+
+
+# ------------------------------------------------------------------------------ interrupts
+class InterruptAfter(torch.nn.CrossEntropyLoss):
+    """Cross-entropy whose ``after``-th training call raises KeyboardInterrupt, as Ctrl-C would."""
+
+    def __init__(self, after=5, **kwargs):
+        super().__init__(**kwargs)
+        self.after, self.calls = after, 0
+
+    def forward(self, logits, target):
+        if torch.is_grad_enabled():
+            self.calls += 1
+            if self.calls > self.after:
+                raise KeyboardInterrupt
+        return super().forward(logits, target)
+
+
+def test_keyboard_interrupt_leaves_a_usable_model_with_the_best_weights(caplog):
+    X, y = make_table()
+    batches_per_epoch = -(-int(len(X) * 0.9) // TINY["batch_size"])
+    recorder = EpochWeights()
+    clf = TabFormerClassifier(
+        **{**TINY, "max_epochs": 10},
+        criterion=InterruptAfter,
+        criterion__after=4 * batches_per_epoch + 1,  # in epoch 5
+        callbacks=[("recorder", recorder)],
+        patience=8,
+        random_state=0,
+    )
+    with caplog.at_level("WARNING", logger="tabformer"):
+        clf.fit(X, y)
+    assert "fit interrupted (KeyboardInterrupt) in epoch 5" in caplog.text
+    losses = clf.history[:4, "valid_loss"]
+    best = recorder.weights[int(np.argmin(losses))]
+    for name, value in clf.module_.state_dict().items():
+        torch.testing.assert_close(value, best[name], msg=name)
+    assert np.isfinite(clf.predict_proba(X)).all()
+
+
+def test_early_stopping_is_not_reported_as_an_interrupt(caplog):
+    X, y = make_table()
+    with caplog.at_level("WARNING", logger="tabformer"):
+        TabFormerClassifier(**{**TINY, "max_epochs": 40}, lr=5e-2, patience=1, random_state=0).fit(X, y)
+    assert "interrupted" not in caplog.text

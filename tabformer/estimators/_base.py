@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import logging
 import os
 
 import numpy as np
@@ -21,7 +22,7 @@ import torch
 from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
-from skorch.callbacks import EarlyStopping, LRScheduler
+from skorch.callbacks import Callback, EarlyStopping, LRScheduler
 from torch.optim.lr_scheduler import CosineAnnealingLR
 from torch.utils.data import Dataset, Subset
 
@@ -34,12 +35,14 @@ from ..nn.encoder import TransformerEncoder
 from ..nn.models import PretrainedEncoder
 from ..persistence import save_estimator
 from ..tokenizers import make_tokenizer
-from ..tokenizers.tabular import UNSEEN_ID
+from ..tokenizers.tabular import refuse_unseen_categories
 from ._inference import POOLINGS, InferenceMixin
-from ._params import SHARED_CONSTRAINTS, check_memory, check_params, encoder_settings, pixel_bytes, training_bytes
+from ._params import SHARED_CONSTRAINTS, check_memory, check_params, check_training_memory, pixel_bytes
 from ._recipes import AUTO, RecipeMixin, resolve_recipe
 
 __all__ = ["TabFormerNet", "construct", "num_samples", "POOLINGS"]
+
+logger = logging.getLogger("tabformer")
 
 
 def construct(cls, params: dict, prefix: str, *args):
@@ -52,20 +55,6 @@ def construct(cls, params: dict, prefix: str, *args):
             f"valid {prefix}__ parameters: {sorted(accepted - {'d_model', 'n_outputs'})}"
         )
     return cls(*args, **params)
-
-
-def _refuse_unseen_categories(tokenizer, data) -> None:
-    """Raise if continued training data holds table categories the fitted tokenizer never saw."""
-    ids = data.get("cat_ids") if isinstance(data, dict) else None
-    if ids is None or not (ids == UNSEEN_ID).any():
-        return
-    columns = getattr(tokenizer, "categorical_columns_", [])
-    new = [str(columns[j]) if j < len(columns) else str(j) for j in np.flatnonzero((ids == UNSEEN_ID).any(axis=0))]
-    raise ValueError(
-        f"X holds categories the first fit never saw, in column(s) {new}: a continued fit (partial_fit, or fit "
-        "with warm_start=True) keeps the fitted tokenizer, whose categories are fixed, so they would be trained "
-        "as 'unseen'. Refit with warm_start=False to learn them, or set those values to missing (None)"
-    )
 
 
 def num_samples(X) -> int:
@@ -382,25 +371,29 @@ class TabFormerNet(InferenceMixin, RecipeMixin, NeuralNet):
             self.feature_names_in_ = names
         elif "feature_names_in_" in vars(self):
             del self.feature_names_in_
-        self._check_training_memory(data)
+        check_training_memory(self, data)
         self.initialize()
         NeuralNet.partial_fit(self, data, y, _routing_method="fit", **fit_params)
         if isinstance(data, dict):
             self._warn_if_collapsed({key: value[:2048] for key, value in data.items()})
 
-    def _check_training_memory(self, data) -> None:
-        """Refuse (``MemoryError``) a fit whose encoder and batch would not fit in ``memory_limit``."""
-        arrays = [value for value in data.values() if getattr(value, "ndim", 0) == 2] if isinstance(data, dict) else []
-        n_tokens = getattr(self.tokenizer_, "n_tokens_", None) or max((a.shape[1] for a in arrays), default=1)
-        settings = encoder_settings(self)
-        batch_size = self._setting("batch_size")
-        batch_size = num_samples(next(iter(data.values()))) if batch_size == -1 and isinstance(data, dict) else batch_size
-        what = (
-            f"training an encoder of d_model={settings['d_model']}, n_layers={settings['n_layers']}, "
-            f"n_heads={settings['n_heads']}, d_ff={settings.get('d_ff') or 4 * settings['d_model']} on "
-            f"{n_tokens} tokens per row, {batch_size} rows per batch"
-        )
-        check_memory(self, training_bytes(settings, int(n_tokens), int(batch_size)), what)
+    def fit_loop(self, X, y=None, epochs=None, **fit_params):
+        """The training loop; a KeyboardInterrupt (Ctrl-C) is logged, and the fit ends with the best weights so far."""
+        try:
+            return super().fit_loop(X, y, epochs=epochs, **fit_params)
+        except KeyboardInterrupt as interrupt:
+            # Callbacks (early stopping, the non-finite guard) stop skorch with KeyboardInterrupt too.
+            frame = interrupt.__traceback__
+            while frame.tb_next is not None:
+                frame = frame.tb_next
+            if not isinstance(frame.tb_frame.f_locals.get("self"), Callback):
+                logger.warning(
+                    "%s: fit interrupted (KeyboardInterrupt) in epoch %d; the estimator is usable and keeps the "
+                    "best weights so far (early stopping's best epoch, else the current ones)",
+                    type(self).__name__,
+                    len(self.history),
+                )
+            raise
 
     def _warn_if_collapsed(self, tokens: dict) -> None:
         """Warn when the fitted model answers the same for every row (subclasses check)."""
@@ -417,7 +410,7 @@ class TabFormerNet(InferenceMixin, RecipeMixin, NeuralNet):
         if not hasattr(self, "tokenizer_") or not self.initialized_:
             return self.fit(X, y, **fit_params)
         data, y_encoded = self._continued_data(X, y)
-        _refuse_unseen_categories(self.tokenizer_, data)
+        refuse_unseen_categories(self.tokenizer_, data)
         # The cosine schedule left the rate at ~0; CosineAnnealingLR restarts from the current
         # rate, so without this the continued fit would not move. Every fit and partial_fit
         # runs its schedule from the peak lr (warmup_linear restores it at on_train_end).

@@ -29,6 +29,7 @@ __all__ = [
     "RECIPES_NOTES_DOC",
     "check_params",
     "check_memory",
+    "check_training_memory",
 ]
 
 SHARED_CONSTRAINTS = {
@@ -132,6 +133,28 @@ def check_memory(estimator, n_bytes: float, what: str) -> None:
             f"{limit / 2**30:,.1f} GiB ({'the device memory' if estimator.memory_limit == 'auto' else 'yours'}); "
             "choose smaller settings, or set memory_limit (GiB, None: no check) if the estimate is wrong"
         )
+
+
+def check_training_memory(estimator, data) -> None:
+    """Refuse (``MemoryError``) a fit whose encoder and training batch would not fit in ``memory_limit``.
+
+    Parameters
+    ----------
+    estimator : TabFormerNet, with a fitted ``tokenizer_`` and ``resolved_params_``
+    data : dict of ndarray (the training tokens) or a dataset
+    """
+    arrays = [value for value in data.values() if getattr(value, "ndim", 0) == 2] if isinstance(data, dict) else []
+    n_tokens = getattr(estimator.tokenizer_, "n_tokens_", None) or max((a.shape[1] for a in arrays), default=1)
+    settings = encoder_settings(estimator)
+    batch_size = estimator._setting("batch_size")
+    if batch_size == -1:
+        batch_size = len(next(iter(data.values()))) if isinstance(data, dict) else len(data)
+    what = (
+        f"training an encoder of d_model={settings['d_model']}, n_layers={settings['n_layers']}, "
+        f"n_heads={settings['n_heads']}, d_ff={settings.get('d_ff') or 4 * settings['d_model']} on "
+        f"{n_tokens} tokens per row, {batch_size} rows per batch"
+    )
+    check_memory(estimator, training_bytes(settings, int(n_tokens), int(batch_size)), what)
 
 
 def encoder_settings(estimator) -> dict:

@@ -325,3 +325,23 @@ def _check_same_columns(columns: list, fitted: list) -> None:
         parts = [f"missing column(s) {missing}"] if missing else []
         parts += [f"unexpected column(s) {extra}"] if extra else []
         raise ValueError(f"X does not have the columns seen in fit: {'; '.join(parts)}. Fitted columns: {fitted}")
+
+
+def refuse_unseen_categories(tokenizer, data) -> None:
+    """Raise ``ValueError`` if continued training tokens hold categories the fitted tokenizer never saw.
+
+    Parameters
+    ----------
+    tokenizer : fitted tokenizer (its ``categorical_columns_`` name the columns)
+    data : dict of ndarray (tokens; only ``cat_ids`` is read) or a dataset (not checked)
+    """
+    ids = data.get("cat_ids") if isinstance(data, dict) else None
+    if ids is None or not (ids == UNSEEN_ID).any():
+        return
+    columns = getattr(tokenizer, "categorical_columns_", [])
+    new = [str(columns[j]) if j < len(columns) else str(j) for j in np.flatnonzero((ids == UNSEEN_ID).any(axis=0))]
+    raise ValueError(
+        f"X holds categories the first fit never saw, in column(s) {new}: a continued fit (partial_fit, or fit "
+        "with warm_start=True) keeps the fitted tokenizer, whose categories are fixed, so they would be trained "
+        "as 'unseen'. Refit with warm_start=False to learn them, or set those values to missing (None)"
+    )
