@@ -21,6 +21,7 @@ diverged fit never returns a model that predicts NaN.
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
 from collections import OrderedDict
@@ -28,7 +29,7 @@ from collections import OrderedDict
 import torch
 from skorch.callbacks import Callback
 
-__all__ = ["WarmupLinearLR", "MixedPrecision", "NonFiniteGuard", "NonFiniteTrainingError"]
+__all__ = ["WarmupLinearLR", "MixedPrecision", "NonFiniteGuard", "NonFiniteTrainingError", "log_user_interrupt"]
 
 
 class WarmupLinearLR(Callback):
@@ -308,6 +309,27 @@ class NonFiniteGuard(Callback):
         warnings.warn(message, RuntimeWarning, stacklevel=2)
         # skorch ends fit quietly on KeyboardInterrupt (that is how EarlyStopping stops it).
         raise KeyboardInterrupt
+
+
+def log_user_interrupt(net, interrupt: KeyboardInterrupt) -> None:
+    """Log (``"tabformer"`` logger, WARNING) a KeyboardInterrupt that ended ``net``'s fit,
+    unless a callback raised it to stop training (skorch's EarlyStopping, NonFiniteGuard).
+
+    Parameters
+    ----------
+    net : skorch NeuralNet
+    interrupt : KeyboardInterrupt
+    """
+    frame = interrupt.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    if frame is None or not isinstance(frame.tb_frame.f_locals.get("self"), Callback):
+        logging.getLogger("tabformer").warning(
+            "%s: fit interrupted (KeyboardInterrupt) in epoch %d; the estimator is usable and keeps the best "
+            "weights so far (early stopping's best epoch, else the current ones)",
+            type(net).__name__,
+            len(net.history),
+        )
 
 
 def _max_epochs(net) -> int:

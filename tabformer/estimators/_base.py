@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import inspect
-import logging
 import os
 
 import numpy as np
@@ -22,13 +21,13 @@ import torch
 from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
-from skorch.callbacks import Callback, EarlyStopping, LRScheduler
+from skorch.callbacks import EarlyStopping, LRScheduler
 from torch.optim.lr_scheduler import CosineAnnealingLR
 from torch.utils.data import Dataset, Subset
 
 from .._data import LengthGroupedBatchSampler, TensorDictDataset, collate_batched, sequence_lengths
 from .._validation import check_target
-from ..callbacks import NonFiniteGuard, WarmupLinearLR
+from ..callbacks import NonFiniteGuard, WarmupLinearLR, log_user_interrupt
 from ..export import export_onnx
 from ..hub import load_pretrained
 from ..nn.encoder import TransformerEncoder
@@ -41,8 +40,6 @@ from ._params import SHARED_CONSTRAINTS, check_memory, check_params, check_train
 from ._recipes import AUTO, RecipeMixin, resolve_recipe
 
 __all__ = ["TabFormerNet", "construct", "num_samples", "POOLINGS"]
-
-logger = logging.getLogger("tabformer")
 
 
 def construct(cls, params: dict, prefix: str, *args):
@@ -382,17 +379,7 @@ class TabFormerNet(InferenceMixin, RecipeMixin, NeuralNet):
         try:
             return super().fit_loop(X, y, epochs=epochs, **fit_params)
         except KeyboardInterrupt as interrupt:
-            # Callbacks (early stopping, the non-finite guard) stop skorch with KeyboardInterrupt too.
-            frame = interrupt.__traceback__
-            while frame.tb_next is not None:
-                frame = frame.tb_next
-            if not isinstance(frame.tb_frame.f_locals.get("self"), Callback):
-                logger.warning(
-                    "%s: fit interrupted (KeyboardInterrupt) in epoch %d; the estimator is usable and keeps the "
-                    "best weights so far (early stopping's best epoch, else the current ones)",
-                    type(self).__name__,
-                    len(self.history),
-                )
+            log_user_interrupt(self, interrupt)
             raise
 
     def _warn_if_collapsed(self, tokens: dict) -> None:
