@@ -36,7 +36,8 @@ def as_frame(X, *, what: str = "X") -> tuple[pd.DataFrame, bool]:
     TypeError
         If ``X`` is sparse.
     ValueError
-        If ``X`` is 0-D, 1-D or more than 2-D, complex, or has no row or no column.
+        If ``X`` is 0-D, 1-D or more than 2-D, complex, has no row or no column, or has
+        duplicate column names.
     """
     if sp.issparse(X):
         raise TypeError(
@@ -45,6 +46,9 @@ def as_frame(X, *, what: str = "X") -> tuple[pd.DataFrame, bool]:
         )
     if isinstance(X, pd.DataFrame):
         frame, had_names = X, True
+        duplicated = pd.Index(frame.columns)[pd.Index(frame.columns).duplicated()].unique().tolist()
+        if duplicated:
+            raise ValueError(f"{what} has duplicate column name(s) {duplicated}; every column needs its own name")
         if not all(isinstance(c, str) for c in frame.columns):
             # sklearn's rule: feature names are only recorded when every name is a string.
             frame = frame.set_axis([f"x{i}" for i in range(frame.shape[1])], axis=1)

@@ -92,6 +92,8 @@ EXEMPT = {
     "on_epoch_begin": "skorch callback hook",
     "on_batch_begin": "skorch callback hook",
     "on_batch_end": "skorch callback hook",
+    "on_epoch_end": "skorch callback hook",
+    "on_grad_computed": "skorch callback hook",
     "get_loss": "skorch's get_loss(y_pred, y_true, X, training)",
     "get_iterator": "skorch's get_iterator(dataset, training)",
     "initialize_module": "skorch's initialize_module()",

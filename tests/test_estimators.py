@@ -101,6 +101,7 @@ def test_grid_search_over_architecture(table, tiny):
         TabFormerClassifier(**tiny),
         {"encoder__n_layers": [1, 2], "encoder__d_model": [8, 16], "lr": [1e-3]},
         cv=2,
+        error_score="raise",
     ).fit(X, y)
     assert len(search.cv_results_["params"]) == 4
     assert search.best_estimator_.module_.encoder.d_model == search.best_params_["encoder__d_model"]
@@ -109,7 +110,7 @@ def test_grid_search_over_architecture(table, tiny):
 def test_pipeline_and_cross_val_score(table, tiny):
     X, y = table
     step = FunctionTransformer(lambda frame: frame.assign(age=frame["age"] / 10), feature_names_out="one-to-one")
-    scores = cross_val_score(make_pipeline(step, TabFormerClassifier(**tiny)), X, y, cv=3)
+    scores = cross_val_score(make_pipeline(step, TabFormerClassifier(**tiny)), X, y, cv=3, error_score="raise")
     assert scores.shape == (3,) and np.all((scores >= 0) & (scores <= 1))
 
 

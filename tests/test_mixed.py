@@ -410,6 +410,8 @@ def test_fusion_is_a_grid_searchable_hyperparameter(mixed):
         TabFormerClassifier(**dict(TINY, max_epochs=2, encoder__n_layers=2)),
         {"fusion": ["early", 1, "late"]},
         cv=2,
+        error_score="raise",  # a fit that crashes must fail the test, not score NaN
     ).fit(X, y)
+    assert np.isfinite(search.cv_results_["mean_test_score"]).all()
     assert search.best_params_["fusion"] in ("early", 1, "late")
     assert len(search.cv_results_["mean_test_score"]) == 3

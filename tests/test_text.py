@@ -206,6 +206,7 @@ def test_grid_search_over_text_classifier():
         TabFormerClassifier(tokenizer="wordpiece", max_epochs=2, **params),
         {"encoder__n_layers": [1, 2], "tokenizer__max_length": [6, 16]},
         cv=2,
+        error_score="raise",
     ).fit(TEXTS, LABELS)
     assert set(search.cv_results_["param_encoder__n_layers"]) == {1, 2}
     best = search.best_estimator_

@@ -13,7 +13,6 @@ Parameters route by prefix, skorch style: ``tokenizer__*`` to the tokenizer,
 from __future__ import annotations
 
 import copy
-import inspect
 import os
 
 import numpy as np
@@ -27,44 +26,22 @@ from torch.utils.data import Dataset, Subset
 
 from .._data import LengthGroupedBatchSampler, TensorDictDataset, collate_batched, sequence_lengths
 from .._validation import check_target
-from ..callbacks import WarmupLinearLR
+from ..callbacks import NonFiniteGuard, WarmupLinearLR, log_user_interrupt
 from ..export import export_onnx
 from ..hub import load_pretrained
 from ..nn.encoder import TransformerEncoder
 from ..nn.models import PretrainedEncoder
 from ..persistence import save_estimator
 from ..tokenizers import make_tokenizer
+from ..tokenizers.tabular import refuse_unseen_categories
 from ._distributed import DistributedMixin
 from ._inference import POOLINGS, InferenceMixin
-from ._params import SHARED_CONSTRAINTS, check_params
+from ._params import SHARED_CONSTRAINTS, check_memory, check_params, check_training_memory, pixel_bytes
 from ._precision import PrecisionMixin
 from ._recipes import AUTO, RecipeMixin, resolve_recipe
+from ._util import construct, num_samples
 
 __all__ = ["TabFormerNet", "construct", "num_samples", "POOLINGS"]
-
-
-def construct(cls, params: dict, prefix: str, *args):
-    """``cls(*args, **params)``, with an error naming any ``prefix__`` key it does not take."""
-    accepted = set(inspect.signature(cls).parameters)
-    unknown = sorted(set(params) - accepted)
-    if unknown:
-        raise ValueError(
-            f"{', '.join(prefix + '__' + key for key in unknown)}: not a parameter of {cls.__name__}; "
-            f"valid {prefix}__ parameters: {sorted(accepted - {'d_model', 'n_outputs'})}"
-        )
-    return cls(*args, **params)
-
-
-def num_samples(X) -> int:
-    """Rows in ``X`` (a DataFrame, an array or a list of samples)."""
-    if hasattr(X, "__array__") and not hasattr(X, "shape"):
-        X = np.asarray(X)
-    if hasattr(X, "shape") and len(X.shape) > 0:
-        return int(X.shape[0])
-    try:
-        return len(X)
-    except TypeError:
-        raise TypeError(f"X must be a DataFrame, an array or a list of samples, got {type(X).__name__}") from None
 
 
 class TabFormerNet(InferenceMixin, RecipeMixin, DistributedMixin, PrecisionMixin, NeuralNet):
@@ -102,6 +79,7 @@ class TabFormerNet(InferenceMixin, RecipeMixin, DistributedMixin, PrecisionMixin
         device="auto",
         precision="auto",
         distributed="auto",
+        memory_limit="auto",
         **kwargs,
     ):
         super().__init__(
@@ -125,6 +103,7 @@ class TabFormerNet(InferenceMixin, RecipeMixin, DistributedMixin, PrecisionMixin
         self.random_state = random_state
         self.precision = precision
         self.distributed = distributed
+        self.memory_limit = memory_limit
 
     def _get_param_names(self):
         # skorch's private bookkeeping (_params_to_validate) is no parameter: never cloned or set.
@@ -216,8 +195,9 @@ class TabFormerNet(InferenceMixin, RecipeMixin, DistributedMixin, PrecisionMixin
         return self.tokenizer_.build_embedder(d_model)
 
     def get_default_callbacks(self):
-        """skorch's callbacks, plus the resolved ``lr_schedule``'s scheduler and early stopping."""
+        """skorch's callbacks, the non-finite guard, the resolved ``lr_schedule``'s scheduler and early stopping."""
         callbacks = list(super().get_default_callbacks())
+        callbacks.append(("nonfinite", NonFiniteGuard()))
         lr_schedule, max_epochs, patience = (self._setting(name) for name in ("lr_schedule", "max_epochs", "patience"))
         if lr_schedule == "cosine" and max_epochs != AUTO:
             # Decays to 0 at max_epochs: a fit that runs to the end finishes with small, refining steps.
@@ -251,6 +231,13 @@ class TabFormerNet(InferenceMixin, RecipeMixin, DistributedMixin, PrecisionMixin
         if not self.validation_fraction:
             return dataset, None
         indices = np.arange(len(dataset))
+        n_valid = int(np.ceil(self.validation_fraction * len(dataset))) if self.validation_fraction < 1 else 0
+        if not 0 < n_valid < len(dataset):
+            raise ValueError(
+                f"validation_fraction={self.validation_fraction} of n_samples={len(dataset)} leaves no row to "
+                f"{'train on' if n_valid else 'validate on'}; pass more rows, or validation_fraction=None to train "
+                "on every row without early stopping"
+            )
         train_idx, valid_idx = train_test_split(
             indices, test_size=self.validation_fraction, random_state=self._split_seed(), stratify=self._stratify_labels(y)
         )
@@ -349,7 +336,9 @@ class TabFormerNet(InferenceMixin, RecipeMixin, DistributedMixin, PrecisionMixin
         self.resolved_params_ = resolve_recipe(self, tokenizer, X, num_samples(X), pretrained is not None)
         if pretrained is None:
             recipe = {key: value for key, value in self.get_params_for("tokenizer").items() if key not in user}
-            tokenizer = tokenizer.set_params(**recipe).fit(X)
+            tokenizer = tokenizer.set_params(**recipe)
+            check_memory(self, pixel_bytes(tokenizer, num_samples(X)), "resizing the images to tokenizer image_size")
+            tokenizer = tokenizer.fit(X)
         self.tokenizer_ = tokenizer
         dtypes = getattr(X, "dtypes", None)
         self.feature_dtypes_in_ = {str(c): str(t) for c, t in dtypes.items()} if hasattr(dtypes, "items") else None
@@ -363,19 +352,41 @@ class TabFormerNet(InferenceMixin, RecipeMixin, DistributedMixin, PrecisionMixin
             self.feature_names_in_ = names
         elif "feature_names_in_" in vars(self):
             del self.feature_names_in_
+        check_training_memory(self, data)
         self.initialize()
         NeuralNet.partial_fit(self, data, y, _routing_method="fit", **fit_params)
         if isinstance(data, dict):
             self._warn_if_collapsed({key: value[:2048] for key, value in data.items()})
 
+    def fit_loop(self, X, y=None, epochs=None, **fit_params):
+        """The training loop; a KeyboardInterrupt (Ctrl-C) is logged, and the fit ends with the best weights so far."""
+        try:
+            return super().fit_loop(X, y, epochs=epochs, **fit_params)
+        except KeyboardInterrupt as interrupt:
+            log_user_interrupt(self, interrupt)
+            raise
+
     def _warn_if_collapsed(self, tokens: dict) -> None:
         """Warn when the fitted model answers the same for every row (subclasses check)."""
 
     def partial_fit(self, X, y=None, classes=None, **fit_params):
-        """Continue training on ``X`` with the fitted tokenizer (fits everything if unfitted)."""
+        """Continue training on ``X`` with the fitted tokenizer (fits everything if unfitted).
+
+        Each call runs ``max_epochs`` epochs of the ``lr_schedule`` from the peak ``lr``
+        (the cosine schedule does not stay at the 0 it ended the last fit on). The
+        tokenizer stays as fitted: table categories it has not seen are refused
+        (``ValueError`` naming them) rather than read as "unseen"; refit with
+        ``warm_start=False`` to learn them.
+        """
         if not hasattr(self, "tokenizer_") or not self.initialized_:
             return self.fit(X, y, **fit_params)
         data, y_encoded = self._continued_data(X, y)
+        refuse_unseen_categories(self.tokenizer_, data)
+        # The cosine schedule left the rate at ~0; CosineAnnealingLR restarts from the current
+        # rate, so without this the continued fit would not move. Every fit and partial_fit
+        # runs its schedule from the peak lr (warmup_linear restores it at on_train_end).
+        for group in self.optimizer_.param_groups:
+            group["lr"] = group.get("initial_lr", group["lr"])
         with self._seeded():
             NeuralNet.partial_fit(self, data, y_encoded, **fit_params)
         return self

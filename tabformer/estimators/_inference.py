@@ -38,17 +38,26 @@ class InferenceMixin:
         ------
         what ``forward`` returns, batch by batch, in row order, computed without gradients
         under the estimator's ``precision`` (``forward`` converts to float32 itself).
+
+        Raises
+        ------
+        FloatingPointError
+            If a float array (or float) ``forward`` returns holds NaN or infinity: a
+            prediction is never returned silently non-finite.
         """
         check_is_fitted(self, "module_")
         tokens = X if isinstance(X, (dict, Dataset)) else self.tokenize(X)
         dataset = tokens if isinstance(tokens, Dataset) else TensorDictDataset(tokens)
         self.module_.eval()
         with torch.no_grad():
+            start = 0
             for inputs, _ in self.get_iterator(dataset, training=False):
                 # Entered per batch: the caller's code between batches runs outside autocast.
                 with self.autocast():
-                    output = forward({key: value.to(self.device) for key, value in inputs.items()})
-                yield output
+                    result = forward({key: value.to(self.device) for key, value in inputs.items()})
+                _check_finite(result, self, start)
+                start += len(next(iter(inputs.values())))
+                yield result
 
     def forward_features(self, X, return_attention: bool = False, pooling: str = "cls"):
         """Encoder output for ``X``: one embedding per row.
@@ -98,3 +107,20 @@ class InferenceMixin:
         X, layer, level : as :func:`tabformer.inspection.explain`, which this calls
         """
         return inspection.explain(self, X, layer=layer, level=level)
+
+
+def _check_finite(result, estimator, start: int) -> None:
+    """Raise if ``result`` (arrays, floats, or tuples and lists of them) holds NaN or inf."""
+    if isinstance(result, (tuple, list)):
+        for part in result:
+            _check_finite(part, estimator, start)
+        return
+    values = np.asarray(result) if isinstance(result, (np.ndarray, float)) else None
+    if values is None or values.dtype.kind != "f" or np.isfinite(values).all():
+        return
+    bad = ~np.isfinite(values.reshape(len(values), -1)).all(axis=1) if values.ndim else np.array([True])
+    rows = (np.flatnonzero(bad)[:5] + start).tolist() if values.ndim else "this batch"
+    raise FloatingPointError(
+        f"{type(estimator).__name__} computed non-finite outputs (NaN or inf) for rows {rows}; the model's weights "
+        "or these inputs hold extreme values. Check the inputs, or refit with a lower lr."
+    )

@@ -8,18 +8,30 @@ never validate (``check_set_params``), which is why every check lives here.
 
 from __future__ import annotations
 
+import inspect
 import os
 from numbers import Integral, Real
 
+import numpy as np
 import torch
 from sklearn.utils._param_validation import HasMethods, Interval, Options, StrOptions, validate_parameter_constraints
+from skorch import NeuralNet
 
 from ..nn.encoder import TransformerEncoder
 from ..nn.models import PretrainedEncoder
 from ..tokenizers import BaseTokenizer
 from ._precision import PRECISIONS
 
-__all__ = ["SHARED_CONSTRAINTS", "FINE_TUNING_CONSTRAINTS", "SHARED_PARAMS_DOC", "RECIPES_NOTES_DOC", "check_params"]
+__all__ = [
+    "SHARED_CONSTRAINTS",
+    "FINE_TUNING_CONSTRAINTS",
+    "ENCODER_CONSTRAINTS",
+    "SHARED_PARAMS_DOC",
+    "RECIPES_NOTES_DOC",
+    "check_params",
+    "check_memory",
+    "check_training_memory",
+]
 
 SHARED_CONSTRAINTS = {
     # Names are checked against the registry when the tokenizer is made (make_tokenizer),
@@ -38,6 +50,22 @@ SHARED_CONSTRAINTS = {
     "device": [str, torch.device],
     "precision": [StrOptions(set(PRECISIONS))],
     "distributed": [StrOptions({"auto"}), "boolean", dict, None, HasMethods(["prepare_model", "backward"])],
+    "memory_limit": [Interval(Real, 0, None, closed="neither"), StrOptions({"auto"}), None],
+}
+
+_SHARE = Interval(Real, 0, 1, closed="left")
+_POSITIVE = Interval(Integral, 1, None, closed="left")
+#: the routed ``encoder__*`` settings of a fresh TransformerEncoder, checked at fit like the rest
+ENCODER_CONSTRAINTS = {
+    "d_model": [_POSITIVE],
+    "n_layers": [_POSITIVE],
+    "n_heads": [_POSITIVE],
+    "d_ff": [_POSITIVE, None],
+    "dropout": [_SHARE],
+    "attention_dropout": [_SHARE],
+    "ffn_dropout": [_SHARE],
+    "max_length": [_POSITIVE],
+    "layer_norm_eps": [Interval(Real, 0, None, closed="neither")],
 }
 
 #: what the classifier, regressor and tagger add: they warm-start and may freeze parts
@@ -58,6 +86,135 @@ def check_params(estimator) -> None:
     """
     params = {name: getattr(estimator, name) for name in estimator._parameter_constraints}
     validate_parameter_constraints(estimator._parameter_constraints, params, caller_name=type(estimator).__name__)
+    # Routed encoder settings: named with their prefix, so the message says encoder__d_model.
+    routed = {f"encoder__{key}": value for key, value in NeuralNet.get_params_for(estimator, "encoder").items()}
+    constraints = {f"encoder__{key}": rule for key, rule in ENCODER_CONSTRAINTS.items() if f"encoder__{key}" in routed}
+    validate_parameter_constraints(constraints, routed, caller_name=type(estimator).__name__)
+    d_model, n_heads = routed.get("encoder__d_model"), routed.get("encoder__n_heads")
+    if d_model is not None and n_heads is not None and d_model % n_heads:
+        raise ValueError(
+            f"encoder__d_model={d_model} must be divisible by encoder__n_heads={n_heads} (each head gets d_model / "
+            f"n_heads dimensions); e.g. encoder__d_model={n_heads * max(1, round(d_model / n_heads))}"
+        )
+
+
+def _memory_limit_bytes(estimator) -> float | None:
+    limit = getattr(estimator, "memory_limit", "auto")
+    if limit is None:
+        return None
+    if limit != "auto":
+        return float(limit) * 2**30
+    device = torch.device(estimator.device)
+    if device.type == "cuda" and torch.cuda.is_available():
+        return float(torch.cuda.get_device_properties(device).total_memory)
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):  # not a POSIX system: no automatic limit
+        return None
+
+
+def check_memory(estimator, n_bytes: float, what: str) -> None:
+    """Refuse a fit whose estimated memory ``n_bytes`` exceeds the estimator's ``memory_limit``.
+
+    Parameters
+    ----------
+    estimator : TabFormerNet
+    n_bytes : float
+        The estimate, in bytes.
+    what : str
+        What would be allocated, and from which settings (for the message).
+
+    Raises
+    ------
+    MemoryError
+        Naming the estimate, the limit and how to raise it.
+    """
+    limit = _memory_limit_bytes(estimator)
+    if limit is not None and n_bytes > limit:
+        raise MemoryError(
+            f"{type(estimator).__name__}: {what} needs about {n_bytes / 2**30:,.1f} GiB, over the memory_limit of "
+            f"{limit / 2**30:,.1f} GiB ({'the device memory' if estimator.memory_limit == 'auto' else 'yours'}); "
+            "choose smaller settings, or set memory_limit (GiB, None: no check) if the estimate is wrong"
+        )
+
+
+def check_training_memory(estimator, data) -> None:
+    """Refuse (``MemoryError``) a fit whose encoder and training batch would not fit in ``memory_limit``.
+
+    Parameters
+    ----------
+    estimator : TabFormerNet, with a fitted ``tokenizer_`` and ``resolved_params_``
+    data : dict of ndarray (the training tokens) or a dataset
+    """
+    arrays = [value for value in data.values() if getattr(value, "ndim", 0) == 2] if isinstance(data, dict) else []
+    n_tokens = getattr(estimator.tokenizer_, "n_tokens_", None) or max((a.shape[1] for a in arrays), default=1)
+    settings = encoder_settings(estimator)
+    batch_size = estimator._setting("batch_size")
+    if batch_size == -1:
+        batch_size = len(next(iter(data.values()))) if isinstance(data, dict) else len(data)
+    what = (
+        f"training an encoder of d_model={settings['d_model']}, n_layers={settings['n_layers']}, "
+        f"n_heads={settings['n_heads']}, d_ff={settings.get('d_ff') or 4 * settings['d_model']} on "
+        f"{n_tokens} tokens per row, {batch_size} rows per batch"
+    )
+    check_memory(estimator, training_bytes(settings, int(n_tokens), int(batch_size)), what)
+
+
+def encoder_settings(estimator) -> dict:
+    """The settings of the encoder ``fit`` will build: TransformerEncoder's defaults, then the routed ones."""
+    pretrained = estimator.encoder
+    config = getattr(getattr(pretrained, "encoder", pretrained), "config", None)
+    if isinstance(config, dict):
+        return dict(config)
+    defaults = {name: p.default for name, p in inspect.signature(TransformerEncoder).parameters.items()}
+    return {**defaults, **estimator.get_params_for("encoder")}
+
+
+def training_bytes(settings: dict, n_tokens: int, batch_size: int) -> float:
+    """Rough float32 bytes of training: weights, gradients and AdamW's two moments of the
+    encoder, and the activations one batch keeps for backward (attention maps included).
+
+    Parameters
+    ----------
+    settings : dict
+        The encoder's ``d_model``, ``n_layers``, ``n_heads`` and ``d_ff``.
+    n_tokens : int
+        Tokens per row (the sequence length, CLS aside).
+    batch_size : int
+        Rows per training step.
+
+    Returns
+    -------
+    float
+    """
+    d, layers, heads = int(settings["d_model"]), int(settings["n_layers"]), int(settings["n_heads"])
+    d_ff = int(settings.get("d_ff") or 4 * d)
+    weights = layers * (4.0 * d * d + 2.0 * d * d_ff)
+    length = n_tokens + 1
+    activations = layers * float(batch_size) * length * (heads * length + 8.0 * d + 2.0 * d_ff)
+    return 4.0 * (4 * weights + activations)
+
+
+def pixel_bytes(tokenizer, n_rows: int) -> float:
+    """Bytes of the float32 pixels a tokenizer with an ``image_size`` setting will allocate for ``n_rows`` images.
+
+    Parameters
+    ----------
+    tokenizer : unfitted tokenizer
+    n_rows : int
+
+    Returns
+    -------
+    float (0 when no ``image_size`` is set)
+    """
+    sizes = [value for key, value in tokenizer.get_params(deep=True).items() if key.split("__")[-1] == "image_size"]
+    total = 0.0
+    for size in sizes:
+        if isinstance(size, Integral) and not isinstance(size, bool):
+            size = (size, size)
+        if isinstance(size, (tuple, list)) and len(size) == 2 and all(isinstance(s, Integral) for s in size):
+            total += 3.0 * 4.0 * float(np.prod(size, dtype=float)) * n_rows * 2  # (N, C, H, W) float32, and a copy
+    return total
 
 
 SHARED_PARAMS_DOC = """
@@ -126,6 +283,11 @@ SHARED_PARAMS_DOC = """
         (``WORLD_SIZE`` > 1), off otherwise; ``True`` always on; a dict: keyword
         arguments of ``accelerate.Accelerator`` (``gradient_accumulation_steps``...);
         an ``Accelerator``: used as is. ``batch_size`` is per process.
+    memory_limit : float, "auto" or None, default="auto"
+        GiB ``fit`` may plan to use: before allocating, it estimates the bytes of the
+        resized images and of training (weights, gradients, optimizer state, one batch's
+        activations) and refuses (``MemoryError``) a fit past the limit. ``"auto"``: the
+        device's memory (RAM, or the GPU's); ``None``: no check.
     verbose : int, default=1
         1 prints skorch's per-epoch table; 0 is silent.
     **kwargs

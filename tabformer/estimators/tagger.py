@@ -116,7 +116,7 @@ class TabFormerTagger(FineTuningNet):
         first = word_ids >= 0
         first[:, 1:] &= word_ids[:, 1:] != word_ids[:, :-1]
         for i, j in zip(*np.nonzero(first)):
-            labels[i, j] = index[tags[i][word_ids[i, j]]]
+            labels[i, j] = index[str(tags[i][word_ids[i, j]])]  # classes_ are str: int tags too
         return labels
 
     def fit(self, X, y=None, **fit_params):

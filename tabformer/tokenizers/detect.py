@@ -49,7 +49,11 @@ TEXT_DISTINCT_SHARE = 0.5
 TEXT_MEAN_WORDS = 1.5
 
 
-IMAGE_EXTENSIONS = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
+#: raster formats Pillow reads (its registry also lists .pdf, .h5 or .mpeg, which are no image paths)
+IMAGE_EXTENSIONS = (
+    *(".png", ".jpg", ".jpeg", ".jpe", ".jfif", ".bmp", ".dib", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm"),
+    *(".pbm", ".pnm", ".avif", ".heic", ".heif", ".ico", ".tga", ".jp2", ".j2k", ".qoi", ".pcx", ".sgi", ".apng"),
+)
 
 
 # ----------------------------------------------------------------------------- input reading

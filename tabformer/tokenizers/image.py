@@ -23,6 +23,7 @@ import torch
 from sklearn.utils.validation import check_is_fitted
 
 from ..nn.embedders.backbone import BACKBONES, load_backbone
+from ._pixels import check_pixels, pixel_kind
 from .base import BaseTokenizer, register_tokenizer
 from .detect import is_pil
 
@@ -221,6 +222,9 @@ class PatchTokenizer(BaseTokenizer):
         """
         self._check_params()
         images = _read_images(X)
+        check_pixels(images)
+        kinds = {pixel_kind(a.dtype) for a in ([images] if isinstance(images, np.ndarray) else images)}
+        self.pixel_kind_ = kinds.pop() if len(kinds) == 1 else None
         if isinstance(images, np.ndarray):
             self.n_channels_ = images.shape[-1]
             sizes = {images.shape[1:3]}
@@ -267,11 +271,16 @@ class PatchTokenizer(BaseTokenizer):
         Raises
         ------
         ValueError
-            If an image cannot be read, has colour channels for a grey tokenizer, or has
-            another size than in ``fit`` while ``image_size`` is None.
+            If an image cannot be read, has colour channels for a grey tokenizer, has
+            another size than in ``fit`` while ``image_size`` is None, or breaks the pixel
+            rule (NaN/inf or negative pixels, another pixel kind or scale than at ``fit``;
+            see docs/reliability.md).
         """
         check_is_fitted(self, "image_size_")
-        return {"pixels": self._to_tensor(_read_images(X, colour=self.n_channels_ == 3)).numpy()}
+        images = _read_images(X, colour=self.n_channels_ == 3)
+        kind = getattr(self, "pixel_kind_", None) if self.pixel_scale == "auto" else None  # see _pixels.py
+        check_pixels(images, kind, self.pixel_scale_ if kind == "float" else None)
+        return {"pixels": self._to_tensor(images).numpy()}
 
     def _check_params(self):
         if not isinstance(self.patch_size, (int, np.integer)) or self.patch_size < 1:

@@ -14,6 +14,8 @@ token, never by zero.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 from sklearn.preprocessing import QuantileTransformer, StandardScaler
@@ -144,6 +146,9 @@ class TabularTokenizer(BaseTokenizer):
             del self.feature_names_in_
         self.categorical_columns_, self.numeric_columns_ = self._resolve_kinds(frame)
         self.column_families_ = {c: _dtype_family(frame[c].dtype) for c in frame.columns}
+        self.column_dtypes_ = {c: str(frame[c].dtype) for c in frame.columns}
+        # Non-str names are not feature names (sklearn's rule) but still identify columns.
+        self.column_labels_ = list(X.columns) if isinstance(X, pd.DataFrame) and not had_names else None
 
         self.categories_ = [_sorted_categories(frame[c]) for c in self.categorical_columns_]
         numbers = self._numeric_block(frame)
@@ -225,6 +230,10 @@ class TabularTokenizer(BaseTokenizer):
         return {"cat_ids": cat_ids, "num_values": numbers, "num_missing": missing}
 
     def _check_columns(self, X) -> pd.DataFrame:
+        labels = getattr(self, "column_labels_", None)
+        if labels is not None and isinstance(X, pd.DataFrame) and list(X.columns) != labels:
+            _check_same_columns(list(X.columns), labels)
+            X = X[labels]  # the fitted order, by label
         frame, had_names = as_frame(X)
         fitted_names = getattr(self, "feature_names_in_", None)
         if fitted_names is not None:
@@ -233,27 +242,26 @@ class TabularTokenizer(BaseTokenizer):
                     f"X was fitted as a DataFrame with columns {list(fitted_names)}; pass a DataFrame "
                     f"with those columns, not an array of shape {frame.shape}"
                 )
-            missing = [c for c in fitted_names if c not in frame.columns]
-            extra = [c for c in frame.columns if c not in set(fitted_names)]
-            if missing or extra:
-                parts = []
-                if missing:
-                    parts.append(f"missing column(s) {missing}")
-                if extra:
-                    parts.append(f"unexpected column(s) {extra}")
-                raise ValueError(
-                    f"X does not have the columns seen in fit: {'; '.join(parts)}. Fitted columns: {list(fitted_names)}"
-                )
+            _check_same_columns(list(frame.columns), list(fitted_names))
             frame = frame[list(fitted_names)]
         elif frame.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {frame.shape[1]} features, but {type(self).__name__} is expecting {self.n_features_in_} features as input"
             )
+        elif had_names:
+            warnings.warn(
+                f"X has feature names {list(frame.columns)}, but {type(self).__name__} was fitted without feature "
+                "names: its columns are matched by position",
+                UserWarning,
+                stacklevel=3,
+            )
+            frame = frame.set_axis([f"x{i}" for i in range(frame.shape[1])], axis=1)
         for column in frame.columns:
             before, now = self.column_families_[column], _dtype_family(frame[column].dtype)
             if before != now and not frame[column].isna().all():
+                fitted = getattr(self, "column_dtypes_", {}).get(column, before)
                 raise ValueError(
-                    f"column {column!r} changed kind between fit and predict: it was {before} "
+                    f"column {column!r} changed kind between fit and predict: it was {before} (dtype {fitted}) "
                     f"at fit, it is {now} (dtype {frame[column].dtype}) now"
                 )
         return frame
@@ -307,3 +315,33 @@ class TabularTokenizer(BaseTokenizer):
         """Column of each token, in token order: numeric columns, then categorical ones."""
         check_is_fitted(self, "categories_")
         return np.asarray(self.numeric_columns_ + self.categorical_columns_, dtype=object)
+
+
+def _check_same_columns(columns: list, fitted: list) -> None:
+    """Raise naming the missing and unexpected columns unless ``columns`` are ``fitted``, in any order."""
+    missing = [c for c in fitted if c not in columns]
+    extra = [c for c in columns if c not in fitted]
+    if missing or extra:
+        parts = [f"missing column(s) {missing}"] if missing else []
+        parts += [f"unexpected column(s) {extra}"] if extra else []
+        raise ValueError(f"X does not have the columns seen in fit: {'; '.join(parts)}. Fitted columns: {fitted}")
+
+
+def refuse_unseen_categories(tokenizer, data) -> None:
+    """Raise ``ValueError`` if continued training tokens hold categories the fitted tokenizer never saw.
+
+    Parameters
+    ----------
+    tokenizer : fitted tokenizer (its ``categorical_columns_`` name the columns)
+    data : dict of ndarray (tokens; only ``cat_ids`` is read) or a dataset (not checked)
+    """
+    ids = data.get("cat_ids") if isinstance(data, dict) else None
+    if ids is None or not (ids == UNSEEN_ID).any():
+        return
+    columns = getattr(tokenizer, "categorical_columns_", [])
+    new = [str(columns[j]) if j < len(columns) else str(j) for j in np.flatnonzero((ids == UNSEEN_ID).any(axis=0))]
+    raise ValueError(
+        f"X holds categories the first fit never saw, in column(s) {new}: a continued fit (partial_fit, or fit "
+        "with warm_start=True) keeps the fitted tokenizer, whose categories are fixed, so they would be trained "
+        "as 'unseen'. Refit with warm_start=False to learn them, or set those values to missing (None)"
+    )

@@ -1,0 +1,33 @@
+"""Small helpers the estimators share: building a routed part, counting rows."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+
+__all__ = ["construct", "num_samples"]
+
+
+def construct(cls, params: dict, prefix: str, *args):
+    """``cls(*args, **params)``, with an error naming any ``prefix__`` key it does not take."""
+    accepted = set(inspect.signature(cls).parameters)
+    unknown = sorted(set(params) - accepted)
+    if unknown:
+        raise ValueError(
+            f"{', '.join(prefix + '__' + key for key in unknown)}: not a parameter of {cls.__name__}; "
+            f"valid {prefix}__ parameters: {sorted(accepted - {'d_model', 'n_outputs'})}"
+        )
+    return cls(*args, **params)
+
+
+def num_samples(X) -> int:
+    """Rows in ``X`` (a DataFrame, an array or a list of samples)."""
+    if hasattr(X, "__array__") and not hasattr(X, "shape"):
+        X = np.asarray(X)
+    if hasattr(X, "shape") and len(X.shape) > 0:
+        return int(X.shape[0])
+    try:
+        return len(X)
+    except TypeError:
+        raise TypeError(f"X must be a DataFrame, an array or a list of samples, got {type(X).__name__}") from None

@@ -1,0 +1,152 @@
+"""Bad parameters and inputs get one clear, early error naming what is wrong
+(docs/reliability.md); nothing big is allocated before the check."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import TINY, make_table
+
+from tabformer import PatchTokenizer, TabFormerClassifier, TabFormerRegressor, TabFormerTagger
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"max_epochs": 0}, r"'max_epochs' parameter .* range \[1, inf\).* Got 0"),
+        ({"encoder__d_model": 0}, r"'encoder__d_model' parameter .* range \[1, inf\).* Got 0"),
+        ({"encoder__n_heads": 0}, r"'encoder__n_heads' parameter .* Got 0"),
+        ({"encoder__n_layers": -1}, r"'encoder__n_layers' parameter .* Got -1"),
+        ({"encoder__dropout": 1.5}, r"'encoder__dropout' parameter .* Got 1.5"),
+        ({"encoder__d_model": 15}, r"encoder__d_model=15 must be divisible by encoder__n_heads=2"),
+        ({"memory_limit": -1}, r"'memory_limit' parameter"),
+    ],
+)
+def test_bad_parameters_are_named_at_fit(params, match):
+    X, y = make_table()
+    with pytest.raises(ValueError, match=match):
+        TabFormerClassifier(**{**TINY, **params}).fit(X, y)
+
+
+def test_a_huge_encoder_is_refused_before_allocating():
+    X, y = make_table()
+    with pytest.raises(MemoryError, match=r"d_model=65536.*GiB, over the memory_limit of 8.0 GiB.*memory_limit"):
+        TabFormerClassifier(**{**TINY, "encoder__d_model": 65536}, memory_limit=8).fit(X, y)
+
+
+def test_a_huge_image_size_is_refused_before_resizing():
+    images = np.random.default_rng(0).integers(0, 255, (20, 8, 8)).astype(np.uint8)
+    with pytest.raises(MemoryError, match=r"resizing the images to tokenizer image_size needs about"):
+        TabFormerClassifier(**TINY, tokenizer__image_size=4096, memory_limit=1).fit(images, [0, 1] * 10)
+
+
+def test_memory_limit_none_turns_the_check_off():
+    X, y = make_table()
+    clf = TabFormerClassifier(**TINY, memory_limit=None).fit(X, y)
+    assert clf.predict(X).shape == (len(X),)
+
+
+def test_duplicate_column_names_are_named():
+    X, y = make_table()
+    X.columns = ["a", "a", "b", "c"]
+    with pytest.raises(ValueError, match=r"duplicate column name\(s\) \['a'\]"):
+        TabFormerClassifier(**TINY).fit(X, y)
+
+
+def test_array_fit_then_dataframe_predict_matches_by_position_with_a_warning():
+    X, y = make_table()
+    numbers = X[["age", "income"]].to_numpy()
+    clf = TabFormerClassifier(**TINY, random_state=0).fit(numbers, y)
+    with pytest.warns(UserWarning, match="fitted without feature names"):
+        proba = clf.predict_proba(pd.DataFrame(numbers, columns=["p", "q"]))
+    np.testing.assert_allclose(proba, clf.predict_proba(numbers))
+
+
+def test_non_str_column_names_are_matched_by_label_not_position():
+    X, y = make_table()
+    X.columns = ["age", 1, "income", "member"]
+    clf = TabFormerClassifier(**TINY, random_state=0).fit(X, y)
+    reordered = X[["member", "income", 1, "age"]]
+    np.testing.assert_allclose(clf.predict_proba(reordered), clf.predict_proba(X))
+    with pytest.raises(ValueError, match=r"missing column\(s\) \[1\]; unexpected column\(s\) \[2\]"):
+        clf.predict(X.rename(columns={1: 2}))
+
+
+def test_dtype_drift_names_the_column_and_both_dtypes():
+    X, y = make_table()
+    clf = TabFormerClassifier(**TINY).fit(X, y)
+    drifted = X.assign(age=X["age"].astype(str))
+    with pytest.raises(ValueError, match=r"column 'age' .*numeric \(dtype float64\) at fit.*categorical \(dtype"):
+        clf.predict(drifted)
+
+
+def test_one_row_regressor_fit_says_what_to_do():
+    X = pd.DataFrame({"a": [1.0]})
+    with pytest.raises(ValueError, match=r"n_samples=1 leaves no row to train on.*validation_fraction=None"):
+        TabFormerRegressor(**TINY).fit(X, [3.0])
+
+
+def test_int_tags_train_and_come_back_as_str():
+    sentences = [["a", "b", "c"], ["d", "e"]] * 10
+    tags = [[1, 0, 0], [0, 2]] * 10
+    tagger = TabFormerTagger(**TINY, tokenizer__vocab_size=40, random_state=0).fit(sentences, tags)
+    assert set(tagger.classes_) == {"0", "1", "2"}
+    assert [len(row) for row in tagger.predict(sentences[:2])] == [3, 2]
+
+
+# ----------------------------------------------------------------------------- pixels
+def _images(dtype=np.uint8, n=6):
+    pixels = np.random.default_rng(0).integers(0, 256, (n, 8, 8))
+    return pixels.astype(dtype) if dtype == np.uint8 else (pixels / 255).astype(dtype)
+
+
+@pytest.mark.parametrize("bad, match", [(np.nan, "image 3 holds NaN or infinite"), (np.inf, "image 3 holds NaN")])
+def test_non_finite_pixels_are_refused_naming_the_image(bad, match):
+    images = _images(np.float32)
+    images[3, 2, 2] = bad
+    with pytest.raises(ValueError, match=match):
+        PatchTokenizer().fit(images)
+    fitted = PatchTokenizer().fit(_images(np.float32))
+    with pytest.raises(ValueError, match=match):
+        fitted.transform(images)
+
+
+def test_negative_pixels_are_refused_not_clipped():
+    images = _images(np.float32) - 0.5
+    with pytest.raises(ValueError, match=r"image 0 has negative pixels.*before any standardisation"):
+        PatchTokenizer().fit(images)
+
+
+@pytest.mark.parametrize(
+    "fit_dtype, predict, match",
+    [
+        (np.uint8, _images(np.float32), r"image 0 has float pixels .*fitted on integer pixels"),
+        (np.float32, _images(np.uint8), r"image 0 has integer pixels .*fitted on float pixels"),
+        (np.float32, _images(np.float32) * 255, r"image 0 has pixels up to 2\d\d.*divide by 255"),
+    ],
+)
+def test_a_pixel_scale_mismatch_at_predict_is_refused(fit_dtype, predict, match):
+    tokenizer = PatchTokenizer().fit(_images(fit_dtype))
+    with pytest.raises(ValueError, match=match):
+        tokenizer.transform(predict)
+
+
+def test_same_pixels_as_fit_and_an_explicit_scale_pass():
+    tokenizer = PatchTokenizer().fit(_images(np.uint8))
+    assert tokenizer.transform(_images(np.uint8))["pixels"].max() <= 1.0
+    scaled = PatchTokenizer(pixel_scale=255).fit(_images(np.uint8))
+    expected = tokenizer.transform(_images())["pixels"]
+    np.testing.assert_allclose(scaled.transform(_images(np.float32) * 255)["pixels"], expected, atol=1e-6)
+
+
+def test_image_paths_with_less_common_extensions_are_images(tmp_path):
+    from PIL import Image
+
+    from tabformer.tokenizers.detect import looks_like_images
+
+    paths = []
+    for i, suffix in enumerate([".jfif", ".TGA", ".pnm"]):
+        path = tmp_path / f"img{i}{suffix}"
+        Image.fromarray(_images()[i]).save(path, format={".jfif": "JPEG", ".TGA": "TGA", ".pnm": "PPM"}[suffix])
+        paths.append(str(path))
+    assert looks_like_images(paths)
+    assert PatchTokenizer().fit(paths).transform(paths)["pixels"].shape == (3, 1, 8, 8)
