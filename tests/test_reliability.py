@@ -188,3 +188,20 @@ def test_early_stopping_is_not_reported_as_an_interrupt(caplog):
     with caplog.at_level("WARNING", logger="tabformer"):
         TabFormerClassifier(**{**TINY, "max_epochs": 40}, lr=5e-2, patience=1, random_state=0).fit(X, y)
     assert "interrupted" not in caplog.text
+
+
+def test_prediction_tokenizes_in_chunks_with_the_same_result(tiny):
+    X, y = make_table(60)
+    texts = [f"word{i % 7} and word{i % 3}" for i in range(60)]
+    for estimator, data, target in [
+        (TabFormerClassifier(**tiny), X, y),
+        (TabFormerRegressor(**tiny), X, np.arange(60.0)),
+        (TabFormerClassifier(tokenizer="wordpiece", tokenizer__min_frequency=1, **tiny), texts, y),
+    ]:
+        estimator.fit(data, target)
+        predict = getattr(estimator, "predict_proba", estimator.predict)
+        whole = predict(data)
+        features = estimator.forward_features(data)
+        estimator.inference_chunk_rows = 7  # 60 rows: 9 chunks, the last of 4
+        np.testing.assert_allclose(predict(data), whole, atol=1e-6)
+        np.testing.assert_allclose(estimator.forward_features(data), features, atol=1e-5)

@@ -15,6 +15,7 @@ from torch.utils.data import Dataset
 from .. import inspection
 from .._data import TensorDictDataset
 from ..nn.heads import mean_pool
+from ._util import num_samples
 
 __all__ = ["InferenceMixin", "POOLINGS"]
 
@@ -24,12 +25,17 @@ POOLINGS = ("cls", "mean", "cls+mean")
 class InferenceMixin:
     """Inference for a fitted skorch net with ``module_``, ``tokenize``, ``get_iterator`` and ``autocast``."""
 
+    #: raw input is tokenized this many rows at a time, so predicting on a million rows
+    #: holds one chunk's tokens in memory, not all of them (outputs are per row anyway)
+    inference_chunk_rows = 8192
+
     def iter_batches(self, X, forward):
         """The one inference loop: ``forward(inputs)`` on each batch of ``X``, in eval mode.
 
         Parameters
         ----------
         X : dict of arrays (tokens), a torch Dataset, or raw input for ``tokenize``
+            Raw input is tokenized ``inference_chunk_rows`` rows at a time (bounded memory).
         forward : callable
             ``forward(inputs)`` with ``inputs`` a dict of tensors on ``device``, each of
             shape (batch, ...); its return value is yielded as is.
@@ -46,18 +52,19 @@ class InferenceMixin:
             prediction is never returned silently non-finite.
         """
         check_is_fitted(self, "module_")
-        tokens = X if isinstance(X, (dict, Dataset)) else self.tokenize(X)
-        dataset = tokens if isinstance(tokens, Dataset) else TensorDictDataset(tokens)
         self.module_.eval()
-        with torch.no_grad():
-            start = 0
-            for inputs, _ in self.get_iterator(dataset, training=False):
-                # Entered per batch: the caller's code between batches runs outside autocast.
-                with self.autocast():
-                    result = forward({key: value.to(self.device) for key, value in inputs.items()})
-                _check_finite(result, self, start)
-                start += len(next(iter(inputs.values())))
-                yield result
+        start = 0
+        for chunk in _row_chunks(X, self.inference_chunk_rows):
+            tokens = chunk if isinstance(chunk, (dict, Dataset)) else self.tokenize(chunk)
+            dataset = tokens if isinstance(tokens, Dataset) else TensorDictDataset(tokens)
+            with torch.no_grad():
+                for inputs, _ in self.get_iterator(dataset, training=False):
+                    # Entered per batch: the caller's code between batches runs outside autocast.
+                    with self.autocast():
+                        result = forward({key: value.to(self.device) for key, value in inputs.items()})
+                    _check_finite(result, self, start)
+                    start += len(next(iter(inputs.values())))
+                    yield result
 
     def forward_features(self, X, return_attention: bool = False, pooling: str = "cls"):
         """Encoder output for ``X``: one embedding per row.
@@ -124,3 +131,17 @@ def _check_finite(result, estimator, start: int) -> None:
         f"{type(estimator).__name__} computed non-finite outputs (NaN or inf) for rows {rows}; the model's weights "
         "or these inputs hold extreme values. Check the inputs, or refit with a lower lr."
     )
+
+
+def _row_chunks(X, rows: int):
+    """``X`` in consecutive slices of ``rows`` rows (tokens and datasets whole)."""
+    if isinstance(X, (dict, Dataset)):
+        yield X
+        return
+    n_rows = num_samples(X)
+    if n_rows <= rows or not (hasattr(X, "iloc") or hasattr(X, "shape") or isinstance(X, (list, tuple))):
+        yield X
+        return
+    take = X.iloc if hasattr(X, "iloc") else X
+    for first in range(0, n_rows, rows):
+        yield take[first : first + rows]

@@ -170,9 +170,7 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
     def predict_proba(self, X):
         """Class probabilities, shape (n_samples, n_classes), columns in ``classes_`` order."""
         check_is_fitted(self)
-        batches = self.iter_batches(
-            self.tokenize(X), lambda inputs: torch.softmax(self.module_(**inputs).float(), dim=-1).cpu().numpy()
-        )
+        batches = self.iter_batches(X, lambda inputs: torch.softmax(self.module_(**inputs).float(), dim=-1).cpu().numpy())
         return np.concatenate(list(batches))
 
     def predict(self, X):
@@ -269,7 +267,7 @@ class TabFormerRegressor(_CLSHeadNet, NeuralNetRegressor):
     def predict(self, X):
         """Predicted targets: shape (n_samples,) if fitted on 1-D y, else (n_samples, n_targets)."""
         check_is_fitted(self)
-        outputs = self.iter_batches(self.tokenize(X), lambda inputs: self.module_(**inputs).float().cpu().numpy())
+        outputs = self.iter_batches(X, lambda inputs: self.module_(**inputs).float().cpu().numpy())
         scaled = np.concatenate(list(outputs)).reshape(-1, self.n_targets_)
         y = scaled * self.target_scale_ + self.target_mean_
         return y.ravel() if self.target_ndim_ == 1 else y
