@@ -123,3 +123,38 @@ def test_save_load_roundtrip(tmp_path):
     with pytest.raises(ValueError, match="not a file written"):
         torch.save({"x": 1}, tmp_path / "other.pt")
         TransformerEncoder.load(tmp_path / "other.pt")
+
+
+def _saved_activation_bytes(fn):
+    """Bytes autograd keeps for the backward pass while ``fn`` runs (the activation memory)."""
+    total = [0]
+
+    def pack(tensor):
+        total[0] += tensor.numel() * tensor.element_size()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        out = fn()
+    return out, total[0]
+
+
+def test_gradient_checkpointing_gives_the_same_gradients_with_less_saved_memory():
+    torch.manual_seed(0)
+    plain = TransformerEncoder(d_model=32, n_layers=4, n_heads=4, attention_dropout=0.0)
+    checkpointed = TransformerEncoder(**dict(plain.config, gradient_checkpointing=True))
+    checkpointed.load_state_dict(plain.state_dict())
+    tokens = torch.randn(8, 20, 32)
+    mask = torch.rand(8, 20) > 0.2
+    grads, saved = [], []
+    for encoder in (plain, checkpointed):
+        encoder.train()
+        out, nbytes = _saved_activation_bytes(lambda encoder=encoder: encoder(tokens, mask))
+        out[:, 0].square().sum().backward()
+        grads.append([p.grad.clone() for p in encoder.parameters()])
+        saved.append(nbytes)
+    for got, want in zip(grads[1], grads[0]):
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
+    assert saved[1] < saved[0] / 2  # 4 layers' activations vs each layer's input
+    checkpointed.eval()  # eval mode: no checkpointing, attention maps still available
+    _, maps = checkpointed(tokens, mask, return_attention=True)
+    assert len(maps) == 4

@@ -66,6 +66,7 @@ ENCODER_CONSTRAINTS = {
     "ffn_dropout": [_SHARE],
     "max_length": [_POSITIVE],
     "layer_norm_eps": [Interval(Real, 0, None, closed="neither")],
+    "gradient_checkpointing": ["boolean"],
 }
 
 #: what the classifier, regressor and tagger add: they warm-start and may freeze parts

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from torch.utils.checkpoint import checkpoint
 
 from .attention import MultiHeadSelfAttention, attention_bias_from_mask, grouped_attention_bias
 from .positions import LearnedPositions, SinusoidalPositions
@@ -171,6 +172,10 @@ class TransformerEncoder(nn.Module):
         does for its embeddings.
     layer_norm_eps : float, default=1e-5
         Epsilon of every LayerNorm.
+    gradient_checkpointing : bool, default=False
+        In training, keep only each layer's input and recompute its activations in the
+        backward pass (``torch.utils.checkpoint``): activation memory falls from
+        O(layers) to O(1) layers for about a third more compute. Not used in eval mode.
 
     Attributes
     ----------
@@ -213,6 +218,7 @@ class TransformerEncoder(nn.Module):
         max_length: int = 512,
         embedding_norm: bool = False,
         layer_norm_eps: float = 1e-5,
+        gradient_checkpointing: bool = False,
     ):
         super().__init__()
         # Kept so that save()/load() can rebuild the same architecture anywhere.
@@ -231,6 +237,7 @@ class TransformerEncoder(nn.Module):
             "max_length": max_length,
             "embedding_norm": embedding_norm,
             "layer_norm_eps": layer_norm_eps,
+            "gradient_checkpointing": gradient_checkpointing,
         }
         if positions not in (None, "learned", "sinusoidal"):
             raise ValueError(f"positions must be None, 'learned' or 'sinusoidal', got {positions!r}")
@@ -238,6 +245,7 @@ class TransformerEncoder(nn.Module):
         self.n_layers = n_layers
         self.n_heads = n_heads
         self.norm_first = norm_first
+        self.gradient_checkpointing = gradient_checkpointing
         self.cls_token = nn.Parameter(torch.empty(1, 1, d_model))
         nn.init.normal_(self.cls_token, std=0.02)
         position_classes = {"learned": LearnedPositions, "sinusoidal": SinusoidalPositions}
@@ -394,7 +402,10 @@ class TransformerEncoder(nn.Module):
         maps = []
         for index, layer in enumerate(self.layers):
             layer_bias = grouped if index < grouped_layers else bias
-            x, weights = layer(x, layer_bias, need_weights=return_attention)
+            if self.gradient_checkpointing and self.training and torch.is_grad_enabled() and not return_attention:
+                x, weights = checkpoint(layer, x, layer_bias, use_reentrant=False)
+            else:
+                x, weights = layer(x, layer_bias, need_weights=return_attention)
             if return_attention:
                 maps.append(weights)
         x = self.final_norm(x)
