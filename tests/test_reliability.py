@@ -205,3 +205,18 @@ def test_prediction_tokenizes_in_chunks_with_the_same_result(tiny):
         estimator.inference_chunk_rows = 7  # 60 rows: 9 chunks, the last of 4
         np.testing.assert_allclose(predict(data), whole, atol=1e-6)
         np.testing.assert_allclose(estimator.forward_features(data), features, atol=1e-5)
+
+
+def test_predict_reads_a_parquet_dataset_batch_by_batch(tmp_path, tiny):
+    pa = pytest.importorskip("pyarrow")
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    X, y = make_table(90)
+    clf = TabFormerClassifier(**tiny).fit(X, y)
+    pq.write_table(pa.Table.from_pandas(X, preserve_index=False), tmp_path / "rows.parquet", row_group_size=25)
+    dataset = ds.dataset(tmp_path / "rows.parquet", format="parquet")
+    clf.inference_chunk_rows = 20  # record batches of at most 20 rows: never the whole file
+    np.testing.assert_allclose(clf.predict_proba(dataset), clf.predict_proba(X), atol=1e-6)
+    np.testing.assert_array_equal(clf.predict(dataset), clf.predict(X))
+    assert clf.forward_features(dataset).shape == (90, tiny["encoder__d_model"])

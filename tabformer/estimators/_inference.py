@@ -34,8 +34,10 @@ class InferenceMixin:
 
         Parameters
         ----------
-        X : dict of arrays (tokens), a torch Dataset, or raw input for ``tokenize``
-            Raw input is tokenized ``inference_chunk_rows`` rows at a time (bounded memory).
+        X : dict of arrays (tokens), a torch Dataset, raw input for ``tokenize``, or a
+            ``pyarrow.dataset.Dataset`` (Parquet files) of raw rows. Raw input is tokenized
+            ``inference_chunk_rows`` rows at a time (bounded memory); a pyarrow dataset is
+            read one record batch at a time.
         forward : callable
             ``forward(inputs)`` with ``inputs`` a dict of tensors on ``device``, each of
             shape (batch, ...); its return value is yielded as is.
@@ -134,9 +136,16 @@ def _check_finite(result, estimator, start: int) -> None:
 
 
 def _row_chunks(X, rows: int):
-    """``X`` in consecutive slices of ``rows`` rows (tokens and datasets whole)."""
+    """``X`` in consecutive slices of ``rows`` rows (tokens and datasets whole); a pyarrow
+    dataset (Parquet files, ``pyarrow.dataset.dataset(path)``) record batch by record batch,
+    so it is never read whole."""
     if isinstance(X, (dict, Dataset)):
         yield X
+        return
+    if _is_arrow_dataset(X):
+        for batch in X.to_batches(batch_size=rows):
+            if batch.num_rows:
+                yield batch.to_pandas()
         return
     n_rows = num_samples(X)
     if n_rows <= rows or not (hasattr(X, "iloc") or hasattr(X, "shape") or isinstance(X, (list, tuple))):
@@ -145,3 +154,8 @@ def _row_chunks(X, rows: int):
     take = X.iloc if hasattr(X, "iloc") else X
     for first in range(0, n_rows, rows):
         yield take[first : first + rows]
+
+
+def _is_arrow_dataset(X) -> bool:
+    # Checked by name: pyarrow is an optional dependency and need not be imported.
+    return type(X).__module__.startswith("pyarrow") and hasattr(X, "to_batches") and hasattr(X, "count_rows")
