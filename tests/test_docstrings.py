@@ -93,6 +93,7 @@ EXEMPT = {
     "on_batch_begin": "skorch callback hook",
     "on_batch_end": "skorch callback hook",
     "get_loss": "skorch's get_loss(y_pred, y_true, X, training)",
+    "infer": "skorch's infer(x, **fit_params)",
     "get_iterator": "skorch's get_iterator(dataset, training)",
     "initialize_module": "skorch's initialize_module()",
     "initialize_criterion": "skorch's initialize_criterion()",

@@ -22,6 +22,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from skorch.callbacks import EarlyStopping, LRScheduler
+from skorch.utils import to_tensor
 from torch.optim.lr_scheduler import CosineAnnealingLR
 from torch.utils.data import Dataset, Subset
 
@@ -37,6 +38,7 @@ from ..tokenizers import make_tokenizer
 from ._inference import POOLINGS, InferenceMixin
 from ._params import SHARED_CONSTRAINTS, check_params
 from ._recipes import AUTO, RecipeMixin, resolve_recipe
+from ._weights import SAMPLE_WEIGHT, check_sample_weight, weighted_loss, with_weights, without_weights
 
 __all__ = ["TabFormerNet", "construct", "num_samples", "POOLINGS"]
 
@@ -254,7 +256,14 @@ class TabFormerNet(InferenceMixin, RecipeMixin, NeuralNet):
         return None
 
     def _split_seed(self):
-        return None if self.random_state is None else int(self.random_state) + 1
+        seed = self._fit_seed()
+        return None if seed is None else seed + 1
+
+    def _fit_seed(self):
+        """``random_state`` as an int seed, or None; a ``RandomState`` gives the seed ``_seeded`` drew for this fit."""
+        if isinstance(self.random_state, np.random.RandomState):
+            return getattr(self, "_drawn_seed", None)
+        return None if self.random_state is None else int(self.random_state)
 
     def get_iterator(self, dataset, training=False):
         """skorch's DataLoader, with the resolved ``batch_size`` and optional length grouping."""
@@ -303,13 +312,18 @@ class TabFormerNet(InferenceMixin, RecipeMixin, NeuralNet):
         return self.tokenizer_.transform(X)
 
     # -------------------------------------------------------------- fit
-    def fit(self, X, y=None, **fit_params):
+    def fit(self, X, y=None, sample_weight=None, **fit_params):
         """Fit the tokenizer on ``X``, tokenize once, and train the network.
 
         Parameters
         ----------
         X : DataFrame, array-like, list of str or images, n_samples rows
-        y : array-like of shape (n_samples,) (or (n_samples, n_targets) for regression)
+        y : array-like of shape (n_samples,) (or (n_samples, n_targets) for regression
+            and multi-label classification)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative row weights: each row's loss counts ``sample_weight`` times
+            (training and validation loss alike). With metadata routing on, request it
+            with ``set_fit_request(sample_weight=True)``.
         **fit_params : passed to skorch's ``fit``.
 
         Returns
@@ -317,17 +331,30 @@ class TabFormerNet(InferenceMixin, RecipeMixin, NeuralNet):
         self
         """
         check_params(self)
-        if "sample_weight" in fit_params:
-            # skorch would pass it on to the module's forward, which could silently ignore it.
-            raise ValueError(f"{type(self).__name__} does not support sample_weight yet; resample the rows instead")
         if self.warm_start and getattr(self, "initialized_", False) and hasattr(self, "tokenizer_"):
-            return self.partial_fit(X, y, **fit_params)
+            return self.partial_fit(X, y, sample_weight=sample_weight, **fit_params)
         # Cheap checks on y come before the (possibly slow) tokenizer fit.
-        y_encoded = self._fit_target(y, num_samples(X))
+        n_samples = num_samples(X)
+        y_encoded = self._fit_target(y, n_samples)
+        weights = self._row_weights(y_encoded, check_sample_weight(sample_weight, n_samples))
         with self._seeded():
             batch = self._fit_tokenizer(X)
-            self._train_new_module(batch, y_encoded, **fit_params)
+            self._train_new_module(with_weights(batch, weights), y_encoded, **fit_params)
         return self
+
+    def _row_weights(self, y_encoded, sample_weight):
+        """The weights the loss applies (``sample_weight`` times any class weights), or None."""
+        return sample_weight
+
+    def infer(self, x, **fit_params):
+        """skorch's forward pass, on the inputs without the weights that travel with them."""
+        return super().infer(without_weights(x), **fit_params)
+
+    def get_loss(self, y_pred, y_true, X=None, training=False):
+        """skorch's loss, or the weighted mean when the batch carries weights (``_weights.py``)."""
+        if isinstance(X, dict) and SAMPLE_WEIGHT in X:
+            return weighted_loss(self.criterion_, y_pred, to_tensor(y_true, self.device), X[SAMPLE_WEIGHT])
+        return super().get_loss(y_pred, y_true, X=X, training=training)
 
     def _fit_tokenizer(self, X) -> dict:
         """Fit ``tokenizer_`` on ``X`` (or reuse a pretrained encoder's) and return X's tokens."""
@@ -363,11 +390,16 @@ class TabFormerNet(InferenceMixin, RecipeMixin, NeuralNet):
     def _warn_if_collapsed(self, tokens: dict) -> None:
         """Warn when the fitted model answers the same for every row (subclasses check)."""
 
-    def partial_fit(self, X, y=None, classes=None, **fit_params):
+    def partial_fit(self, X, y=None, classes=None, sample_weight=None, **fit_params):
         """Continue training on ``X`` with the fitted tokenizer (fits everything if unfitted)."""
         if not hasattr(self, "tokenizer_") or not self.initialized_:
-            return self.fit(X, y, **fit_params)
+            return self.fit(X, y, sample_weight=sample_weight, **fit_params)
         data, y_encoded = self._continued_data(X, y)
+        weights = check_sample_weight(sample_weight, num_samples(X))
+        if isinstance(data, dict):
+            data = with_weights(data, self._row_weights(y_encoded, weights))
+        elif weights is not None:
+            raise ValueError(f"{type(self).__name__} does not support sample_weight")
         with self._seeded():
             NeuralNet.partial_fit(self, data, y_encoded, **fit_params)
         return self
@@ -381,9 +413,12 @@ class TabFormerNet(InferenceMixin, RecipeMixin, NeuralNet):
     def _seeded(self):
         """Fork the global torch RNG and seed it: a reproducible fit that leaves the caller's RNG alone."""
         fork = torch.random.fork_rng(devices=[])
-        if self.random_state is None:
+        if isinstance(self.random_state, np.random.RandomState):
+            # As in scikit-learn: a RandomState instance gives every fit a new draw.
+            self._drawn_seed = int(self.random_state.randint(0, 2**31 - 1))
+        seed = self._fit_seed()
+        if seed is None:
             return fork
-        seed = int(self.random_state)
 
         class _Seeded:
             def __enter__(inner):
@@ -403,7 +438,7 @@ class TabFormerNet(InferenceMixin, RecipeMixin, NeuralNet):
         tags.input_tags.allow_nan = True
         tags.input_tags.categorical = True
         tags.input_tags.string = True
-        tags.non_deterministic = self.random_state is None
+        tags.non_deterministic = self.random_state is None or isinstance(self.random_state, np.random.RandomState)
         return tags
 
     def check_data(self, X, y):

@@ -15,6 +15,7 @@ from torch.utils.data import Dataset
 from .. import inspection
 from .._data import TensorDictDataset
 from ..nn.heads import mean_pool
+from ._weights import without_weights
 
 __all__ = ["InferenceMixin", "POOLINGS"]
 
@@ -44,7 +45,7 @@ class InferenceMixin:
         self.module_.eval()
         with torch.no_grad():
             for inputs, _ in self.get_iterator(dataset, training=False):
-                yield forward({key: value.to(self.device) for key, value in inputs.items()})
+                yield forward({key: value.to(self.device) for key, value in without_weights(inputs).items()})
 
     def forward_features(self, X, return_attention: bool = False, pooling: str = "cls"):
         """Encoder output for ``X``: one embedding per row.

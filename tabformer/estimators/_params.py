@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from numbers import Integral, Real
 
+import numpy as np
 import torch
 from sklearn.utils._param_validation import Interval, Options, StrOptions, validate_parameter_constraints
 
@@ -18,7 +19,15 @@ from ..nn.encoder import TransformerEncoder
 from ..nn.models import PretrainedEncoder
 from ..tokenizers import BaseTokenizer
 
-__all__ = ["SHARED_CONSTRAINTS", "FINE_TUNING_CONSTRAINTS", "SHARED_PARAMS_DOC", "RECIPES_NOTES_DOC", "check_params"]
+__all__ = [
+    "SHARED_CONSTRAINTS",
+    "FINE_TUNING_CONSTRAINTS",
+    "CLASS_WEIGHT_CONSTRAINT",
+    "SHARED_PARAMS_DOC",
+    "CLASS_WEIGHT_DOC",
+    "RECIPES_NOTES_DOC",
+    "check_params",
+]
 
 SHARED_CONSTRAINTS = {
     # Names are checked against the registry when the tokenizer is made (make_tokenizer),
@@ -32,7 +41,7 @@ SHARED_CONSTRAINTS = {
     "train_split": [StrOptions({"auto"}), callable, None],
     "validation_fraction": [Interval(Real, 0, 1, closed="left"), None],
     "patience": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}), None],
-    "random_state": [Interval(Integral, 0, 2**32 - 1, closed="both"), None],
+    "random_state": [Interval(Integral, 0, 2**32 - 1, closed="both"), np.random.RandomState, None],
     "verbose": ["verbose"],
     "device": [str, torch.device],
 }
@@ -101,8 +110,9 @@ SHARED_PARAMS_DOC = """
         (``resolved_params_["monitor"]``: ``valid_loss``, or ``valid_acc`` for text
         classifiers) unless ``callbacks__early_stopping__monitor`` (with
         ``callbacks__early_stopping__lower_is_better``) says otherwise.
-    random_state : int or None, default=None
-        Seeds weight init, shuffling and the validation split: CPU fits repeat exactly,
+    random_state : int, RandomState instance or None, default=None
+        Seeds weight init, shuffling and the validation split (a ``RandomState`` draws a
+        new seed at every ``fit``, as in scikit-learn). With an int, CPU fits repeat exactly,
         except that a WordPiece vocabulary trained in ``fit`` can differ in a few tokens
         between fits (an upstream ``tokenizers`` issue; ``tokenizer__vocab_file`` with a
         vocabulary saved by ``save_vocabulary`` is exact).
@@ -172,4 +182,13 @@ FUSION_PARAM_DOC = """    fusion : {"early", "late"} or int, default="early"
         ``0`` is early fusion. ``"late"``: one encoder per modality (same
         ``encoder__*`` settings), CLS vectors concatenated and projected before the
         head; the usual multimodal baseline.
+"""
+
+#: the classifier's and the tagger's ``class_weight``
+CLASS_WEIGHT_CONSTRAINT = [StrOptions({"balanced"}), dict, None]
+
+CLASS_WEIGHT_DOC = """    class_weight : "balanced", dict or None, default=None
+        Weights of the classes in the loss (multiplied with ``fit``'s ``sample_weight``).
+        ``"balanced"``: ``n_samples / (n_classes * np.bincount(y))`` as in scikit-learn; a
+        dict ``{label: weight}`` (labels it omits weigh 1). Not for multi-label ``y``.
 """
