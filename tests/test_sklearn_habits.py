@@ -110,3 +110,22 @@ def test_classifier_fits_a_table_with_dates_and_refuses_a_changed_kind(tmp_path)
     np.testing.assert_allclose(load(tmp_path / "model").predict_proba(X), clf.predict_proba(X), atol=1e-6)
     with pytest.raises(ValueError, match="changed kind"):
         clf.predict(X.assign(when=X["when"].astype(str)))
+
+
+def test_set_params_before_fit_stores_callback_settings_and_never_raises():
+    import warnings
+
+    from sklearn.utils.estimator_checks import check_set_params
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # sklearn warns when set_params raises TypeError
+        check_set_params("TabFormerClassifier", TabFormerClassifier(verbose=0))
+    X, y = make_table(n=60)
+    lines = []
+    clf = TabFormerClassifier(random_state=0, **TINY).set_params(verbose=1, callbacks__print_log__sink=lines.append)
+    clf.fit(X, y)
+    assert any("train_loss" in line for line in lines)  # the stored setting reached the callback at fit
+    with pytest.raises(TypeError):
+        TabFormerClassifier(**TINY).set_params(callbacks=float("inf")).fit(X, y)
+    # fitted: skorch's own set_params (re-initialising what changed)
+    assert clf.set_params(callbacks__print_log__sink=print).callbacks_[-1][1].sink is print

@@ -22,7 +22,6 @@ from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from skorch.callbacks import EarlyStopping, LRScheduler
-from skorch.utils import to_tensor
 from torch.optim.lr_scheduler import CosineAnnealingLR
 from torch.utils.data import Dataset, Subset
 
@@ -36,9 +35,9 @@ from ..nn.models import PretrainedEncoder
 from ..persistence import save_estimator
 from ..tokenizers import make_tokenizer
 from ._inference import POOLINGS, InferenceMixin
-from ._params import SHARED_CONSTRAINTS, check_params
+from ._params import SHARED_CONSTRAINTS, DeferredCallbacksMixin, check_params
 from ._recipes import AUTO, RecipeMixin, resolve_recipe
-from ._weights import SAMPLE_WEIGHT, check_sample_weight, weighted_loss, with_weights, without_weights
+from ._weights import WeightedLossMixin, check_sample_weight, with_weights
 
 __all__ = ["TabFormerNet", "construct", "num_samples", "POOLINGS"]
 
@@ -67,7 +66,7 @@ def num_samples(X) -> int:
         raise TypeError(f"X must be a DataFrame, an array or a list of samples, got {type(X).__name__}") from None
 
 
-class TabFormerNet(InferenceMixin, RecipeMixin, NeuralNet):
+class TabFormerNet(InferenceMixin, RecipeMixin, WeightedLossMixin, DeferredCallbacksMixin, NeuralNet):
     """Base of every tabformer estimator; not meant to be used directly.
 
     Subclasses declare their own parameters only (``__init__`` adds them and passes the
@@ -341,20 +340,6 @@ class TabFormerNet(InferenceMixin, RecipeMixin, NeuralNet):
             batch = self._fit_tokenizer(X)
             self._train_new_module(with_weights(batch, weights), y_encoded, **fit_params)
         return self
-
-    def _row_weights(self, y_encoded, sample_weight):
-        """The weights the loss applies (``sample_weight`` times any class weights), or None."""
-        return sample_weight
-
-    def infer(self, x, **fit_params):
-        """skorch's forward pass, on the inputs without the weights that travel with them."""
-        return super().infer(without_weights(x), **fit_params)
-
-    def get_loss(self, y_pred, y_true, X=None, training=False):
-        """skorch's loss, or the weighted mean when the batch carries weights (``_weights.py``)."""
-        if isinstance(X, dict) and SAMPLE_WEIGHT in X:
-            return weighted_loss(self.criterion_, y_pred, to_tensor(y_true, self.device), X[SAMPLE_WEIGHT])
-        return super().get_loss(y_pred, y_true, X=X, training=training)
 
     def _fit_tokenizer(self, X) -> dict:
         """Fit ``tokenizer_`` on ``X`` (or reuse a pretrained encoder's) and return X's tokens."""

@@ -27,6 +27,7 @@ __all__ = [
     "CLASS_WEIGHT_DOC",
     "RECIPES_NOTES_DOC",
     "check_params",
+    "DeferredCallbacksMixin",
 ]
 
 SHARED_CONSTRAINTS = {
@@ -192,3 +193,24 @@ CLASS_WEIGHT_DOC = """    class_weight : "balanced", dict or None, default=None
         ``"balanced"``: ``n_samples / (n_classes * np.bincount(y))`` as in scikit-learn; a
         dict ``{label: weight}`` (labels it omits weigh 1). Not for multi-label ``y``.
 """
+
+
+class DeferredCallbacksMixin:
+    """For a skorch net: before the first ``fit``, ``set_params`` only stores callback settings."""
+
+    def set_params(self, **params):
+        """skorch's ``set_params``; before the first ``fit``, callback settings are only stored.
+
+        skorch rebuilds every callback whenever a ``callbacks*`` key is set, using the
+        *previous* ``callbacks`` value, so ``set_params(callbacks=<bad>)`` succeeded and
+        every later ``set_params`` (which ``clone`` and grid searches pass all keys to)
+        raised ``TypeError``. Unfitted, nothing needs the callbacks yet: ``initialize``
+        builds them at ``fit`` from the stored values, which is also where bad ones fail.
+        """
+        if getattr(self, "initialized_", False):
+            return super().set_params(**params)
+        callback_params = {key: value for key, value in params.items() if key.startswith("callbacks")}
+        super().set_params(**{key: value for key, value in params.items() if key not in callback_params})
+        self._params_to_validate.update(callback_params)
+        vars(self).update(callback_params)
+        return self

@@ -13,8 +13,17 @@ import numpy as np
 import torch
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.validation import _check_sample_weight
+from skorch.utils import to_tensor
 
-__all__ = ["SAMPLE_WEIGHT", "check_sample_weight", "class_weights_of", "weighted_loss", "with_weights", "without_weights"]
+__all__ = [
+    "WeightedLossMixin",
+    "SAMPLE_WEIGHT",
+    "check_sample_weight",
+    "class_weights_of",
+    "weighted_loss",
+    "with_weights",
+    "without_weights",
+]
 
 #: the token-dict key the weights travel under (no tokenizer writes it)
 SAMPLE_WEIGHT = "sample_weight"
@@ -121,3 +130,21 @@ def weighted_loss(criterion: torch.nn.Module, y_pred, y_true, weights: torch.Ten
     else:  # per token: the model may drop all-padding columns, which carry weight 0
         weights = weights[:, : loss.shape[1]]
     return (weights * loss).sum() / weights.sum().clamp_min(torch.finfo(loss.dtype).tiny)
+
+
+class WeightedLossMixin:
+    """For a skorch net: weights that travel with the tokens reach the loss, never the module."""
+
+    def _row_weights(self, y_encoded, sample_weight):
+        """The weights the loss applies (``sample_weight`` times any class weights), or None."""
+        return sample_weight
+
+    def infer(self, x, **fit_params):
+        """skorch's forward pass, on the inputs without the weights that travel with them."""
+        return super().infer(without_weights(x), **fit_params)
+
+    def get_loss(self, y_pred, y_true, X=None, training=False):
+        """skorch's loss, or the weighted mean when the batch carries weights."""
+        if isinstance(X, dict) and SAMPLE_WEIGHT in X:
+            return weighted_loss(self.criterion_, y_pred, to_tensor(y_true, self.device), X[SAMPLE_WEIGHT])
+        return super().get_loss(y_pred, y_true, X=X, training=training)
