@@ -53,6 +53,7 @@ MODULES = [
     "tabformer.nn.encoder",
     "tabformer.nn.heads",
     "tabformer.nn.positions",
+    "tabformer.plot",
     "tabformer.pretraining",
     "tabformer.pretraining.losses",
     "tabformer.pretraining.mlm",
