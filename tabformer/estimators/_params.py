@@ -139,29 +139,29 @@ RECIPES_NOTES_DOC = """
     Anything you set wins. Recipe tokenizer settings apply to a tokenizer given by name
     or ``"auto"`` (an instance is yours); encoder settings to a fresh encoder.
 
-    ======================  ==================  ============  =============  =================
-    input (estimator)       lr, schedule        max_epochs    batch_size     also
-    ======================  ==================  ============  =============  =================
-    table, mixed            1e-3, cosine        40 (pat. 8)   32 steps/epoch d_model 64 etc.
-    text, pretrained        5e-5, warmup_linear 3 (pat. 2)    32             mean pooling,
-                                                                             length grouping,
-                                                                             watch valid_acc
-    text, from scratch      3e-4, warmup_linear 40 (pat. 4)   64             30k WordPiece,
-                                                                             d_model 256, 2
-                                                                             layers, dropout
-                                                                             0.3, word dropout
-                                                                             0.1, mean pooling
-    image, from scratch     1e-3, warmup_linear 40 (pat. 8)   64             ~16 patches, +-2
-                                                                             pixel shifts,
-                                                                             pre-LN, 4 layers
-    image, pretrained       3e-4, warmup_linear 40 (pat. 8)   64
-    tagger, pretrained      1e-4, cosine        3 (pat. 2)    32
-    tagger, from scratch    1e-3, cosine        40 (pat. 3)   32             cased 30k
-                                                                             WordPiece, d 256
-    pretrainer              1e-3, cosine        20 (pat. 5)   128
-    ======================  ==================  ============  =============  =================
+    ======================  =====================  ============  =============  =================
+    input (estimator)       lr, schedule           max_epochs    batch_size     also
+    ======================  =====================  ============  =============  =================
+    table, mixed            1e-3, cosine           40 (pat. 8)   32 steps/ep    d_model 64 etc.
+    text, pretrained        5e-5, warmup_linear    3 (pat. 2)    32             mean pooling,
+                                                                                length grouping,
+                                                                                watch valid_acc
+    text, from scratch      3e-4, warmup_linear    40 (pat. 4)   64             30k WordPiece,
+                                                                                d_model 256, 2
+                                                                                layers, dropout
+                                                                                0.3, word dropout
+                                                                                0.1, mean pooling
+    image, from scratch     1e-3, warmup_linear    40 (pat. 8)   64             ~16 patches, +-2
+                                                                                pixel shifts,
+                                                                                pre-LN, 4 layers
+    image, pretrained       3e-4, warmup_linear    40 (pat. 8)   64
+    tagger, pretrained      1e-4, cosine           3 (pat. 2)    32
+    tagger, from scratch    1e-3, cosine           40 (pat. 3)   32             cased 30k
+                                                                                WordPiece, d 256
+    pretrainer              1e-3, cosine           20 (pat. 5)   128
+    ======================  =====================  ============  =============  =================
 
-    "32 steps/epoch": the largest power of two in [16, 256] that leaves an epoch at least
+    "32 steps/ep": the largest power of two in [16, 256] that leaves an epoch at least
     32 steps. See :mod:`tabformer.estimators._recipes` and docs/defaults.md.
 """
 
