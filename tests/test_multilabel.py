@@ -97,3 +97,28 @@ def test_save_and_load_keep_multilabel(fitted, tmp_path):
     assert loaded.multilabel_
     np.testing.assert_allclose(loaded.predict_proba(X), clf.predict_proba(X), atol=1e-6)
     np.testing.assert_array_equal(loaded.predict(X), clf.predict(X))
+
+
+def test_onnx_export_gives_one_sigmoid_per_label(fitted, tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    from tabformer.export import onnx_inputs
+
+    clf, X, _ = fitted
+    clf.export_onnx(tmp_path / "m.onnx")
+    session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(session.run(None, onnx_inputs(clf, X[:20]))[0], clf.predict_proba(X[:20]), atol=1e-4)
+
+
+def test_command_line_proba_predicts_each_label(fitted, tmp_path, capsys):
+    import io
+
+    from tabformer.cli import main
+
+    clf, X, _ = fitted
+    clf.save(tmp_path / "model")
+    X.to_csv(tmp_path / "rows.csv", index=False)
+    capsys.readouterr()
+    assert main(["predict", str(tmp_path / "model"), str(tmp_path / "rows.csv"), "--proba"]) == 0
+    out = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    assert list(out.columns) == ["prediction0", "prediction1", "prediction2", "proba_0", "proba_1", "proba_2"]
+    np.testing.assert_array_equal(out[["prediction0", "prediction1", "prediction2"]].to_numpy(), clf.predict(X))
