@@ -39,6 +39,8 @@ def test_pretrainer_set_output_pandas_names_columns_by_feature_names_out():
     assert list(out.columns) == [f"tabformerpretrainer{i}" for i in range(8)]
     assert list(out.columns) == list(pre.get_feature_names_out())
     assert list(out.index) == list(TEXTS.index)
+    with pytest.raises(ValueError, match="does not take sample_weight"):
+        TabFormerPretrainer(**settings).fit(TEXTS, sample_weight=np.ones(len(TEXTS)))
     with sklearn.config_context(transform_output="pandas"):
         piped = make_pipeline(TabFormerPretrainer(**settings)).fit(TEXTS)
         assert list(piped.transform(TEXTS).columns[:2]) == ["tabformerpretrainer0", "tabformerpretrainer1"]

@@ -156,6 +156,8 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         self
         """
         check_params(self)
+        if "sample_weight" in fit_params:  # skorch would hand it to the module's forward
+            raise ValueError("TabFormerPretrainer does not take sample_weight: its objectives weigh every row alike")
         objective_class = get_objective(self.objective)
         self.objective_ = construct(objective_class, self.get_params_for("objective"), "objective")
         with self._seeded():
