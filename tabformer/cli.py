@@ -210,7 +210,10 @@ def _predictions(estimator, X, proba: bool) -> pd.DataFrame:
         return pd.DataFrame({"tags": [" ".join(tags) for tags in estimator.predict(sentences)]})
     if hasattr(estimator, "classes_") and proba:
         probabilities = estimator.predict_proba(X)
-        out = pd.DataFrame({"prediction": estimator.classes_[probabilities.argmax(axis=1)]})
+        if getattr(estimator, "multilabel_", False):  # one 0/1 column per label, not an argmax
+            out = pd.DataFrame((probabilities >= 0.5).astype(int), columns=[f"prediction{j}" for j in estimator.classes_])
+        else:
+            out = pd.DataFrame({"prediction": estimator.classes_[probabilities.argmax(axis=1)]})
         for j, label in enumerate(estimator.classes_):
             out[f"proba_{label}"] = probabilities[:, j]
         return out

@@ -106,9 +106,10 @@ def _vocab(spec) -> int:
 class _Exported(nn.Module):
     """``forward(*arrays)``: the module on the named arrays, and the estimator's output."""
 
-    def __init__(self, module, names, output, mean=None, scale=None, pooling="cls"):
+    def __init__(self, module, names, output, mean=None, scale=None, pooling="cls", multilabel=False):
         super().__init__()
         self.module, self.names, self.output, self.pooling = module, list(names), output, pooling
+        self.multilabel = multilabel
         if mean is not None:
             self.register_buffer("mean", torch.as_tensor(np.asarray(mean), dtype=torch.float32))
             self.register_buffer("scale", torch.as_tensor(np.asarray(scale), dtype=torch.float32))
@@ -124,7 +125,7 @@ class _Exported(nn.Module):
         out = self.module(**batch).float()
         if self.output == "predictions":
             return out * self.scale + self.mean
-        return torch.softmax(out, dim=-1)
+        return torch.sigmoid(out) if self.multilabel else torch.softmax(out, dim=-1)
 
 
 def _output(estimator) -> tuple[str, dict]:
@@ -133,7 +134,8 @@ def _output(estimator) -> tuple[str, dict]:
         return "predictions", {"mean": estimator.target_mean_, "scale": estimator.target_scale_}
     if hasattr(estimator, "objective_"):
         return "embeddings", {"pooling": estimator.pooling}
-    return "probabilities", {}
+    # a multi-label classifier's probabilities are one sigmoid per label
+    return "probabilities", {"multilabel": True} if getattr(estimator, "multilabel_", False) else {}
 
 
 def _layout(estimator, example):

@@ -258,12 +258,6 @@ def test_cuda_fit_predict(table, tiny):
     assert clf.predict_proba(X).shape == (len(X), 2)
 
 
-def test_sample_weight_is_refused_not_ignored(table, tiny):
-    X, y = table
-    with pytest.raises(ValueError, match="sample_weight"):
-        TabFormerClassifier(**tiny).fit(X, y, sample_weight=np.ones(len(y)))
-
-
 def test_regressor_has_no_predict_proba(table, tiny):
     X, _ = table
     reg = TabFormerRegressor(**tiny).fit(X, np.arange(len(X), dtype=float))

@@ -34,6 +34,10 @@ def test_readme_quickstart_runs():
     y_test = namespace["y_test"]
     majority = (y_test == y_test.mode()[0]).mean()
     assert namespace["clf"].score(namespace["X_test"], y_test) >= majority + 0.04
+    # the GridSearchCV block is fitted, not only built: 4 candidates, the best one refitted
+    search = namespace["search"]
+    assert len(search.cv_results_["params"]) == 4 and search.best_params_["encoder__n_layers"] in (1, 2)
+    assert search.best_estimator_.predict(namespace["X_test"][:5]).shape == (5,)
 
 
 def test_demo_prints_progress_eta_and_the_results_table(capsys):

@@ -21,9 +21,20 @@ _SKORCH_INIT = (
     "skorch's NeuralNet.__init__ sets history_, initialized_ and virtual_params_, and stores "
     "routed prefix__ parameters (encoder__d_model...) as attributes; clone/get_params handle both"
 )
+_WEIGHTS_VS_REPEATS = (
+    "mini-batch training: a repeated row lands in other shuffled batches than its weighted twin, and the "
+    "tokenizer's numeric bins count rows; tests/test_weights.py checks weight 2 == a duplicated row where "
+    "that holds (full batch, no dropout, no shuffling, categorical columns)"
+)
 EXPECTED_FAILURES = {
-    "TabFormerClassifier": {"check_no_attributes_set_in_init": _SKORCH_INIT},
-    "TabFormerRegressor": {"check_no_attributes_set_in_init": _SKORCH_INIT},
+    "TabFormerClassifier": {
+        "check_no_attributes_set_in_init": _SKORCH_INIT,
+        "check_sample_weight_equivalence_on_dense_data": _WEIGHTS_VS_REPEATS,
+    },
+    "TabFormerRegressor": {
+        "check_no_attributes_set_in_init": _SKORCH_INIT,
+        "check_sample_weight_equivalence_on_dense_data": _WEIGHTS_VS_REPEATS,
+    },
 }
 
 

@@ -36,15 +36,25 @@ from ..tokenizers import make_tokenizer
 from ..tokenizers.tabular import refuse_unseen_categories
 from ._distributed import DistributedMixin
 from ._inference import POOLINGS, InferenceMixin
-from ._params import SHARED_CONSTRAINTS, check_memory, check_params, check_training_memory, pixel_bytes
+from ._params import (
+    SHARED_CONSTRAINTS,
+    DeferredCallbacksMixin,
+    check_memory,
+    check_params,
+    check_training_memory,
+    pixel_bytes,
+)
 from ._precision import PrecisionMixin
 from ._recipes import AUTO, RecipeMixin, resolve_recipe
-from ._util import construct, num_samples
+from ._util import construct, num_samples, seeded_torch
+from ._weights import WeightedLossMixin, check_sample_weight, with_weights
 
 __all__ = ["TabFormerNet", "construct", "num_samples", "POOLINGS"]
 
 
-class TabFormerNet(InferenceMixin, RecipeMixin, DistributedMixin, PrecisionMixin, NeuralNet):
+class TabFormerNet(
+    InferenceMixin, RecipeMixin, WeightedLossMixin, DeferredCallbacksMixin, DistributedMixin, PrecisionMixin, NeuralNet
+):
     """Base of every tabformer estimator; not meant to be used directly.
 
     Subclasses declare their own parameters only (``__init__`` adds them and passes the
@@ -247,7 +257,14 @@ class TabFormerNet(InferenceMixin, RecipeMixin, DistributedMixin, PrecisionMixin
         return None
 
     def _split_seed(self):
-        return None if self.random_state is None else int(self.random_state) + 1
+        seed = self._fit_seed()
+        return None if seed is None else seed + 1
+
+    def _fit_seed(self):
+        """``random_state`` as an int seed, or None; a ``RandomState`` gives the seed ``_seeded`` drew for this fit."""
+        if isinstance(self.random_state, np.random.RandomState):
+            return getattr(self, "_drawn_seed", None)
+        return None if self.random_state is None else int(self.random_state)
 
     def get_iterator(self, dataset, training=False):
         """skorch's DataLoader, with the resolved ``batch_size`` and optional length grouping."""
@@ -296,13 +313,18 @@ class TabFormerNet(InferenceMixin, RecipeMixin, DistributedMixin, PrecisionMixin
         return self.tokenizer_.transform(X)
 
     # -------------------------------------------------------------- fit
-    def fit(self, X, y=None, **fit_params):
+    def fit(self, X, y=None, sample_weight=None, **fit_params):
         """Fit the tokenizer on ``X``, tokenize once, and train the network.
 
         Parameters
         ----------
         X : DataFrame, array-like, list of str or images, n_samples rows
-        y : array-like of shape (n_samples,) (or (n_samples, n_targets) for regression)
+        y : array-like of shape (n_samples,) (or (n_samples, n_targets) for regression
+            and multi-label classification)
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative row weights: each row's loss counts ``sample_weight`` times
+            (training and validation loss alike). With metadata routing on, request it
+            with ``set_fit_request(sample_weight=True)``.
         **fit_params : passed to skorch's ``fit``.
 
         Returns
@@ -310,18 +332,17 @@ class TabFormerNet(InferenceMixin, RecipeMixin, DistributedMixin, PrecisionMixin
         self
         """
         check_params(self)
-        if "sample_weight" in fit_params:
-            # skorch would pass it on to the module's forward, which could silently ignore it.
-            raise ValueError(f"{type(self).__name__} does not support sample_weight yet; resample the rows instead")
         if self.warm_start and getattr(self, "initialized_", False) and hasattr(self, "tokenizer_"):
-            return self.partial_fit(X, y, **fit_params)
+            return self.partial_fit(X, y, sample_weight=sample_weight, **fit_params)
         self.accelerator_ = None
         self.accelerator_ = self._make_accelerator()
         # Cheap checks on y come before the (possibly slow) tokenizer fit.
-        y_encoded = self._fit_target(y, num_samples(X))
+        n_samples = num_samples(X)
+        y_encoded = self._fit_target(y, n_samples)
+        weights = self._row_weights(y_encoded, check_sample_weight(sample_weight, n_samples))
         with self._seeded():
             batch = self._fit_tokenizer(X)
-            self._train_new_module(batch, y_encoded, **fit_params)
+            self._train_new_module(with_weights(batch, weights), y_encoded, **fit_params)
         return self
 
     def _fit_tokenizer(self, X) -> dict:
@@ -369,7 +390,7 @@ class TabFormerNet(InferenceMixin, RecipeMixin, DistributedMixin, PrecisionMixin
     def _warn_if_collapsed(self, tokens: dict) -> None:
         """Warn when the fitted model answers the same for every row (subclasses check)."""
 
-    def partial_fit(self, X, y=None, classes=None, **fit_params):
+    def partial_fit(self, X, y=None, classes=None, sample_weight=None, **fit_params):
         """Continue training on ``X`` with the fitted tokenizer (fits everything if unfitted).
 
         Each call runs ``max_epochs`` epochs of the ``lr_schedule`` from the peak ``lr``
@@ -379,7 +400,7 @@ class TabFormerNet(InferenceMixin, RecipeMixin, DistributedMixin, PrecisionMixin
         ``warm_start=False`` to learn them.
         """
         if not hasattr(self, "tokenizer_") or not self.initialized_:
-            return self.fit(X, y, **fit_params)
+            return self.fit(X, y, sample_weight=sample_weight, **fit_params)
         data, y_encoded = self._continued_data(X, y)
         refuse_unseen_categories(self.tokenizer_, data)
         # The cosine schedule left the rate at ~0; CosineAnnealingLR restarts from the current
@@ -387,6 +408,11 @@ class TabFormerNet(InferenceMixin, RecipeMixin, DistributedMixin, PrecisionMixin
         # runs its schedule from the peak lr (warmup_linear restores it at on_train_end).
         for group in self.optimizer_.param_groups:
             group["lr"] = group.get("initial_lr", group["lr"])
+        weights = check_sample_weight(sample_weight, num_samples(X))
+        if isinstance(data, dict):
+            data = with_weights(data, self._row_weights(y_encoded, weights))
+        elif weights is not None:
+            raise ValueError(f"{type(self).__name__} does not support sample_weight")
         with self._seeded():
             NeuralNet.partial_fit(self, data, y_encoded, **fit_params)
         return self
@@ -400,19 +426,10 @@ class TabFormerNet(InferenceMixin, RecipeMixin, DistributedMixin, PrecisionMixin
     def _seeded(self):
         """Fork the global torch RNG and seed it: a reproducible fit that leaves the caller's RNG alone."""
         fork = torch.random.fork_rng(devices=[])
-        if self.random_state is None:
-            return fork
-        seed = int(self.random_state)
-
-        class _Seeded:
-            def __enter__(inner):
-                fork.__enter__()
-                torch.manual_seed(seed)
-
-            def __exit__(inner, *exc):
-                return fork.__exit__(*exc)
-
-        return _Seeded()
+        if isinstance(self.random_state, np.random.RandomState):
+            # As in scikit-learn: a RandomState instance gives every fit a new draw.
+            self._drawn_seed = int(self.random_state.randint(0, 2**31 - 1))
+        return seeded_torch(fork, self._fit_seed())
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "tokenizer_") and bool(getattr(self, "initialized_", False)) and hasattr(self, "module_")
@@ -422,7 +439,7 @@ class TabFormerNet(InferenceMixin, RecipeMixin, DistributedMixin, PrecisionMixin
         tags.input_tags.allow_nan = True
         tags.input_tags.categorical = True
         tags.input_tags.string = True
-        tags.non_deterministic = self.random_state is None
+        tags.non_deterministic = self.random_state is None or isinstance(self.random_state, np.random.RandomState)
         return tags
 
     def check_data(self, X, y):

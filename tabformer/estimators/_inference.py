@@ -16,6 +16,7 @@ from .. import inspection
 from .._data import TensorDictDataset
 from ..nn.heads import mean_pool
 from ._util import num_samples
+from ._weights import without_weights
 
 __all__ = ["InferenceMixin", "POOLINGS"]
 
@@ -63,7 +64,7 @@ class InferenceMixin:
                 for inputs, _ in self.get_iterator(dataset, training=False):
                     # Entered per batch: the caller's code between batches runs outside autocast.
                     with self.autocast():
-                        result = forward({key: value.to(self.device) for key, value in inputs.items()})
+                        result = forward({key: value.to(self.device) for key, value in without_weights(inputs).items()})
                     _check_finite(result, self, start)
                     start += len(next(iter(inputs.values())))
                     yield result

@@ -26,11 +26,14 @@ __all__ = [
     "SHARED_CONSTRAINTS",
     "FINE_TUNING_CONSTRAINTS",
     "ENCODER_CONSTRAINTS",
+    "CLASS_WEIGHT_CONSTRAINT",
     "SHARED_PARAMS_DOC",
+    "CLASS_WEIGHT_DOC",
     "RECIPES_NOTES_DOC",
     "check_params",
     "check_memory",
     "check_training_memory",
+    "DeferredCallbacksMixin",
 ]
 
 SHARED_CONSTRAINTS = {
@@ -45,7 +48,7 @@ SHARED_CONSTRAINTS = {
     "train_split": [StrOptions({"auto"}), callable, None],
     "validation_fraction": [Interval(Real, 0, 1, closed="left"), None],
     "patience": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}), None],
-    "random_state": [Interval(Integral, 0, 2**32 - 1, closed="both"), None],
+    "random_state": [Interval(Integral, 0, 2**32 - 1, closed="both"), np.random.RandomState, None],
     "verbose": ["verbose"],
     "device": [str, torch.device],
     "precision": [StrOptions(set(PRECISIONS))],
@@ -262,8 +265,9 @@ SHARED_PARAMS_DOC = """
         (``resolved_params_["monitor"]``: ``valid_loss``, or ``valid_acc`` for text
         classifiers) unless ``callbacks__early_stopping__monitor`` (with
         ``callbacks__early_stopping__lower_is_better``) says otherwise.
-    random_state : int or None, default=None
-        Seeds weight init, shuffling and the validation split: CPU fits repeat exactly,
+    random_state : int, RandomState instance or None, default=None
+        Seeds weight init, shuffling and the validation split (a ``RandomState`` draws a
+        new seed at every ``fit``, as in scikit-learn). With an int, CPU fits repeat exactly,
         except that a WordPiece vocabulary trained in ``fit`` can differ in a few tokens
         between fits (an upstream ``tokenizers`` issue; ``tokenizer__vocab_file`` with a
         vocabulary saved by ``save_vocabulary`` is exact).
@@ -307,29 +311,29 @@ RECIPES_NOTES_DOC = """
     Anything you set wins. Recipe tokenizer settings apply to a tokenizer given by name
     or ``"auto"`` (an instance is yours); encoder settings to a fresh encoder.
 
-    ======================  ==================  ============  =============  =================
-    input (estimator)       lr, schedule        max_epochs    batch_size     also
-    ======================  ==================  ============  =============  =================
-    table, mixed            1e-3, cosine        40 (pat. 8)   32 steps/epoch d_model 64 etc.
-    text, pretrained        5e-5, warmup_linear 3 (pat. 2)    32             mean pooling,
-                                                                             length grouping,
-                                                                             watch valid_acc
-    text, from scratch      3e-4, warmup_linear 40 (pat. 4)   64             30k WordPiece,
-                                                                             d_model 256, 2
-                                                                             layers, dropout
-                                                                             0.3, word dropout
-                                                                             0.1, mean pooling
-    image, from scratch     1e-3, warmup_linear 40 (pat. 8)   64             ~16 patches, +-2
-                                                                             pixel shifts,
-                                                                             pre-LN, 4 layers
-    image, pretrained       3e-4, warmup_linear 40 (pat. 8)   64
-    tagger, pretrained      1e-4, cosine        3 (pat. 2)    32
-    tagger, from scratch    1e-3, cosine        40 (pat. 3)   32             cased 30k
-                                                                             WordPiece, d 256
-    pretrainer              1e-3, cosine        20 (pat. 5)   128
-    ======================  ==================  ============  =============  =================
+    ======================  =====================  ============  =============  =================
+    input (estimator)       lr, schedule           max_epochs    batch_size     also
+    ======================  =====================  ============  =============  =================
+    table, mixed            1e-3, cosine           40 (pat. 8)   32 steps/ep    d_model 64 etc.
+    text, pretrained        5e-5, warmup_linear    3 (pat. 2)    32             mean pooling,
+                                                                                length grouping,
+                                                                                watch valid_acc
+    text, from scratch      3e-4, warmup_linear    40 (pat. 4)   64             30k WordPiece,
+                                                                                d_model 256, 2
+                                                                                layers, dropout
+                                                                                0.3, word dropout
+                                                                                0.1, mean pooling
+    image, from scratch     1e-3, warmup_linear    40 (pat. 8)   64             ~16 patches, +-2
+                                                                                pixel shifts,
+                                                                                pre-LN, 4 layers
+    image, pretrained       3e-4, warmup_linear    40 (pat. 8)   64
+    tagger, pretrained      1e-4, cosine           3 (pat. 2)    32
+    tagger, from scratch    1e-3, cosine           40 (pat. 3)   32             cased 30k
+                                                                                WordPiece, d 256
+    pretrainer              1e-3, cosine           20 (pat. 5)   128
+    ======================  =====================  ============  =============  =================
 
-    "32 steps/epoch": the largest power of two in [16, 256] that leaves an epoch at least
+    "32 steps/ep": the largest power of two in [16, 256] that leaves an epoch at least
     32 steps. See :mod:`tabformer.estimators._recipes` and docs/defaults.md.
 """
 
@@ -352,3 +356,33 @@ FUSION_PARAM_DOC = """    fusion : {"early", "late"} or int, default="early"
         ``encoder__*`` settings), CLS vectors concatenated and projected before the
         head; the usual multimodal baseline.
 """
+
+#: the classifier's and the tagger's ``class_weight``
+CLASS_WEIGHT_CONSTRAINT = [StrOptions({"balanced"}), dict, None]
+
+CLASS_WEIGHT_DOC = """    class_weight : "balanced", dict or None, default=None
+        Weights of the classes in the loss (multiplied with ``fit``'s ``sample_weight``).
+        ``"balanced"``: ``n_samples / (n_classes * np.bincount(y))`` as in scikit-learn; a
+        dict ``{label: weight}`` (labels it omits weigh 1). Not for multi-label ``y``.
+"""
+
+
+class DeferredCallbacksMixin:
+    """For a skorch net: before the first ``fit``, ``set_params`` only stores callback settings."""
+
+    def set_params(self, **params):
+        """skorch's ``set_params``; before the first ``fit``, callback settings are only stored.
+
+        skorch rebuilds every callback whenever a ``callbacks*`` key is set, using the
+        *previous* ``callbacks`` value, so ``set_params(callbacks=<bad>)`` succeeded and
+        every later ``set_params`` (which ``clone`` and grid searches pass all keys to)
+        raised ``TypeError``. Unfitted, nothing needs the callbacks yet: ``initialize``
+        builds them at ``fit`` from the stored values, which is also where bad ones fail.
+        """
+        if getattr(self, "initialized_", False):
+            return super().set_params(**params)
+        callback_params = {key: value for key, value in params.items() if key.startswith("callbacks")}
+        super().set_params(**{key: value for key, value in params.items() if key not in callback_params})
+        self._params_to_validate.update(callback_params)
+        vars(self).update(callback_params)
+        return self

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 
 import numpy as np
+import torch
 
-__all__ = ["construct", "num_samples"]
+__all__ = ["construct", "num_samples", "seeded_torch"]
 
 
 def construct(cls, params: dict, prefix: str, *args):
@@ -31,3 +33,12 @@ def num_samples(X) -> int:
         return len(X)
     except TypeError:
         raise TypeError(f"X must be a DataFrame, an array or a list of samples, got {type(X).__name__}") from None
+
+
+@contextlib.contextmanager
+def seeded_torch(fork, seed):
+    """Inside ``fork`` (a forked torch RNG state), seed torch with ``seed`` unless it is None."""
+    with fork:
+        if seed is not None:
+            torch.manual_seed(seed)
+        yield

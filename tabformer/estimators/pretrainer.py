@@ -57,8 +57,9 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
     patience : int, "auto" or None, default="auto"
         Epochs without a lower validation loss before stopping (the best weights are
         restored); ``None`` disables early stopping. ``"auto"`` resolves to 5.
-    random_state : int or None, default=None
-        Seeds initialisation, shuffling, the split and the objective's randomness.
+    random_state : int, RandomState instance or None, default=None
+        Seeds initialisation, shuffling, the split and the objective's randomness (a
+        ``RandomState`` draws a new seed at every ``fit``).
     pooling : {"cls", "mean", "cls+mean"}, default="cls"
         What ``transform`` returns per row: the CLS output (d_model values), the mean
         of the CLS and real-token outputs, or both side by side (2 * d_model values,
@@ -155,16 +156,18 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         self
         """
         check_params(self)
+        if "sample_weight" in fit_params:  # skorch would hand it to the module's forward
+            raise ValueError("TabFormerPretrainer does not take sample_weight: its objectives weigh every row alike")
         objective_class = get_objective(self.objective)
         self.objective_ = construct(objective_class, self.get_params_for("objective"), "objective")
         with self._seeded():
             batch = self._fit_tokenizer(X)
-            dataset = self.objective_.make_dataset(batch, self.tokenizer_, self.random_state)
+            dataset = self.objective_.make_dataset(batch, self.tokenizer_, self._fit_seed())
             self._train_new_module(dataset, None, **fit_params)
         return self
 
     def _continued_data(self, X, y):
-        return self.objective_.make_dataset(self.tokenize(X), self.tokenizer_, self.random_state), None
+        return self.objective_.make_dataset(self.tokenize(X), self.tokenizer_, self._fit_seed()), None
 
     def transform(self, X):
         """CLS embeddings of the pretrained encoder.
@@ -187,7 +190,10 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         return copy.deepcopy(PretrainedEncoder(self.tokenizer_, self.module_.embedder, self.module_.encoder)).cpu().eval()
 
     def get_feature_names_out(self, input_features=None):
-        """Names of ``transform``'s output columns: ``"embedding0"``, ``"embedding1"``...
+        """Names of ``transform``'s output columns: ``"tabformerpretrainer0"``, ``"tabformerpretrainer1"``...
+
+        As scikit-learn names the outputs of its own decompositions (``pca0``, ...), so
+        ``set_output(transform="pandas")`` gives these column names.
 
         Parameters
         ----------
@@ -199,12 +205,13 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         """
         check_is_fitted(self)
         width = self.module_.encoder.d_model * (2 if self.pooling == "cls+mean" else 1)
-        return np.asarray([f"embedding{i}" for i in range(width)], dtype=object)
+        prefix = type(self).__name__.lower()
+        return np.asarray([f"{prefix}{i}" for i in range(width)], dtype=object)
 
     def score(self, X, y=None):
         """Minus the objective's loss on ``X`` (higher is better, as sklearn expects)."""
         check_is_fitted(self)
-        dataset = self.objective_.make_dataset(self.tokenize(X), self.tokenizer_, self.random_state)
+        dataset = self.objective_.make_dataset(self.tokenize(X), self.tokenizer_, self._fit_seed())
 
         def batch_loss(inputs):
             return float(self.objective_.loss(self.module_(**inputs))), len(next(iter(inputs.values())))

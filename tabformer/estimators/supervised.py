@@ -8,13 +8,16 @@ mixed inputs, and how predictions come back.
 from __future__ import annotations
 
 import warnings
+from functools import partial
 from numbers import Integral
 
 import numpy as np
+import scipy.sparse as sp
 import torch
 from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNetClassifier, NeuralNetRegressor
 
@@ -22,7 +25,16 @@ from .._validation import check_target
 from ..nn.heads import ClassificationHead, RegressionHead
 from ._base import construct
 from ._finetuning import FineTuningNet
-from ._params import FINE_TUNING_CONSTRAINTS, FINE_TUNING_PARAMS_DOC, FUSION_PARAM_DOC, RECIPES_NOTES_DOC, SHARED_PARAMS_DOC
+from ._params import (
+    CLASS_WEIGHT_CONSTRAINT,
+    CLASS_WEIGHT_DOC,
+    FINE_TUNING_CONSTRAINTS,
+    FINE_TUNING_PARAMS_DOC,
+    FUSION_PARAM_DOC,
+    RECIPES_NOTES_DOC,
+    SHARED_PARAMS_DOC,
+)
+from ._weights import class_weights_of
 
 __all__ = ["TabFormerClassifier", "TabFormerRegressor"]
 
@@ -65,13 +77,21 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
     __doc__ = (
         """Transformer classifier over tokenized inputs, with a CLS-token head.
 
-    Labels may be of any type (strings included); binary and multiclass.
+    Labels may be of any type (strings included); binary and multiclass. A 2-D 0/1
+    indicator ``y`` of shape (n_samples, n_labels) (e.g. from
+    :class:`~sklearn.preprocessing.MultiLabelBinarizer` on lists of labels) makes it
+    multi-label: one sigmoid per label trained with binary cross-entropy, ``predict``
+    returning the indicator matrix and ``predict_proba`` each label's probability.
     """
         + _PARAMS_DOC
+        + CLASS_WEIGHT_DOC
         + """
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
+        The labels; multi-label: the label columns ``0 .. n_labels - 1``.
+    multilabel_ : bool
+        Whether ``y`` was a multi-label indicator matrix.
     tokenizer_ : fitted tokenizer
     module_ : TabFormerModel (LateFusionModel with ``fusion="late"``)
     history_ : skorch History (per-epoch losses, timings)
@@ -102,11 +122,49 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
     _recipe_role = "classifier"
     _head_class = ClassificationHead
 
-    def __init__(self, tokenizer="auto", encoder=None, *, criterion=torch.nn.CrossEntropyLoss, **kwargs):
+    _parameter_constraints = {**_CLSHeadNet._parameter_constraints, "class_weight": CLASS_WEIGHT_CONSTRAINT}
+
+    def __init__(self, tokenizer="auto", encoder=None, *, criterion=torch.nn.CrossEntropyLoss, class_weight=None, **kwargs):
         super().__init__(tokenizer, encoder, criterion=criterion, **kwargs)
+        self.class_weight = class_weight
+
+    @property
+    def _multilabel(self) -> bool:
+        # Models saved before multi-label existed have no multilabel_.
+        return getattr(self, "multilabel_", False)
+
+    def initialize_criterion(self):
+        """The criterion; a multi-label fit swaps the default cross-entropy for per-label binary cross-entropy.
+
+        Returns
+        -------
+        self
+        """
+        super().initialize_criterion()
+        if self._multilabel and self.criterion is torch.nn.CrossEntropyLoss:
+            self.criterion_ = torch.nn.BCEWithLogitsLoss().to(self.device)
+        return self
+
+    def _row_weights(self, y_encoded, sample_weight):
+        if self.class_weight is None:
+            return sample_weight
+        if self._multilabel:
+            raise ValueError("class_weight is not supported with a multi-label y; pass sample_weight instead")
+        weights = class_weights_of(self.class_weight, self.classes_, y_encoded)[y_encoded]
+        return weights if sample_weight is None else weights * sample_weight
 
     def _warn_if_collapsed(self, tokens: dict) -> None:
-        predicted = np.unique(self.predict_proba(tokens).argmax(axis=1))
+        proba = self.predict_proba(tokens)
+        if self._multilabel:
+            if len(np.unique(proba >= 0.5, axis=0)) == 1:
+                warnings.warn(
+                    f"{type(self).__name__} predicts the same labels for every training row it was checked on: "
+                    f"it has not learned beyond a constant answer; {self._collapse_advice()}",
+                    ConvergenceWarning,
+                    stacklevel=4,
+                )
+            return
+        predicted = np.unique(proba.argmax(axis=1))
         if len(predicted) == 1:
             warnings.warn(
                 f"{type(self).__name__} predicts one class ({self.classes_[predicted[0]]!r}) for every training row "
@@ -123,7 +181,13 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
             raise AttributeError(f"{type(self).__name__} is not fitted yet: it has no classes_") from None
 
     def _fit_target(self, y, n_samples):
+        if sp.issparse(y):  # MultiLabelBinarizer(sparse_output=True)
+            y = y.toarray()
         y = check_target(y, n_samples, numeric=False)
+        self.multilabel_ = type_of_target(y) == "multilabel-indicator"
+        if self._multilabel:
+            self.label_encoder_ = LabelEncoder().fit(np.arange(y.shape[1]))
+            return self._encode_target(y)
         if y.ndim != 1:
             if y.ndim == 2 and y.shape[1] == 1:
                 warnings.warn(
@@ -140,6 +204,13 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
         return self._encode_target(y)
 
     def _encode_target(self, y):
+        if self._multilabel:
+            y = np.asarray(y.toarray() if sp.issparse(y) else y)
+            if y.ndim != 2 or y.shape[1] != len(self.classes_) or not np.isin(y, (0, 1)).all():
+                raise ValueError(
+                    f"y must be a 0/1 indicator matrix with {len(self.classes_)} label columns, as in fit; got shape {y.shape}"
+                )
+            return y.astype(np.float32)
         y = np.asarray(y).ravel()
         unknown = set(np.unique(y)) - set(self.label_encoder_.classes_)
         if unknown:
@@ -147,6 +218,8 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
         return self.label_encoder_.transform(y).astype(np.int64)
 
     def _stratify_labels(self, y):
+        if self._multilabel:
+            return None
         counts = np.bincount(np.asarray(y))
         n_valid = int(np.ceil(self.validation_fraction * len(y))) if self.validation_fraction < 1 else self.validation_fraction
         # Stratifying needs two rows of every class and room for every class in the holdout.
@@ -168,18 +241,34 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
         return construct(ClassificationHead, self.get_params_for("head"), "head", d_model, len(self.classes_))
 
     def predict_proba(self, X):
-        """Class probabilities, shape (n_samples, n_classes), columns in ``classes_`` order."""
+        """Class probabilities, shape (n_samples, n_classes), columns in ``classes_`` order.
+
+        Multi-label: each label's own probability (a sigmoid), shape (n_samples, n_labels);
+        rows need not sum to 1.
+        """
         check_is_fitted(self)
-        batches = self.iter_batches(X, lambda inputs: torch.softmax(self.module_(**inputs).float(), dim=-1).cpu().numpy())
+        link = torch.sigmoid if self._multilabel else partial(torch.softmax, dim=-1)
+        batches = self.iter_batches(X, lambda inputs: link(self.module_(**inputs).float()).cpu().numpy())
         return np.concatenate(list(batches))
 
     def predict(self, X):
-        """Most probable class label per row, shape (n_samples,)."""
+        """Most probable class label per row, shape (n_samples,).
+
+        Multi-label: the indicator matrix of the labels whose probability is at least 0.5,
+        shape (n_samples, n_labels), int.
+        """
+        if self._multilabel:
+            return (self.predict_proba(X) >= 0.5).astype(np.int64)
         indices = self.predict_proba(X).argmax(axis=1)
         if isinstance(X, torch.utils.data.Dataset):
             # skorch's valid_acc scores the internal validation set, whose y is encoded.
             return indices
         return self.classes_[indices]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_label = True
+        return tags
 
 
 class TabFormerRegressor(_CLSHeadNet, NeuralNetRegressor):

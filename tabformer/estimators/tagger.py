@@ -17,7 +17,15 @@ from ..metrics import entity_f1
 from ..nn.heads import IGNORE_INDEX, TokenClassificationHead, TokenCrossEntropy
 from ._base import construct
 from ._finetuning import FineTuningNet
-from ._params import FINE_TUNING_PARAMS_DOC, RECIPES_NOTES_DOC, SHARED_PARAMS_DOC, check_params
+from ._params import (
+    CLASS_WEIGHT_CONSTRAINT,
+    CLASS_WEIGHT_DOC,
+    FINE_TUNING_PARAMS_DOC,
+    RECIPES_NOTES_DOC,
+    SHARED_PARAMS_DOC,
+    check_params,
+)
+from ._weights import check_sample_weight, class_weights_of, with_weights
 
 __all__ = ["TabFormerTagger"]
 
@@ -45,7 +53,7 @@ class TabFormerTagger(FineTuningNet):
     word is trained on and read for its tag. Words cut off by ``tokenizer__max_length``
     (or made of characters the normaliser removes) get ``default_tag_``.
     """
-        + (SHARED_PARAMS_DOC + FINE_TUNING_PARAMS_DOC).replace(
+        + (SHARED_PARAMS_DOC + FINE_TUNING_PARAMS_DOC + CLASS_WEIGHT_DOC.replace("the classes", "the tags")).replace(
             'tokenizer instance, default="auto"', 'tokenizer instance, default="wordpiece"'
         )
         + """
@@ -79,8 +87,11 @@ class TabFormerTagger(FineTuningNet):
     _recipe_role = "tagger"
     _head_class = TokenClassificationHead
 
-    def __init__(self, tokenizer="wordpiece", encoder=None, *, criterion=TokenCrossEntropy, **kwargs):
+    _parameter_constraints = {**FineTuningNet._parameter_constraints, "class_weight": CLASS_WEIGHT_CONSTRAINT}
+
+    def __init__(self, tokenizer="wordpiece", encoder=None, *, criterion=TokenCrossEntropy, class_weight=None, **kwargs):
         super().__init__(tokenizer, encoder, criterion=criterion, **kwargs)
+        self.class_weight = class_weight
 
     def build_head(self, d_model):
         """A :class:`~tabformer.nn.heads.TokenClassificationHead` configured by ``head__*``.
@@ -119,13 +130,15 @@ class TabFormerTagger(FineTuningNet):
             labels[i, j] = index[str(tags[i][word_ids[i, j]])]  # classes_ are str: int tags too
         return labels
 
-    def fit(self, X, y=None, **fit_params):
+    def fit(self, X, y=None, sample_weight=None, **fit_params):
         """Fit the tokenizer, align word tags to sub-words, and train.
 
         Parameters
         ----------
         X : list of n lists of str (words)
         y : list of n lists of str (tags), ``len(y[i]) == len(X[i])``
+        sample_weight : array-like of shape (n,), default=None
+            Weight of each sentence: every word of it counts that many times in the loss.
 
         Returns
         -------
@@ -134,6 +147,7 @@ class TabFormerTagger(FineTuningNet):
         check_params(self)
         X = _check_sentences(X)
         tags = self._check_tags(X, y)
+        weights = check_sample_weight(sample_weight, len(X))
         flat = [tag for row in tags for tag in row]
         if not flat:
             raise ValueError("y holds no tags at all (every sentence is empty)")
@@ -142,8 +156,20 @@ class TabFormerTagger(FineTuningNet):
         self.default_tag_ = "O" if "O" in values else str(values[counts.argmax()])
         with self._seeded():
             batch = self._fit_tokenizer(X)
-            self._train_new_module(batch, self._align(batch, tags), **fit_params)
+            labels = self._align(batch, tags)
+            self._train_new_module(with_weights(batch, self._row_weights(labels, weights)), labels, **fit_params)
         return self
+
+    def _row_weights(self, labels, sample_weight):
+        """Per sub-word weights (n, T): the sentence's weight times its tag's, 0 where no tag is read."""
+        if sample_weight is None and self.class_weight is None:
+            return None
+        labelled = labels != IGNORE_INDEX
+        weights = labelled * (1.0 if sample_weight is None else np.asarray(sample_weight)[:, None])
+        if self.class_weight is not None:
+            per_tag = class_weights_of(self.class_weight, self.classes_, labels[labelled])
+            weights = weights * np.where(labelled, per_tag[np.where(labelled, labels, 0)], 0.0)
+        return weights
 
     def _continued_data(self, X, y):
         """Tokens of ``X`` and the sub-word labels of ``y``, with the fitted tag set."""

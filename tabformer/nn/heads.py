@@ -166,6 +166,9 @@ class TokenCrossEntropy(nn.Module):
     shorter than the labels; the dropped columns only hold ignored labels.
     """
 
+    #: ``"none"`` returns the (B, T') per-token losses, 0 where ignored (weighted losses read them)
+    reduction = "mean"
+
     def forward(self, logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         """Mean cross-entropy over the labelled tokens.
 
@@ -182,6 +185,8 @@ class TokenCrossEntropy(nn.Module):
             ``0`` (still attached to the graph) when no token is labelled.
         """
         target = target[:, : logits.shape[1]].long()
+        if self.reduction == "none":
+            return F.cross_entropy(logits.transpose(1, 2), target, ignore_index=IGNORE_INDEX, reduction="none")
         if not bool((target != IGNORE_INDEX).any()):
             return logits.sum() * 0.0  # a batch of empty sentences: no signal, no NaN
         return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1), ignore_index=IGNORE_INDEX)

@@ -44,7 +44,7 @@ def register_tokenizer(*names):
     return decorate
 
 
-class BaseTokenizer(TransformerMixin, BaseEstimator):
+class BaseTokenizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):
     """Base class of tabformer tokenizers.
 
     Subclasses implement ``fit(X)``, ``transform(X) -> dict[str, ndarray]`` and
@@ -56,6 +56,12 @@ class BaseTokenizer(TransformerMixin, BaseEstimator):
 
     The base class takes no parameters; see the subclasses for theirs.
     """
+
+    def __init_subclass__(cls, **kwargs):
+        # transform returns a dict of arrays, which no DataFrame holds: opt every tokenizer out
+        # of set_output / set_config(transform_output="pandas") wrapping (no set_output method).
+        kwargs["auto_wrap_output_keys"] = None
+        super().__init_subclass__(**kwargs)
 
     #: default ``encoder__positions`` for this kind of input
     default_positions: str | None = None

@@ -154,7 +154,7 @@ class PatchTokenizer(BaseTokenizer):
         PIL images and files are converted to the fitted mode (``"L"`` or ``"RGB"``).
     pixel_scale_ : float
         Divisor that brings the pixels to ``[0, 1]``.
-    mean_, std_ : ndarray of shape (n_channels_,)
+    mean_, std_ : ndarray of shape (n_channels,), one value per channel
         Per-channel statistics of the training pixels in ``[0, 1]`` (0 and 1 without
         ``normalize`` or with a ``backbone``); applied by the embedder.
     grid_shape_ : (int, int)

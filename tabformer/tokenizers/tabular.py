@@ -30,15 +30,60 @@ __all__ = ["TabularTokenizer"]
 
 
 def _dtype_family(dtype) -> str:
+    if pd.api.types.is_datetime64_any_dtype(dtype):
+        return "datetime"
     return "numeric" if is_numeric_dtype(dtype) else "categorical" if is_categorical_dtype(dtype) else "other"
 
 
 def _sorted_categories(values: pd.Series) -> pd.Index:
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        # The user declared them: keep their order, and ids for those absent from these rows.
+        return pd.Index(values.cat.categories)
     unique = pd.unique(values.dropna())
     try:
         return pd.Index(sorted(unique))
     except TypeError:  # mixed types (e.g. 1 and "a") cannot be ordered; order by text
         return pd.Index(sorted(unique, key=str))
+
+
+_PERIODS = {"month": 12, "weekday": 7, "hour": 24}
+
+
+def _datetime_parts(values: pd.Series) -> list:
+    """The parts a datetime column becomes: elapsed time, month and weekday, hour if the times have one."""
+    times = _naive(values).dropna()
+    with_time = bool(len(times)) and bool((times != times.dt.normalize()).any())
+    return ["elapsed", "month", "weekday"] + (["hour"] if with_time else [])
+
+
+def _naive(values: pd.Series) -> pd.Series:
+    """Datetimes without a time zone (converted to UTC first), so every row is on one clock."""
+    return values.dt.tz_convert("UTC").dt.tz_localize(None) if values.dt.tz is not None else values
+
+
+def _expand_datetimes(frame: pd.DataFrame, parts: dict) -> pd.DataFrame:
+    """``frame`` with each datetime column replaced, in place, by its number columns (NaT -> NaN)."""
+    if not parts:
+        return frame
+    columns = {}
+    for column in frame.columns:
+        if column not in parts:
+            columns[column] = frame[column]
+            continue
+        times = _naive(frame[column])
+        for part in parts[column]:
+            if part == "elapsed":
+                columns[f"{column}.elapsed"] = (times - pd.Timestamp("1970-01-01")) / pd.Timedelta(days=365.25)
+                continue
+            if part == "month":  # the position in the year, so 31 January sits next to 1 February
+                phase = (times.dt.day_of_year - 1) / (365 + times.dt.is_leap_year.astype(float))
+            elif part == "weekday":
+                phase = (times.dt.day_of_week + times.dt.hour / 24) / 7
+            else:
+                phase = (times.dt.hour + times.dt.minute / 60 + times.dt.second / 3600) / 24
+            columns[f"{column}.{part}_sin"] = np.sin(2 * np.pi * phase.astype(float))
+            columns[f"{column}.{part}_cos"] = np.cos(2 * np.pi * phase.astype(float))
+    return pd.DataFrame(columns, index=frame.index)
 
 
 @register_tokenizer("tabular", "table")
@@ -49,10 +94,17 @@ class TabularTokenizer(BaseTokenizer):
     ----------
     categorical_columns : list of str or None, default=None
         Columns to treat as categorical. ``None`` detects them: object, string,
-        category and bool dtypes.
+        category and bool dtypes. A pandas ``category`` column keeps its declared
+        categories, in their order (a category absent from the training rows still
+        gets its own id).
     numeric_columns : list of str or None, default=None
         Columns to treat as numeric. ``None`` detects them: numeric dtypes (not bool).
         Any column in neither list nor detected raises an error naming it.
+        Datetime columns (``datetime64``, time zones included) become several number
+        tokens, each named ``<column>.<part>``: ``elapsed`` (years since 1970), and the
+        periodic calendar parts as sine/cosine pairs: ``month_sin``/``month_cos`` (the
+        position in the year), ``weekday_sin``/``weekday_cos`` and, when the training
+        values have a time of day, ``hour_sin``/``hour_cos``. ``NaT`` is missing.
     numeric_transform : {"quantile", "standard", None}, default="quantile"
         Scaling fitted on the training rows (NaN ignored). ``"quantile"`` maps each
         column to a standard normal through its empirical quantiles (as rtdl does),
@@ -73,7 +125,9 @@ class TabularTokenizer(BaseTokenizer):
         Columns encoded as numbers, in input order.
     categories_ : list of pandas.Index
         Fitted categories of each categorical column, in id order (ids start at 2).
-    column_families_ : dict of str to {"numeric", "categorical", "other"}
+    datetime_parts_ : dict of str to list of str
+        The parts each datetime column became (see ``numeric_columns``).
+    column_families_ : dict of str to {"numeric", "categorical", "datetime", "other"}
         dtype family of every column at fit; ``transform`` refuses a column that changed.
     scaler_ : QuantileTransformer, StandardScaler or None
         Scaling fitted on the numeric block (``None`` without numeric columns or transform).
@@ -144,11 +198,17 @@ class TabularTokenizer(BaseTokenizer):
             self.feature_names_in_ = np.asarray(frame.columns, dtype=object)
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
-        self.categorical_columns_, self.numeric_columns_ = self._resolve_kinds(frame)
         self.column_families_ = {c: _dtype_family(frame[c].dtype) for c in frame.columns}
         self.column_dtypes_ = {c: str(frame[c].dtype) for c in frame.columns}
         # Non-str names are not feature names (sklearn's rule) but still identify columns.
         self.column_labels_ = list(X.columns) if isinstance(X, pd.DataFrame) and not had_names else None
+        self.datetime_parts_ = {
+            c: _datetime_parts(frame[c])
+            for c in frame.columns
+            if self.column_families_[c] == "datetime" and c not in (self.categorical_columns or [])
+        }
+        frame = _expand_datetimes(frame, self.datetime_parts_)
+        self.categorical_columns_, self.numeric_columns_ = self._resolve_kinds(frame)
 
         self.categories_ = [_sorted_categories(frame[c]) for c in self.categorical_columns_]
         numbers = self._numeric_block(frame)
@@ -158,11 +218,12 @@ class TabularTokenizer(BaseTokenizer):
         self.scaler_ = None
         if self.numeric_columns_ and self.numeric_transform == "quantile":
             n_quantiles = int(max(2, min(1000, frame.shape[0])))
-            self.scaler_ = QuantileTransformer(n_quantiles=n_quantiles, output_distribution="normal", subsample=10**9).fit(
-                numbers
-            )
+            self.scaler_ = QuantileTransformer(n_quantiles=n_quantiles, output_distribution="normal", subsample=10**9)
         elif self.numeric_columns_ and self.numeric_transform == "standard":
-            self.scaler_ = StandardScaler().fit(numbers)
+            self.scaler_ = StandardScaler()
+        if self.scaler_ is not None:
+            # arrays in and out, whatever set_config(transform_output=...) says
+            self.scaler_ = self.scaler_.set_output(transform="default").fit(numbers)
         return self
 
     def _resolve_kinds(self, frame: pd.DataFrame) -> tuple[list, list]:
@@ -212,7 +273,7 @@ class TabularTokenizer(BaseTokenizer):
             If ``X`` does not have the fitted columns, or a column changed kind since ``fit``.
         """
         check_is_fitted(self, "categories_")
-        frame = self._check_columns(X)
+        frame = _expand_datetimes(self._check_columns(X), getattr(self, "datetime_parts_", {}))
         n = frame.shape[0]
         cat_ids = np.empty((n, len(self.categorical_columns_)), dtype=np.int64)
         for j, (column, categories) in enumerate(zip(self.categorical_columns_, self.categories_)):

@@ -86,7 +86,7 @@ class WordPieceTokenizer(BaseTokenizer):
     ----------
     vocab_size_ : int
         Size of the fitted vocabulary, special tokens included.
-    source_ids_ : ndarray of shape (vocab_size_,) or None
+    source_ids_ : ndarray of shape (vocab_size,) or None
         ``vocab_file`` only: line of ``vocab.txt`` behind each tabformer id.
     tokenizer_json_ : str
         The whole fitted ``tokenizers`` model; pickles and deep-copies with the estimator.

@@ -1,0 +1,150 @@
+"""Sample and class weights: checked once in ``fit``, carried with the tokens, applied in the loss.
+
+The weights travel as one more array of the token dict (key ``SAMPLE_WEIGHT``), so the
+validation split, shuffling and batching keep rows and weights together with no change
+to skorch's loop; ``infer`` drops the key before the module sees the batch and
+``get_loss`` reads it. The loss is ``sum(w * loss) / sum(w)`` over the elements the
+criterion scores: a row of weight 2 counts exactly as that row twice in its batch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from sklearn.utils.class_weight import compute_class_weight
+from sklearn.utils.validation import _check_sample_weight
+from skorch.utils import to_tensor
+
+__all__ = [
+    "WeightedLossMixin",
+    "SAMPLE_WEIGHT",
+    "check_sample_weight",
+    "class_weights_of",
+    "weighted_loss",
+    "with_weights",
+    "without_weights",
+]
+
+#: the token-dict key the weights travel under (no tokenizer writes it)
+SAMPLE_WEIGHT = "sample_weight"
+
+
+def check_sample_weight(sample_weight, n_samples: int):
+    """``sample_weight`` as a float64 array of shape (n_samples,), or None when absent.
+
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n_samples,), float or None
+        Non-negative weights; a scalar applies to every row.
+    n_samples : int
+
+    Returns
+    -------
+    ndarray of shape (n_samples,) or None
+
+    Raises
+    ------
+    ValueError
+        On a wrong length, negative or non-finite weights, or weights that are all 0.
+    """
+    if sample_weight is None:
+        return None
+    return _check_sample_weight(sample_weight, np.empty((n_samples, 0)), dtype=np.float64, ensure_non_negative=True)
+
+
+def class_weights_of(class_weight, classes, y_encoded) -> np.ndarray:
+    """Weight of each class id in ``y_encoded``'s alphabet, shape (n_classes,).
+
+    Parameters
+    ----------
+    class_weight : "balanced" or dict of label to weight
+        ``"balanced"``: ``n_samples / (n_classes * bincount(y))``, as scikit-learn's; a
+        dict: weights by label (labels it omits weigh 1).
+    classes : ndarray of shape (n_classes,)
+        The labels, in id order.
+    y_encoded : ndarray of int
+        Class ids of the labelled elements (rows, or words for the tagger).
+
+    Returns
+    -------
+    ndarray of shape (n_classes,), float64
+    """
+    ids = np.arange(len(classes))
+    if isinstance(class_weight, str):
+        present = np.unique(y_encoded)
+        weights = np.ones(len(classes))
+        weights[present] = compute_class_weight("balanced", classes=present, y=y_encoded)
+        return weights
+    unknown = set(class_weight) - set(classes.tolist())
+    if unknown:
+        raise ValueError(f"class_weight names label(s) {sorted(unknown, key=str)} not in y; classes are {list(classes)}")
+    return np.array([float(class_weight.get(classes[i], 1.0)) for i in ids])
+
+
+def with_weights(tokens: dict, weights) -> dict:
+    """``tokens`` with ``weights`` added under ``SAMPLE_WEIGHT`` (as is when there are none).
+
+    Equal weights on every row leave the loss unchanged, so they are dropped and the
+    unweighted (bit-identical) path runs.
+    """
+    if weights is None or (weights.ndim == 1 and np.all(weights == weights[0])):
+        return tokens
+    return {**tokens, SAMPLE_WEIGHT: np.asarray(weights, dtype=np.float32)}
+
+
+def without_weights(inputs):
+    """``inputs`` without the weights, for the module's forward (other inputs returned as is)."""
+    if isinstance(inputs, dict) and SAMPLE_WEIGHT in inputs:
+        return {key: value for key, value in inputs.items() if key != SAMPLE_WEIGHT}
+    return inputs
+
+
+def weighted_loss(criterion: torch.nn.Module, y_pred, y_true, weights: torch.Tensor) -> torch.Tensor:
+    """``sum(w * loss) / sum(w)`` over the elements ``criterion`` scores.
+
+    Parameters
+    ----------
+    criterion : nn.Module with a ``reduction`` attribute
+        Called once with ``reduction="none"`` (then restored).
+    y_pred, y_true : what the criterion takes; the first dimension is the batch
+    weights : Tensor of shape (B,) or (B, T)
+        Per row, or per token (the tagger: 0 where a token takes no part).
+
+    Returns
+    -------
+    scalar Tensor
+    """
+    if not hasattr(criterion, "reduction"):
+        raise TypeError(
+            f"sample_weight and class_weight need a criterion with a `reduction` attribute; {type(criterion).__name__} has none"
+        )
+    reduction = criterion.reduction
+    criterion.reduction = "none"
+    try:
+        loss = criterion(y_pred, y_true)
+    finally:
+        criterion.reduction = reduction
+    weights = weights.to(loss.device, loss.dtype)
+    if weights.ndim == 1:
+        weights = weights.reshape(-1, *([1] * (loss.ndim - 1))).expand_as(loss)
+    else:  # per token: the model may drop all-padding columns, which carry weight 0
+        weights = weights[:, : loss.shape[1]]
+    return (weights * loss).sum() / weights.sum().clamp_min(torch.finfo(loss.dtype).tiny)
+
+
+class WeightedLossMixin:
+    """For a skorch net: weights that travel with the tokens reach the loss, never the module."""
+
+    def _row_weights(self, y_encoded, sample_weight):
+        """The weights the loss applies (``sample_weight`` times any class weights), or None."""
+        return sample_weight
+
+    def infer(self, x, **fit_params):
+        """skorch's forward pass, on the inputs without the weights that travel with them."""
+        return super().infer(without_weights(x), **fit_params)
+
+    def get_loss(self, y_pred, y_true, X=None, training=False):
+        """skorch's loss, or the weighted mean when the batch carries weights."""
+        if isinstance(X, dict) and SAMPLE_WEIGHT in X:
+            return weighted_loss(self.criterion_, y_pred, to_tensor(y_true, self.device), X[SAMPLE_WEIGHT])
+        return super().get_loss(y_pred, y_true, X=X, training=training)

@@ -1,0 +1,192 @@
+"""Pictures of a fitted estimator: what it attends to, and how its training went.
+
+Needs matplotlib (``pip install 'tabformer[plot]'``). Both functions draw on ``ax`` (a new
+figure's axes when ``None``) and return the axes, so they compose with the rest of a
+matplotlib figure. The numbers come from :mod:`tabformer.inspection` (CLS attention,
+heads averaged) and from the skorch ``history_``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted
+
+from . import inspection
+
+try:
+    import matplotlib.pyplot as plt
+    from matplotlib import colormaps
+except ImportError as error:  # an optional extra: say how to get it
+    raise ImportError("tabformer.plot needs matplotlib; install it with:  pip install 'tabformer[plot]'") from error
+
+__all__ = ["attention", "history"]
+
+#: line height of the text view (axes fraction)
+_LINE_HEIGHT = 0.12
+
+
+def _axes(ax):
+    return plt.subplots(figsize=(7, 3.5))[1] if ax is None else ax
+
+
+def _one_row(estimator, X_row):
+    """``X_row`` as a batch of one, in the form the estimator's tokenizer reads."""
+    kind = estimator.tokenizer_.kind
+    if kind == "text" and isinstance(X_row, str):
+        return [X_row]
+    if kind == "image" and isinstance(X_row, np.ndarray):
+        single = X_row.ndim == 2 or (X_row.ndim == 3 and X_row.shape[-1] in (1, 3, 4) and X_row.shape[0] != 1)
+        return X_row[None] if single else X_row
+    if hasattr(X_row, "to_frame") and kind in ("table", "mixed"):  # a Series: one row of a DataFrame
+        return X_row.to_frame().T.infer_objects()
+    return X_row
+
+
+def _check_one(batch) -> None:
+    rows = len(next(iter(batch.values())))
+    if rows != 1:
+        raise ValueError(f"attention draws one input row; X_row holds {rows}")
+
+
+def attention(estimator, X_row, layer="mean", ax=None, cmap="Reds"):
+    """Draw what a fitted estimator attends to for one input.
+
+    Text: the words, each on a background coloured by the CLS attention it gets (its
+    sub-words summed). Image: the image with the patch attention overlaid. Table or mixed
+    input: one horizontal bar per column (the attention summed over its tokens).
+
+    Parameters
+    ----------
+    estimator : fitted TabFormerClassifier, TabFormerRegressor or TabFormerPretrainer
+        One with a single token sequence (not ``fusion="late"``).
+    X_row : one input
+        A str (text), an image array of shape (H, W) or (H, W, C) (or a batch of one),
+        or a DataFrame of one row / a Series (table, mixed).
+    layer : "mean" or int, default="mean"
+        The encoder layer whose attention is drawn, or the mean over layers.
+    ax : matplotlib Axes or None, default=None
+        Where to draw; a new figure when None.
+    cmap : str, default="Reds"
+        Colour map of the attention.
+
+    Returns
+    -------
+    ax : matplotlib Axes
+        Its title names what is drawn; text: one ``ax.texts`` entry per word; image:
+        two ``ax.images`` (the picture, the overlay); table: one bar per column with the
+        column names as y tick labels.
+
+    Raises
+    ------
+    ValueError
+        If ``X_row`` holds more than one row.
+
+    Examples
+    --------
+    >>> from tabformer.plot import attention                 # doctest: +SKIP
+    >>> attention(clf, X_test.iloc[[0]]).figure.savefig("why.png")  # doctest: +SKIP
+    """
+    check_is_fitted(estimator)
+    one = _one_row(estimator, X_row)
+    batch = estimator.tokenize(one)
+    _check_one(batch)
+    ax = _axes(ax)
+    kind = estimator.tokenizer_.kind
+    where = "mean over layers" if layer == "mean" else f"layer {layer}"
+    if kind == "image":
+        return _image(estimator, one, batch, layer, ax, cmap, where)
+    frame = inspection.explain(estimator, batch, layer="all" if layer == "mean" else layer, level="token")
+    if kind == "text":
+        return _text(frame, ax, cmap, where)
+    columns = frame.groupby(["layer", "column"], sort=False)["attention"].sum().groupby(level="column", sort=False).mean()
+    bars = ax.barh(np.arange(len(columns)), columns.to_numpy(), color=colormaps[cmap](0.6))
+    ax.set_yticks(np.arange(len(columns)), [str(c) for c in columns.index])
+    ax.invert_yaxis()  # first column on top, as in the table
+    ax.set_xlabel("CLS attention (summed over the column's tokens)")
+    ax.set_title(f"attention per column ({where})")
+    bars.set_label("attention")
+    return ax
+
+
+def _image(estimator, one, batch, layer, ax, cmap, where):
+    pixels = batch["pixels"][0].transpose(1, 2, 0)  # as the model saw it: resized, in [0, 1]
+    grid = inspection.attention_map(estimator, one, layer=layer, upsample=True)[0]
+    ax.imshow(pixels[..., 0] if pixels.shape[-1] == 1 else pixels, cmap="gray" if pixels.shape[-1] == 1 else None)
+    ax.imshow(grid, cmap=cmap, alpha=0.5)
+    ax.set_axis_off()
+    ax.set_title(f"attention per patch ({where})")
+    return ax
+
+
+def _text(frame, ax, cmap, where):
+    words = (
+        inspection.aggregate_subwords(frame)
+        .groupby("word", sort=True)
+        .agg(label=("label", "first"), attention=("attention", "mean"))
+    )
+    words = words[~words["label"].isin(["[CLS]", "[SEP]", "[PAD]"])]
+    peak = max(float(words["attention"].max()), 1e-12)
+    colours = colormaps[cmap]
+    renderer = ax.figure.canvas.get_renderer()
+    to_axes = ax.transAxes.inverted()
+    x, y = 0.0, 1.0 - _LINE_HEIGHT
+    for label, weight in zip(words["label"], words["attention"]):
+        text = ax.text(
+            x, y, label, fontsize=11, transform=ax.transAxes, bbox=dict(facecolor=colours(0.85 * weight / peak), edgecolor="none")
+        )
+        # lay words out as they measure on this figure: wrap when one runs past the right edge
+        (left, _), (right, _) = to_axes.transform(text.get_window_extent(renderer).get_points())
+        if x > 0 and right > 1:
+            x, y = 0.0, y - _LINE_HEIGHT
+            text.set_position((x, y))
+        x += (right - left) + 0.015
+    ax.set_axis_off()
+    ax.set_title(f"attention per word ({where}; darker: more)")
+    return ax
+
+
+def history(estimator, ax=None):
+    """Draw the training curves of a fitted estimator: losses per epoch, accuracy if recorded.
+
+    Parameters
+    ----------
+    estimator : fitted tabformer estimator
+        Its skorch ``history_`` holds ``train_loss`` and, with a validation split,
+        ``valid_loss`` (and ``valid_acc`` for classifiers).
+    ax : matplotlib Axes or None, default=None
+        Where to draw the losses; ``valid_acc`` goes on a twin axis on the right.
+
+    Returns
+    -------
+    ax : matplotlib Axes
+        With one line per recorded loss (labels ``"train_loss"``, ``"valid_loss"``), a
+        dotted vertical line at the best ``valid_loss`` epoch and a legend.
+
+    Examples
+    --------
+    >>> from tabformer.plot import history     # doctest: +SKIP
+    >>> history(clf).figure.savefig("curves.png")  # doctest: +SKIP
+    """
+    check_is_fitted(estimator)
+    rows = estimator.history_.to_list()
+    if not rows:
+        raise ValueError(f"{type(estimator).__name__} has an empty history: nothing to draw")
+    ax = _axes(ax)
+    epochs = np.array([row["epoch"] for row in rows])
+    lines = []
+    for key in ("train_loss", "valid_loss"):
+        if all(key in row for row in rows):
+            lines += ax.plot(epochs, [row[key] for row in rows], marker="o", markersize=3, label=key)
+    if all("valid_loss" in row for row in rows):
+        best = epochs[int(np.argmin([row["valid_loss"] for row in rows]))]
+        ax.axvline(best, color="grey", linestyle=":", label=f"best valid_loss (epoch {best})")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("loss")
+    if all(isinstance(row.get("valid_acc"), (int, float)) for row in rows):
+        twin = ax.twinx()
+        lines += twin.plot(epochs, [row["valid_acc"] for row in rows], color="tab:green", linestyle="--", label="valid_acc")
+        twin.set_ylabel("validation accuracy")
+    handles = lines + [line for line in ax.get_lines() if line not in lines]
+    ax.legend(handles=handles, labels=[h.get_label() for h in handles], loc="best")
+    ax.set_title(f"{type(estimator).__name__} training")
+    return ax
