@@ -16,7 +16,19 @@ from urllib.parse import urldefrag
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-GUIDES = ["index", "getting-started", "text", "images", "mixed", "defaults", "persistence", "datasets", "architecture"]
+GUIDES = [
+    "index",
+    "getting-started",
+    "text",
+    "images",
+    "mixed",
+    "defaults",
+    "persistence",
+    "scale",
+    "reliability",
+    "datasets",
+    "architecture",
+]
 GALLERY = "auto_examples/plot_quick_tour.html"
 
 
