@@ -1,0 +1,181 @@
+"""Every supported Hugging Face text family, random-init and tiny, matches ``transformers``.
+
+Each test builds a small random checkpoint with ``transformers`` (a test-only dependency),
+saves it with its fast tokenizer as ``save_pretrained`` does, loads the folder with
+tabformer, and compares the last hidden states of real tokens within 1e-4 (eval mode).
+"""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+tokenizers = pytest.importorskip("tokenizers")
+
+from tabformer.hub import FAMILIES, load_pretrained, load_text_folder  # noqa: E402
+from tabformer.tokenizers import PretrainedTextTokenizer, WordPieceTokenizer  # noqa: E402
+
+CORPUS = [
+    "the quick brown fox jumps over the lazy dog",
+    "tabformer loads pretrained weights without the hub",
+    "a short one",
+    "Naive cafe owners in Zurich disagree, unsurprisingly.",
+    "the dog sat on the mat and the cat sat on the dog",
+]
+SENTENCES = ["the quick fox sat on the mat", "a dog", "Zurich owners disagree about the hub!"]
+BERT_SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+ROBERTA_SPECIALS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+SIZES = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 48}
+
+
+def _wordpiece_fast(lowercase=True):
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+
+    backend = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    backend.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
+    backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    backend.decoder = decoders.WordPiece()
+    # Specials at BERT's own places would be too easy: put [CLS] etc. after some words.
+    trainer = trainers.WordPieceTrainer(vocab_size=120, special_tokens=["[PAD]", "the", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+    backend.train_from_iterator(CORPUS * 3, trainer=trainer)
+    cls, sep = backend.token_to_id("[CLS]"), backend.token_to_id("[SEP]")
+    backend.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
+    )
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=backend, pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]"
+    )
+
+
+def _byte_level_bpe_fast():
+    from tokenizers import ByteLevelBPETokenizer, processors
+
+    backend = ByteLevelBPETokenizer()
+    backend.train_from_iterator(CORPUS * 3, vocab_size=300, min_frequency=1, special_tokens=ROBERTA_SPECIALS)
+    backend._tokenizer.post_processor = processors.RobertaProcessing(
+        ("</s>", backend.token_to_id("</s>")), ("<s>", backend.token_to_id("<s>"))
+    )
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=backend._tokenizer,
+        bos_token="<s>",
+        eos_token="</s>",
+        pad_token="<pad>",
+        unk_token="<unk>",
+        cls_token="<s>",
+        sep_token="</s>",
+        mask_token="<mask>",
+    )
+
+
+def _config(model_type, vocab_size):
+    if model_type == "distilbert":
+        return transformers.DistilBertConfig(
+            vocab_size=vocab_size, dim=32, n_layers=2, n_heads=4, hidden_dim=48, max_position_embeddings=40
+        )
+    if model_type == "roberta":
+        return transformers.RobertaConfig(
+            vocab_size=vocab_size, max_position_embeddings=42, pad_token_id=1, type_vocab_size=1, **SIZES
+        )
+    if model_type == "electra":
+        return transformers.ElectraConfig(vocab_size=vocab_size, embedding_size=32, max_position_embeddings=40, **SIZES)
+    return transformers.BertConfig(vocab_size=vocab_size, max_position_embeddings=40, **SIZES)
+
+
+def _save_model(model_type, folder, head=False):
+    torch.manual_seed(0)
+    tokenizer = _byte_level_bpe_fast() if model_type == "roberta" else _wordpiece_fast()
+    config = _config(model_type, len(tokenizer))
+    if head and model_type == "electra":
+        model = transformers.ElectraForPreTraining(config)
+    elif head:
+        model = transformers.AutoModelForSequenceClassification.from_config(config)
+    else:
+        model = transformers.AutoModel.from_config(config)
+    with torch.no_grad():  # random LayerNorm affine parameters, so a swapped norm shows
+        for name, parameter in model.named_parameters():
+            if "LayerNorm" in name or "layer_norm" in name:
+                parameter.add_(0.3 * torch.randn_like(parameter))
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return model.eval(), tokenizer
+
+
+def _reference(model, tokenizer, sentences):
+    encoded = tokenizer(sentences, padding=True, return_tensors="pt")
+    inputs = {key: encoded[key] for key in ("input_ids", "attention_mask")}
+    base = getattr(model, model.base_model_prefix, model)
+    with torch.no_grad():
+        hidden = base(**inputs).last_hidden_state
+    return hidden, encoded["attention_mask"].bool()
+
+
+@pytest.mark.parametrize("model_type", ["bert", "roberta", "distilbert", "electra"])
+@pytest.mark.parametrize("head", [False, True], ids=["bare", "with-head"])
+def test_family_matches_transformers(model_type, head, tmp_path):
+    model, tokenizer = _save_model(model_type, tmp_path, head)
+    reference, mask = _reference(model, tokenizer, SENTENCES)
+    pretrained = load_text_folder(tmp_path)
+    assert isinstance(pretrained.tokenizer, PretrainedTextTokenizer)
+    batch = pretrained.tokenizer.transform(SENTENCES)
+    # Same ids as the model's tokenizer after its CLS, once tabformer's renumbering is undone.
+    source = pretrained.tokenizer.source_ids_
+    for i, sentence in enumerate(SENTENCES):
+        theirs = tokenizer(sentence)["input_ids"]
+        assert source[batch["input_ids"][i][batch["attention_mask"][i]]].tolist() == theirs[1:]
+    with torch.no_grad():
+        hidden = pretrained(**{key: torch.as_tensor(value) for key, value in batch.items()})
+    assert hidden.shape == reference.shape
+    diff = (hidden - reference).abs()[mask]
+    assert diff.max() < 1e-4, float(diff.max())
+    assert reference[mask].abs().max() > 1e-2
+
+
+def test_bert_with_vocab_txt_only(tmp_path):
+    model, tokenizer = _save_model("bert", tmp_path)
+    (tmp_path / "tokenizer.json").unlink()
+    vocab = sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])
+    (tmp_path / "vocab.txt").write_text("".join(token + "\n" for token, _ in vocab))  # as BertTokenizer writes it
+    reference, mask = _reference(model, tokenizer, SENTENCES)
+    pretrained = load_text_folder(tmp_path)
+    assert type(pretrained.tokenizer) is WordPieceTokenizer
+    batch = pretrained.tokenizer.transform(SENTENCES)
+    with torch.no_grad():
+        hidden = pretrained(**{key: torch.as_tensor(value) for key, value in batch.items()})
+    assert (hidden - reference).abs()[mask].max() < 1e-4
+
+
+def test_specials_take_tabformer_ids(tmp_path):
+    _save_model("roberta", tmp_path)
+    tok = load_text_folder(tmp_path).tokenizer
+    assert tok.convert_ids_to_tokens(range(5)) == ["<pad>", "<unk>", "<s>", "</s>", "<mask>"]
+    assert sorted(tok.source_ids_.tolist()) == list(range(tok.vocab_size_))
+    pair = PretrainedTextTokenizer(tokenizer_file=tmp_path).fit(pd.DataFrame({"a": ["x"], "b": ["y"]}))
+    types = pair.transform(pd.DataFrame({"a": ["the dog"], "b": ["a cat"]}))["token_type_ids"]
+    assert types[0, 0] == 0 and types[0, -1] == 1
+
+
+def test_unsupported_model_type_lists_the_families(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+    with pytest.raises(ValueError, match=r"'gpt2'.*\['bert', 'distilbert', 'electra', 'roberta'\]"):
+        load_text_folder(tmp_path)
+    assert sorted(FAMILIES) == ["bert", "distilbert", "electra", "roberta"]
+
+
+def test_max_length_beyond_positions_is_refused(tmp_path):
+    _save_model("roberta", tmp_path)
+    with pytest.raises(ValueError, match="max_length=100 exceeds the 40 positions"):
+        load_text_folder(tmp_path, max_length=100)
+
+
+def test_saved_and_reloaded_keeps_the_outputs(tmp_path):
+    _save_model("distilbert", tmp_path / "hf")
+    pretrained = load_text_folder(tmp_path / "hf", max_length=16)
+    pretrained.save(tmp_path / "saved")
+    loaded = load_pretrained(tmp_path / "saved")
+    batch = {key: torch.as_tensor(value) for key, value in loaded.tokenizer.transform(SENTENCES).items()}
+    assert isinstance(loaded.tokenizer, PretrainedTextTokenizer)
+    assert np.array_equal(loaded.tokenizer.source_ids_, pretrained.tokenizer.source_ids_)
+    torch.testing.assert_close(loaded.eval()(**batch), pretrained(**batch), rtol=0, atol=0)
