@@ -181,6 +181,10 @@ def _read_config(folder: str) -> tuple[dict, str, TextFamily]:
 def _settings(config: dict, family: TextFamily) -> dict:
     settings = dict(family.defaults)
     settings.update({ours: config[theirs] for ours, theirs in family.config.items() if theirs in config})
+    missing = [family.config[key] for key in ("d_model", "n_layers", "n_heads", "d_ff") if key not in settings]
+    if missing:
+        raise ValueError(f"config.json lacks {missing}, which a {family.prefix.rstrip('.')} model needs")
+    settings.setdefault("n_positions", 512)
     settings.setdefault("layer_norm_eps", 1e-12)
     settings.setdefault("type_vocab_size", 2)
     if settings.get("activation", "gelu") not in _ACTIVATIONS:
@@ -253,12 +257,12 @@ def load_text_folder(
     """
     folder = os.fspath(path)
     config, model_type, family = _read_config(folder)
+    state = _read_state(folder, family)  # first: an unsafe weights file is refused before anything else
     settings = _settings(config, family)
     offset = 0 if family.position_offset is None else int(config.get(family.position_offset, 1)) + 1
     n_positions = int(settings["n_positions"]) - offset
     if max_length is not None and max_length > n_positions:
         raise ValueError(f"max_length={max_length} exceeds the {n_positions} positions of the {model_type} weights")
-    state = _read_state(folder, family)
     tokenizer = _tokenizer(folder, int(max_length or min(128, n_positions)))
     encoder = TransformerEncoder(
         d_model=settings["d_model"],
