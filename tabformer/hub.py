@@ -5,6 +5,7 @@ BERT, RoBERTa, DistilBERT, ELECTRA).
 
 from __future__ import annotations
 
+import copy
 import os
 
 from .hub_text import FAMILIES, load_text_folder
@@ -13,7 +14,7 @@ from .nn.models import PretrainedEncoder
 from .nn.safe_load import UnsafeFileError
 from .persistence import is_saved_folder, load_encoder
 
-__all__ = ["load_bert", "load_pretrained", "load_text_folder", "FAMILIES"]
+__all__ = ["load_bert", "load_pretrained", "load_text_folder", "configure_pretrained", "FAMILIES"]
 
 #: the name this loader had when it read BERT folders only; every family of FAMILIES loads
 load_bert = load_text_folder
@@ -62,3 +63,82 @@ def load_pretrained(path, **kwargs) -> PretrainedEncoder | TransformerEncoder:
             f"{error} Note: PretrainedEncoder.save files of tabformer 0.1 were such pickles; re-save a trusted one "
             "as a folder with PretrainedEncoder.save(folder)."
         ) from None
+
+
+#: encoder settings that only change training, not the weights: a pretrained encoder takes them
+_ENCODER_TUNABLE = ("dropout", "attention_dropout", "ffn_dropout")
+#: tokenizer settings that leave the ids and the embedder's shapes alone
+_TOKENIZER_TUNABLE = ("max_length", "text_columns", "token_dropout", "random_shift")
+
+
+def configure_pretrained(pretrained, tokenizer_params=None, encoder_params=None):
+    """A copy of ``pretrained`` with the routed settings the weights allow, or a clear error.
+
+    ``encoder__dropout``, ``encoder__attention_dropout``, ``encoder__ffn_dropout`` rebuild the
+    encoder with the same weights; an architecture setting (``d_model``, ``n_layers``,
+    ``n_heads``...) must equal the weights' own. ``tokenizer__max_length`` (up to the
+    encoder's positions), ``text_columns``, ``token_dropout`` and ``random_shift`` change the
+    fitted tokenizer (and the embedder where it keeps the setting); a setting that would
+    change the vocabulary or the pixels' layout must equal the tokenizer's.
+
+    Parameters
+    ----------
+    pretrained : PretrainedEncoder or TransformerEncoder
+    tokenizer_params, encoder_params : dict or None
+        ``tokenizer__*`` and ``encoder__*`` settings without their prefix.
+
+    Returns
+    -------
+    PretrainedEncoder or TransformerEncoder
+        A new object; ``pretrained`` is left unchanged.
+
+    Raises
+    ------
+    ValueError
+        For a setting that contradicts the weights, or an unknown one.
+
+    Examples
+    --------
+    >>> encoder = TransformerEncoder(d_model=16, n_layers=1, n_heads=2)
+    >>> configure_pretrained(encoder, encoder_params={"dropout": 0.2}).config["dropout"]
+    0.2
+    """
+    pretrained = copy.deepcopy(pretrained)
+    encoder = pretrained.encoder if isinstance(pretrained, PretrainedEncoder) else pretrained
+    encoder = _configure_encoder(encoder, dict(encoder_params or {}))
+    if not isinstance(pretrained, PretrainedEncoder):
+        return encoder
+    pretrained.encoder = encoder
+    tokenizer, current = pretrained.tokenizer, pretrained.tokenizer.get_params(deep=False)
+    tokenizer_params = dict(tokenizer_params or {})
+    _check_settings("tokenizer", tokenizer_params, current, _TOKENIZER_TUNABLE, type(tokenizer).__name__)
+    for key, value in tokenizer_params.items():
+        positions = encoder.config["max_length"] if encoder.config["positions"] else None
+        if key == "max_length" and positions is not None and value > positions:
+            raise ValueError(f"tokenizer__max_length={value} exceeds the {positions} positions of the pretrained encoder")
+        tokenizer.set_params(**{key: value})
+        if hasattr(pretrained.embedder, key):  # settings the embedder applies (word dropout, shifts)
+            setattr(pretrained.embedder, key, value)
+    return pretrained
+
+
+def _configure_encoder(encoder: TransformerEncoder, params: dict) -> TransformerEncoder:
+    config = encoder.config
+    _check_settings("encoder", params, config, _ENCODER_TUNABLE, "TransformerEncoder")
+    if all(params.get(key, config[key]) == config[key] for key in _ENCODER_TUNABLE):
+        return encoder
+    rebuilt = TransformerEncoder(**{**config, **{key: params[key] for key in _ENCODER_TUNABLE if key in params}})
+    rebuilt.load_state_dict(encoder.state_dict())
+    return rebuilt.train(encoder.training)
+
+
+def _check_settings(prefix: str, params: dict, current: dict, tunable: tuple, owner: str) -> None:
+    """Refuse unknown settings and, outside ``tunable``, any that differ from the weights' own."""
+    for key, value in params.items():
+        if key not in current:
+            raise ValueError(f"{prefix}__{key}: not a parameter of {owner}; it has {sorted(current)}")
+        if key not in tunable and value != current[key]:
+            raise ValueError(
+                f"{prefix}__{key}={value!r} contradicts the pretrained weights ({key}={current[key]!r}); drop it to "
+                f"keep the weights, or train from scratch. Changeable: {[k for k in tunable if k in current]}"
+            )

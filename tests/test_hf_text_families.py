@@ -179,3 +179,52 @@ def test_saved_and_reloaded_keeps_the_outputs(tmp_path):
     assert isinstance(loaded.tokenizer, PretrainedTextTokenizer)
     assert np.array_equal(loaded.tokenizer.source_ids_, pretrained.tokenizer.source_ids_)
     torch.testing.assert_close(loaded.eval()(**batch), pretrained(**batch), rtol=0, atol=0)
+
+
+def test_from_pretrained_honours_routed_settings(tmp_path):
+    from tabformer import TabFormerClassifier
+
+    _save_model("distilbert", tmp_path)
+    clf = TabFormerClassifier.from_pretrained(
+        tmp_path,
+        tokenizer__max_length=12,
+        tokenizer__token_dropout=0.1,
+        encoder__dropout=0.25,
+        encoder__d_model=32,  # equal to the weights': accepted
+        head__dropout=0.5,
+        head__hidden=8,
+        max_epochs=1,
+        batch_size=4,
+        validation_fraction=None,
+        verbose=0,
+        random_state=0,
+    )
+    assert clf.encoder.tokenizer.max_length == 12 and clf.encoder.embedder.token_dropout == 0.1
+    assert clf.encoder.encoder.config["dropout"] == 0.25
+    plain = load_text_folder(tmp_path)
+    for key, value in plain.encoder.state_dict().items():
+        torch.testing.assert_close(clf.encoder.encoder.state_dict()[key], value, rtol=0, atol=0)
+    texts = ["the quick brown fox jumps over the lazy dog and the cat sat on the mat", "a dog"] * 4
+    clf.fit(texts, ["long", "short"] * 4)
+    assert clf.tokenizer_.transform(texts)["input_ids"].shape[1] == 11  # max_length 12 less the encoder's CLS
+    dropouts = [layer.p for layer in clf.module_.head.net if isinstance(layer, torch.nn.Dropout)]
+    assert dropouts == [0.5] and clf.module_.head.net[2].out_features == 8
+    assert clf.get_params()["head__dropout"] == 0.5
+
+
+@pytest.mark.parametrize(
+    "setting, match",
+    [
+        ({"encoder__d_model": 64}, r"encoder__d_model=64 contradicts the pretrained weights \(d_model=32\)"),
+        ({"encoder__n_layers": 3}, r"encoder__n_layers=3 contradicts"),
+        ({"encoder__no_such": 1}, "not a parameter of TransformerEncoder"),
+        ({"tokenizer__max_length": 64}, "exceeds the 40 positions"),
+        ({"tokenizer__tokenizer_file": "elsewhere"}, "tokenizer__tokenizer_file=.elsewhere. contradicts the pretrained weights"),
+    ],
+)
+def test_from_pretrained_refuses_settings_that_contradict_the_weights(tmp_path, setting, match):
+    from tabformer import TabFormerClassifier
+
+    _save_model("distilbert", tmp_path)
+    with pytest.raises(ValueError, match=match):
+        TabFormerClassifier.from_pretrained(tmp_path, **setting)

@@ -29,7 +29,7 @@ from .._data import LengthGroupedBatchSampler, TensorDictDataset, collate_batche
 from .._validation import check_target
 from ..callbacks import WarmupLinearLR
 from ..export import export_onnx
-from ..hub import load_pretrained
+from ..hub import configure_pretrained, load_pretrained
 from ..nn.encoder import TransformerEncoder
 from ..nn.models import PretrainedEncoder
 from ..persistence import save_estimator
@@ -126,19 +126,32 @@ class TabFormerNet(InferenceMixin, RecipeMixin, NeuralNet):
 
     @classmethod
     def from_pretrained(cls, path, **params):
-        """An unfitted estimator warm-started from a saved folder or a local BERT folder.
+        """An unfitted estimator warm-started from a saved folder or a local Hugging Face folder.
 
         A folder written by an estimator's ``save`` or by ``PretrainedEncoder.save`` gives
         its tokenizer, embedder and encoder (not its head or settings: ``tabformer.load``);
-        a BERT folder holds ``config.json``, ``model.safetensors``, ``vocab.txt``. Nothing
-        is unpickled.
+        a Hugging Face text folder (BERT, RoBERTa, DistilBERT, ELECTRA; docs/pretrained.md)
+        holds ``config.json``, ``model.safetensors`` and ``tokenizer.json`` or ``vocab.txt``.
+        Nothing is unpickled.
 
         Parameters
         ----------
         path : str or os.PathLike
-        **params : the estimator's own parameters (``lr``, ``max_epochs``, ``freeze_encoder``...)
+        **params
+            The estimator's parameters (``lr``, ``max_epochs``, ``head__*``...).
+            ``tokenizer__max_length``, ``encoder__dropout`` and the other settings the
+            weights allow apply to the loaded encoder (:func:`~tabformer.hub.configure_pretrained`);
+            one that contradicts them (``encoder__d_model=128`` on 384-wide weights) raises
+            ``ValueError``.
         """
-        return cls(encoder=load_pretrained(path), **params)
+        routed = {
+            prefix: {k[len(prefix) + 2 :]: params.pop(k) for k in list(params) if k.startswith(prefix + "__")}
+            for prefix in ("tokenizer", "encoder")
+        }
+        encoder = configure_pretrained(load_pretrained(path), routed["tokenizer"], routed["encoder"])
+        if not isinstance(encoder, PretrainedEncoder):  # a bare encoder: a new tokenizer is fitted
+            params.update({f"tokenizer__{key}": value for key, value in routed["tokenizer"].items()})
+        return cls(encoder=encoder, **params)
 
     def save(self, path) -> None:
         """Write the fitted estimator to a folder, without pickle.
