@@ -1,0 +1,69 @@
+"""Any timm CNN as the hybrid ViT's stem, with weights from a local file through timm's loading."""
+
+import numpy as np
+import pytest
+import timm
+import torch
+from safetensors.torch import save_file
+
+from tabformer import TabFormerClassifier
+from tabformer.nn.embedders.backbone import load_backbone
+
+
+@pytest.fixture(scope="module")
+def resnet_file(tmp_path_factory):
+    """A random-init resnet10t with a 10-class head, saved as a user's fine-tuned checkpoint would be."""
+    torch.manual_seed(0)
+    model = timm.create_model("resnet10t", num_classes=10)
+    path = tmp_path_factory.mktemp("weights") / "resnet10t.safetensors"
+    save_file(model.state_dict(), str(path))
+    return path, model.state_dict()
+
+
+def test_any_timm_cnn_is_a_stem_with_local_weights(resnet_file):
+    path, state = resnet_file
+    stem = load_backbone("resnet10t", 3, weights=path).eval()
+    for key, value in stem.features.state_dict().items():
+        torch.testing.assert_close(value, state[key], rtol=0, atol=0)
+    reference = timm.create_model("resnet10t", features_only=True, out_indices=(2,))
+    reference.load_state_dict({k: v for k, v in state.items() if k in reference.state_dict()})
+    pixels = torch.rand(2, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(stem(pixels), reference.eval()(pixels)[-1])
+    assert stem(pixels).shape == (2, 128, 4, 4)  # stage 3: stride 8
+
+
+def test_torch_save_files_load_and_bad_files_are_refused(resnet_file, tmp_path):
+    path, state = resnet_file
+    torch.save({"state_dict": state}, tmp_path / "resnet.pth")  # a training script's checkpoint
+    stem = load_backbone("resnet10t", 2, weights=tmp_path / "resnet.pth")
+    torch.testing.assert_close(stem.features.conv1[0].weight, state["conv1.0.weight"])
+    save_file({k: v for k, v in state.items() if not k.startswith("layer1.")}, str(tmp_path / "partial.safetensors"))
+    with pytest.raises(ValueError, match=r"lack \d+ tensor\(s\) that resnet10t needs up to stage 2"):
+        load_backbone("resnet10t", 2, weights=tmp_path / "partial.safetensors")
+    with pytest.raises(ValueError, match="backbone_blocks must be in 1..5 for resnet10t, got 7"):
+        load_backbone("resnet10t", 7, weights=None)
+    with pytest.raises(ValueError, match="no offline weights known for 'resnet10t'"):
+        load_backbone("resnet10t", 2)
+
+
+def test_classifier_with_a_timm_backbone_from_a_file(resnet_file):
+    path, state = resnet_file
+    X = np.random.default_rng(0).integers(0, 256, (24, 16, 16), dtype=np.uint8)
+    y = np.arange(24) % 2
+    clf = TabFormerClassifier(
+        tokenizer="patch",
+        tokenizer__backbone="resnet10t",
+        tokenizer__backbone_weights=str(path),
+        encoder__d_model=16,
+        encoder__n_layers=1,
+        encoder__n_heads=2,
+        max_epochs=1,
+        batch_size=8,
+        validation_fraction=None,
+        verbose=0,
+        random_state=0,
+    ).fit(X, y)
+    assert clf.tokenizer_.grid_shape_ == (4, 4)  # stage 2 of a ResNet: stride 4
+    torch.testing.assert_close(clf.module_.embedder.stem.features.conv1[0].weight, state["conv1.0.weight"])
+    assert clf.predict(X[:3]).shape == (3,)
