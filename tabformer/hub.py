@@ -9,24 +9,26 @@ import copy
 import os
 
 from .hub_text import FAMILIES, load_text_folder
+from .hub_vision import load_timm_vit
 from .nn.encoder import TransformerEncoder
 from .nn.models import PretrainedEncoder
 from .nn.safe_load import UnsafeFileError
 from .persistence import is_saved_folder, load_encoder
 
-__all__ = ["load_bert", "load_pretrained", "load_text_folder", "configure_pretrained", "FAMILIES"]
+__all__ = ["load_bert", "load_pretrained", "load_text_folder", "load_timm_vit", "configure_pretrained", "FAMILIES"]
 
 #: the name this loader had when it read BERT folders only; every family of FAMILIES loads
 load_bert = load_text_folder
 
 
-def load_pretrained(path, **kwargs) -> PretrainedEncoder | TransformerEncoder:
+def load_pretrained(path, model: str | None = None, **kwargs) -> PretrainedEncoder | TransformerEncoder:
     """The encoder at ``path``, read without unpickling anything.
 
     - a folder written by ``PretrainedEncoder.save`` or by an estimator's ``save``: its
       :class:`PretrainedEncoder` (tokenizer, embedder, encoder);
     - a local Hugging Face text folder: :func:`load_text_folder` (``kwargs`` go to it);
-    - a file written by ``TransformerEncoder.save``: that :class:`TransformerEncoder`.
+    - a file written by ``TransformerEncoder.save``: that :class:`TransformerEncoder`;
+    - with ``model`` (a timm ViT name), a timm checkpoint file: :func:`~tabformer.hub_vision.load_timm_vit`.
 
     Files written by ``PretrainedEncoder.save`` in tabformer 0.1 were pickles; they are
     refused with an error that says so.
@@ -35,6 +37,8 @@ def load_pretrained(path, **kwargs) -> PretrainedEncoder | TransformerEncoder:
     ----------
     path : str or os.PathLike
         A saved folder, a Hugging Face text folder or a ``TransformerEncoder.save`` file.
+    model : str or None, default=None
+        The timm architecture of a ViT checkpoint at ``path`` (``"vit_small_patch16_224"``).
     **kwargs
         :func:`load_text_folder`'s options (``max_length``, ``dropout``, ``attention_dropout``);
         BERT folders only, anything else with options raises ``TypeError``.
@@ -44,6 +48,8 @@ def load_pretrained(path, **kwargs) -> PretrainedEncoder | TransformerEncoder:
     PretrainedEncoder or TransformerEncoder
     """
     folder = os.fspath(path)
+    if model is not None:
+        return load_timm_vit(folder, model, **kwargs)
     if os.path.isdir(folder):
         if is_saved_folder(folder):
             if kwargs:

