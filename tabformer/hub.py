@@ -15,7 +15,15 @@ from .nn.models import PretrainedEncoder
 from .nn.safe_load import UnsafeFileError
 from .persistence import is_saved_folder, load_encoder
 
-__all__ = ["load_bert", "load_pretrained", "load_text_folder", "load_timm_vit", "configure_pretrained", "FAMILIES"]
+__all__ = [
+    "FAMILIES",
+    "configure_pretrained",
+    "hf_cache_folder",
+    "load_bert",
+    "load_pretrained",
+    "load_text_folder",
+    "load_timm_vit",
+]
 
 #: the name this loader had when it read BERT folders only; every family of FAMILIES loads
 load_bert = load_text_folder
@@ -36,7 +44,9 @@ def load_pretrained(path, model: str | None = None, **kwargs) -> PretrainedEncod
     Parameters
     ----------
     path : str or os.PathLike
-        A saved folder, a Hugging Face text folder or a ``TransformerEncoder.save`` file.
+        A saved folder, a Hugging Face text folder or a ``TransformerEncoder.save`` file;
+        or a hub name (``"bert-base-uncased"``, ``"timm/vit_tiny_patch16_224.augreg_in21k"``)
+        already in the local Hugging Face cache (:func:`hf_cache_folder`).
     model : str or None, default=None
         The timm architecture of a ViT checkpoint at ``path`` (``"vit_small_patch16_224"``).
     **kwargs
@@ -48,7 +58,11 @@ def load_pretrained(path, model: str | None = None, **kwargs) -> PretrainedEncod
     PretrainedEncoder or TransformerEncoder
     """
     folder = os.fspath(path)
+    if not os.path.exists(folder):
+        folder = hf_cache_folder(folder) or folder
     if model is not None:
+        if os.path.isdir(folder):  # a timm folder as the hub ships it
+            folder = os.path.join(folder, "model.safetensors")
         return load_timm_vit(folder, model, **kwargs)
     if os.path.isdir(folder):
         if is_saved_folder(folder):
@@ -148,3 +162,42 @@ def _check_settings(prefix: str, params: dict, current: dict, tunable: tuple, ow
                 f"{prefix}__{key}={value!r} contradicts the pretrained weights ({key}={current[key]!r}); drop it to "
                 f"keep the weights, or train from scratch. Changeable: {[k for k in tunable if k in current]}"
             )
+
+
+def hf_cache_folder(name: str, revision: str = "main") -> str | None:
+    """The snapshot folder of a model in the local Hugging Face cache, or ``None``; no network.
+
+    The cache is ``$HF_HUB_CACHE``, else ``$HF_HOME/hub``, else ``~/.cache/huggingface/hub``;
+    a model ``org/name`` lives in ``models--org--name/snapshots/<commit>/``, the commit of
+    ``revision`` being written in ``models--org--name/refs/<revision>`` (without that
+    file, a single snapshot is taken).
+
+    Parameters
+    ----------
+    name : str
+        A hub model id, ``"org/name"`` or ``"name"``.
+    revision : str, default="main"
+        A branch or tag with a ``refs`` file, or a commit hash.
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    >>> hf_cache_folder("no-such-org/no-such-model") is None
+    True
+    """
+    home = os.environ.get("HF_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "huggingface")
+    cache = os.environ.get("HF_HUB_CACHE") or os.path.join(home, "hub")
+    repo = os.path.join(cache, "models--" + name.replace("/", "--"))
+    ref = os.path.join(repo, "refs", revision)
+    commit = revision
+    if os.path.isfile(ref):
+        with open(ref, encoding="utf-8") as handle:
+            commit = handle.read().strip()
+    folder = os.path.join(repo, "snapshots", commit)
+    if not os.path.isdir(folder) and revision == "main" and os.path.isdir(os.path.dirname(folder)):
+        snapshots = os.listdir(os.path.dirname(folder))  # copied caches may lack refs/: one snapshot is unambiguous
+        folder = os.path.join(repo, "snapshots", snapshots[0]) if len(snapshots) == 1 else folder
+    return folder if os.path.isdir(folder) else None

@@ -228,3 +228,19 @@ def test_from_pretrained_refuses_settings_that_contradict_the_weights(tmp_path, 
     _save_model("distilbert", tmp_path)
     with pytest.raises(ValueError, match=match):
         TabFormerClassifier.from_pretrained(tmp_path, **setting)
+
+
+def test_a_model_in_the_hugging_face_cache_loads_by_name(tmp_path, monkeypatch):
+    snapshot = tmp_path / "hf" / "hub" / "models--someone--tiny-roberta" / "snapshots" / "0123abc"
+    model, tokenizer = _save_model("roberta", snapshot)
+    (snapshot.parent.parent / "refs").mkdir()
+    (snapshot.parent.parent / "refs" / "main").write_text("0123abc")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    pretrained = load_pretrained("someone/tiny-roberta")
+    reference, mask = _reference(model, tokenizer, SENTENCES)
+    batch = {key: torch.as_tensor(value) for key, value in pretrained.tokenizer.transform(SENTENCES).items()}
+    with torch.no_grad():
+        assert (pretrained(**batch) - reference).abs()[mask].max() < 1e-4
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_pretrained("someone/not-cached")

@@ -82,3 +82,12 @@ def test_classifier_from_a_vit_checkpoint(tmp_path):
     ).fit(X, y)
     assert clf.tokenizer_.image_size_ == (32, 32) and clf.tokenizer_.n_channels_ == 3
     assert clf.predict_proba(X[:2]).shape == (2, 2)
+
+
+def test_a_timm_folder_in_the_hugging_face_cache_loads_by_name(tmp_path, monkeypatch):
+    snapshot = tmp_path / "hub" / "models--timm--vit_tiny_patch16_224.test" / "snapshots" / "feed"
+    snapshot.mkdir(parents=True)
+    _checkpoint(tmp_path, "vit_tiny_patch16_224").rename(snapshot / "model.safetensors")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    pretrained = load_pretrained("timm/vit_tiny_patch16_224.test", model="vit_tiny_patch16_224")  # no refs/main
+    assert pretrained.tokenizer.grid_shape_ == (14, 14)
