@@ -244,3 +244,21 @@ def test_a_model_in_the_hugging_face_cache_loads_by_name(tmp_path, monkeypatch):
         assert (pretrained(**batch) - reference).abs()[mask].max() < 1e-4
     with pytest.raises(FileNotFoundError, match="does not exist"):
         load_pretrained("someone/not-cached")
+
+
+def test_roberta_tagger_words_get_the_ids_they_have_inside_a_sentence(tmp_path):
+    from tabformer import TabFormerTagger
+
+    _, reference = _save_model("roberta", tmp_path)
+    words = [["the", "dog", "sat"], ["Zurich", "owners", "disagree"]]
+    tok = load_text_folder(tmp_path).tokenizer
+    batch = tok.transform(words)
+    for i, row in enumerate(words):
+        # add_prefix_space=True in transformers: every word as if preceded by a space
+        theirs = reference(" " + " ".join(row))["input_ids"]
+        assert tok.source_ids_[batch["input_ids"][i][batch["attention_mask"][i]]].tolist() == theirs[1:]
+    assert tok.transform(["the dog sat"])["input_ids"].shape[1] == 4  # running text keeps its own spacing
+    tags = [["O", "B-ANIMAL", "O"], ["B-LOC", "O", "O"]] * 3
+    tagger = TabFormerTagger.from_pretrained(tmp_path, max_epochs=1, batch_size=6, validation_fraction=None, verbose=0)
+    tagger.fit(words * 3, tags)
+    assert [len(p) for p in tagger.predict(words)] == [3, 3]

@@ -225,3 +225,43 @@ class PretrainedTextTokenizer(WordPieceTokenizer):
         backend = self._backend_cache = Tokenizer.from_str(self.tokenizer_json_)
         self.vocab_size_ = backend.get_vocab_size()
         return self
+
+    def transform(self, X):
+        """Encode ``X`` as :meth:`WordPieceTokenizer.transform` does.
+
+        Pre-split words (tagging) through a byte-level BPE (RoBERTa) get a space before
+        every word, the first included, as ``add_prefix_space=True`` does in ``transformers``:
+        inside a sentence a word is always preceded by one, and that is the form its ids had
+        in pretraining.
+
+        Parameters
+        ----------
+        X : list/Series of str, DataFrame with 1-2 text columns, or list of word lists
+
+        Returns
+        -------
+        batch : dict of ndarray
+        """
+        first = next((row for row in X if row is not None), None) if isinstance(X, (list, tuple)) else None
+        prefixed = self._prefix_space_json() if isinstance(first, (list, tuple, np.ndarray)) else None
+        if prefixed is None:
+            return super().transform(X)
+        from tokenizers import Tokenizer
+
+        plain = self._backend()
+        self._backend_cache = Tokenizer.from_str(prefixed)
+        try:
+            return super().transform(X)
+        finally:
+            self._backend_cache = plain
+
+    def _prefix_space_json(self):
+        """The fitted model with ``add_prefix_space=True`` in its byte-level pre-tokenizer; None if it has none to set."""
+        spec = json.loads(self.tokenizer_json_)
+        pre = spec.get("pre_tokenizer") or {}
+        levels = [p for p in ([pre] + pre.get("pretokenizers", [])) if p.get("type") == "ByteLevel"]
+        if not levels or all(level.get("add_prefix_space") for level in levels):
+            return None
+        for level in levels:
+            level["add_prefix_space"] = True
+        return json.dumps(spec, ensure_ascii=False)
