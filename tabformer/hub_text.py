@@ -95,7 +95,8 @@ class TextFamily:
     defaults : dict
         Settings the family's ``config.json`` does not write.
     embeddings : dict
-        Role (words, positions, types, norm) -> key; a family without ``types`` has no segments.
+        Role (words, positions, types, norm, projection) -> key; a family without ``types``
+        has no segments; ``projection`` maps narrower embeddings to the hidden size (ELECTRA).
     position_offset : str or None
         ``config.json`` key whose value + 1 is the first position id (RoBERTa: ``pad_token_id``).
     ignored : tuple of str
@@ -116,7 +117,7 @@ class TextFamily:
 FAMILIES = {
     "bert": TextFamily(prefix="bert."),
     "roberta": TextFamily(prefix="roberta.", position_offset="pad_token_id"),
-    "electra": TextFamily(prefix="electra."),
+    "electra": TextFamily(prefix="electra.", embeddings={**_EMBEDDINGS, "projection": "embeddings_project"}),
     "distilbert": TextFamily(
         prefix="distilbert.",
         config={
@@ -189,12 +190,10 @@ def _settings(config: dict, family: TextFamily) -> dict:
     settings.setdefault("type_vocab_size", 2)
     if settings.get("activation", "gelu") not in _ACTIVATIONS:
         raise ValueError(f"activation {settings['activation']!r} is not supported (tabformer has exact 'gelu' and 'relu')")
-    width = config.get("embedding_size", settings["d_model"])
-    if width != settings["d_model"]:
-        raise ValueError(
-            f"embedding_size {width} differs from hidden_size {settings['d_model']}: the embedding projection "
-            "(ELECTRA-small) has no place in tabformer's encoder yet"
-        )
+    if config.get("embedding_size", settings["d_model"]) != settings["d_model"]:
+        if "projection" not in family.embeddings:
+            raise ValueError(f"embedding_size differs from the hidden size, which {family.prefix.rstrip('.')} models never do")
+        settings["embedding_size"] = config["embedding_size"]
     return settings
 
 
@@ -277,8 +276,9 @@ def load_text_folder(
         max_length=n_positions,
         embedding_norm=True,
         layer_norm_eps=settings["layer_norm_eps"],
+        embedding_size=settings.get("embedding_size"),
     )
-    embedder = tokenizer.build_embedder(encoder.d_model)
+    embedder = tokenizer.build_embedder(encoder.embedding_size)
     words = state.pop(family.embeddings["words"])
     source = torch.as_tensor(np.asarray(tokenizer.source_ids_))
     if int(source.max()) >= words.shape[0]:
@@ -286,10 +286,10 @@ def load_text_folder(
     if "types" in family.embeddings:
         types = state.pop(family.embeddings["types"])
     else:
-        types = torch.zeros(1, encoder.d_model)
+        types = torch.zeros(1, encoder.embedding_size)
     # A single segment (RoBERTa) serves both parts of a pair; tabformer's pairs use ids 0 and 1.
     types = types if types.shape[0] > 1 else types.expand(2, -1).clone()
-    embedder.token_type_embeddings = torch.nn.Embedding(types.shape[0], encoder.d_model)
+    embedder.token_type_embeddings = torch.nn.Embedding(types.shape[0], encoder.embedding_size)
     norm = family.embeddings["norm"]
     target = {
         "embedder.word_embeddings.weight": words[source],
@@ -299,6 +299,9 @@ def load_text_folder(
         "encoder.embedding_norm.weight": state.pop(f"{norm}.weight"),
         "encoder.embedding_norm.bias": state.pop(f"{norm}.bias"),
     }
+    if encoder.embedding_projection is not None:  # ELECTRA-small: embeddings narrower than the layers
+        for kind in ("weight", "bias"):
+            target[f"encoder.embedding_projection.{kind}"] = state.pop(f"{family.embeddings['projection']}.{kind}")
     for i in range(encoder.n_layers):
         for theirs, ours in family.layer_names.items():
             for kind in ("weight", "bias"):

@@ -79,8 +79,9 @@ def _config(model_type, vocab_size):
         return transformers.RobertaConfig(
             vocab_size=vocab_size, max_position_embeddings=42, pad_token_id=1, type_vocab_size=1, **SIZES
         )
-    if model_type == "electra":
-        return transformers.ElectraConfig(vocab_size=vocab_size, embedding_size=32, max_position_embeddings=40, **SIZES)
+    if model_type.startswith("electra"):  # electra-small: 16-wide embeddings projected to the 32-wide layers
+        width = 16 if model_type == "electra-small" else 32
+        return transformers.ElectraConfig(vocab_size=vocab_size, embedding_size=width, max_position_embeddings=40, **SIZES)
     return transformers.BertConfig(vocab_size=vocab_size, max_position_embeddings=40, **SIZES)
 
 
@@ -88,7 +89,7 @@ def _save_model(model_type, folder, head=False):
     torch.manual_seed(0)
     tokenizer = _byte_level_bpe_fast() if model_type == "roberta" else _wordpiece_fast()
     config = _config(model_type, len(tokenizer))
-    if head and model_type == "electra":
+    if head and model_type.startswith("electra"):
         model = transformers.ElectraForPreTraining(config)
     elif head:
         model = transformers.AutoModelForSequenceClassification.from_config(config)
@@ -112,7 +113,7 @@ def _reference(model, tokenizer, sentences):
     return hidden, encoded["attention_mask"].bool()
 
 
-@pytest.mark.parametrize("model_type", ["bert", "roberta", "distilbert", "electra"])
+@pytest.mark.parametrize("model_type", ["bert", "roberta", "distilbert", "electra", "electra-small"])
 @pytest.mark.parametrize("head", [False, True], ids=["bare", "with-head"])
 def test_family_matches_transformers(model_type, head, tmp_path):
     model, tokenizer = _save_model(model_type, tmp_path, head)
@@ -170,8 +171,9 @@ def test_max_length_beyond_positions_is_refused(tmp_path):
         load_text_folder(tmp_path, max_length=100)
 
 
-def test_saved_and_reloaded_keeps_the_outputs(tmp_path):
-    _save_model("distilbert", tmp_path / "hf")
+@pytest.mark.parametrize("model_type", ["distilbert", "electra-small"])
+def test_saved_and_reloaded_keeps_the_outputs(tmp_path, model_type):
+    _save_model(model_type, tmp_path / "hf")
     pretrained = load_text_folder(tmp_path / "hf", max_length=16)
     pretrained.save(tmp_path / "saved")
     loaded = load_pretrained(tmp_path / "saved")

@@ -98,6 +98,7 @@ class EncoderLayer(nn.Module):
         norm_first: bool = False,
         skip_first_norm: bool = False,
         layer_norm_eps: float = 1e-5,
+        embedding_size: int | None = None,
     ):
         super().__init__()
         self.norm_first = norm_first
@@ -171,6 +172,10 @@ class TransformerEncoder(nn.Module):
         does for its embeddings.
     layer_norm_eps : float, default=1e-5
         Epsilon of every LayerNorm.
+    embedding_size : int or None, default=None
+        Width ``E`` of the input tokens when it differs from ``d_model`` (ELECTRA-small):
+        CLS, positions and the embedding LayerNorm are ``E`` wide, and a linear layer
+        projects the normalised tokens to ``d_model``. ``None``: ``E = d_model``.
 
     Attributes
     ----------
@@ -213,6 +218,7 @@ class TransformerEncoder(nn.Module):
         max_length: int = 512,
         embedding_norm: bool = False,
         layer_norm_eps: float = 1e-5,
+        embedding_size: int | None = None,
     ):
         super().__init__()
         # Kept so that save()/load() can rebuild the same architecture anywhere.
@@ -232,17 +238,21 @@ class TransformerEncoder(nn.Module):
             "embedding_norm": embedding_norm,
             "layer_norm_eps": layer_norm_eps,
         }
+        if embedding_size is not None:  # only then, so configs saved before the setting stay identical
+            self.config["embedding_size"] = embedding_size
         if positions not in (None, "learned", "sinusoidal"):
             raise ValueError(f"positions must be None, 'learned' or 'sinusoidal', got {positions!r}")
         self.d_model = d_model
         self.n_layers = n_layers
         self.n_heads = n_heads
         self.norm_first = norm_first
-        self.cls_token = nn.Parameter(torch.empty(1, 1, d_model))
+        self.embedding_size = width = embedding_size or d_model
+        self.cls_token = nn.Parameter(torch.empty(1, 1, width))
         nn.init.normal_(self.cls_token, std=0.02)
         position_classes = {"learned": LearnedPositions, "sinusoidal": SinusoidalPositions}
-        self.positions = position_classes[positions](max_length, d_model) if positions else None
-        self.embedding_norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if embedding_norm else None
+        self.positions = position_classes[positions](max_length, width) if positions else None
+        self.embedding_norm = nn.LayerNorm(width, eps=layer_norm_eps) if embedding_norm else None
+        self.embedding_projection = nn.Linear(width, d_model) if width != d_model else None
         self.embedding_dropout = nn.Dropout(dropout) if (embedding_norm and dropout > 0) else nn.Identity()
         self.layers = nn.ModuleList(
             EncoderLayer(
@@ -326,8 +336,9 @@ class TransformerEncoder(nn.Module):
             If the token width is not ``d_model`` or ``mask`` does not have shape (B, T).
         """
         batch, length, width = tokens.shape
-        if width != self.d_model:
-            raise ValueError(f"tokens have width {width}, the encoder expects d_model={self.d_model}")
+        expected = getattr(self, "embedding_size", self.d_model)  # encoders pickled before the setting have none
+        if width != expected:
+            raise ValueError(f"tokens have width {width}, the encoder expects {expected} (d_model={self.d_model})")
         if mask is None:
             mask = torch.ones(batch, length, dtype=torch.bool, device=tokens.device)
         elif mask.shape != (batch, length):
@@ -383,6 +394,8 @@ class TransformerEncoder(nn.Module):
             x = x + self.positions(position_ids).to(x.dtype)
         if self.embedding_norm is not None:
             x = self.embedding_dropout(self.embedding_norm(x))
+        if getattr(self, "embedding_projection", None) is not None:
+            x = self.embedding_projection(x)
         bias = attention_bias_from_mask(full_mask, x.dtype)
         if token_groups is None:
             grouped_layers = 0

@@ -126,7 +126,7 @@ def encoder_from_folder(reader: Reader, config: dict, kind: str):
         raise PersistenceError(f"{reader.path(CONFIG_FILE)} holds a {kind!r}, not an encoder or an estimator")
     tokenizer = tokenizer_from_json(tokenizer_state, reader, "tokenizer")
     encoder = TransformerEncoder(**encoder_config)
-    embedder = build_embedder(offline_spec(spec), encoder.d_model)
+    embedder = build_embedder(offline_spec(spec), encoder.embedding_size)
     pretrained = PretrainedEncoder(tokenizer, embedder, encoder)
     load_weights(pretrained, reader, select=("embedder.", "encoder."))
     return pretrained.eval()
