@@ -8,6 +8,7 @@ from safetensors.torch import save_file
 
 from tabformer import TabFormerClassifier
 from tabformer.nn.embedders.backbone import load_backbone
+from tabformer.tokenizers import PatchTokenizer
 
 
 @pytest.fixture(scope="module")
@@ -62,3 +63,30 @@ def test_classifier_with_a_timm_backbone_from_a_file(resnet_file, tiny):
     assert clf.tokenizer_.grid_shape_ == (4, 4)  # stage 2 of a ResNet: stride 4
     torch.testing.assert_close(clf.module_.embedder.stem.features.conv1[0].weight, state["conv1.0.weight"])
     assert clf.predict(X[:3]).shape == (3,)
+
+
+def test_hybrid_models_saved_with_the_old_stem_names_still_load(tmp_path, tiny):
+    from safetensors.torch import load_file
+
+    import tabformer
+
+    X = np.random.default_rng(0).integers(0, 256, (16, 16, 16), dtype=np.uint8)
+    tokenizer = PatchTokenizer(backbone="tf_efficientnet_lite0", backbone_weights=None, image_size=16)
+    clf = TabFormerClassifier(tokenizer=tokenizer, **dict(tiny, max_epochs=1), random_state=0).fit(X, np.arange(16) % 2)
+    clf.save(tmp_path / "model")
+    weights = tmp_path / "model" / "model.safetensors"
+    old_names = {"conv_stem": "0", "bn1": "1"}
+    state = {}
+    for key, value in load_file(str(weights)).items():
+        if ".stem.features." in key:  # as the Sequential stem of earlier versions named it
+            head, rest = key.split(".stem.features.")
+            part, _, tail = rest.partition(".")
+            if part == "blocks":
+                index, _, tail = tail.partition(".")
+                part = str(2 + int(index))
+            key = f"{head}.stem.{old_names.get(part, part)}.{tail}"
+        state[key] = value
+    assert any(".stem.0." in key for key in state)
+    save_file(state, str(weights))
+    loaded = tabformer.load(tmp_path / "model")
+    np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
