@@ -260,6 +260,8 @@ def test_roberta_tagger_words_get_the_ids_they_have_inside_a_sentence(tmp_path):
         theirs = reference(" " + " ".join(row))["input_ids"]
         assert tok.source_ids_[batch["input_ids"][i][batch["attention_mask"][i]]].tolist() == theirs[1:]
     assert tok.transform(["the dog sat"])["input_ids"].shape[1] == 4  # running text keeps its own spacing
+    as_series = tok.transform(pd.Series(words))["input_ids"]
+    np.testing.assert_array_equal(as_series, batch["input_ids"])
     tags = [["O", "B-ANIMAL", "O"], ["B-LOC", "O", "O"]] * 3
     tagger = TabFormerTagger.from_pretrained(tmp_path, max_epochs=1, batch_size=6, validation_fraction=None, verbose=0)
     tagger.fit(words * 3, tags)

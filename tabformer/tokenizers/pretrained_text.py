@@ -16,6 +16,7 @@ import numbers
 import os
 
 import numpy as np
+import pandas as pd
 
 from .base import SPECIAL_TOKENS, register_tokenizer
 from .text import WordPieceTokenizer
@@ -242,7 +243,9 @@ class PretrainedTextTokenizer(WordPieceTokenizer):
         -------
         batch : dict of ndarray
         """
-        first = next((row for row in X if row is not None), None) if isinstance(X, (list, tuple)) else None
+        one_column = isinstance(X, pd.Series) or (isinstance(X, np.ndarray) and X.ndim == 1)
+        rows = X if isinstance(X, (list, tuple)) else X.tolist() if one_column else []
+        first = next((row for row in rows if row is not None), None)
         prefixed = self._prefix_space_json() if isinstance(first, (list, tuple, np.ndarray)) else None
         if prefixed is None:
             return super().transform(X)
