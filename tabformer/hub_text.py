@@ -1,4 +1,4 @@
-"""Hugging Face text encoders (BERT, RoBERTa, DistilBERT, ELECTRA) from a local folder.
+"""Hugging Face text encoders (BERT, RoBERTa, XLM-R, DistilBERT, ELECTRA) from a local folder.
 
 The folder holds ``config.json``, ``model.safetensors`` (or ``pytorch_model.bin``) and a
 tokenizer (``tokenizer.json``, else ``vocab.txt``), as ``save_pretrained`` writes them. All
@@ -117,6 +117,7 @@ class TextFamily:
 FAMILIES = {
     "bert": TextFamily(prefix="bert."),
     "roberta": TextFamily(prefix="roberta.", position_offset="pad_token_id"),
+    "xlm-roberta": TextFamily(prefix="roberta.", position_offset="pad_token_id"),  # RoBERTa's layout, Unigram words
     "electra": TextFamily(prefix="electra.", embeddings={**_EMBEDDINGS, "projection": "embeddings_project"}),
     "distilbert": TextFamily(
         prefix="distilbert.",

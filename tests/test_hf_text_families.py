@@ -70,7 +70,25 @@ def _byte_level_bpe_fast():
     )
 
 
+def _unigram_fast():
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+
+    backend = Tokenizer(models.Unigram())
+    backend.normalizer = normalizers.NFKC()
+    backend.pre_tokenizer = pre_tokenizers.Metaspace()
+    trainer = trainers.UnigramTrainer(vocab_size=150, special_tokens=ROBERTA_SPECIALS, unk_token="<unk>")
+    backend.train_from_iterator(CORPUS * 3, trainer=trainer)
+    backend.post_processor = processors.RobertaProcessing(("</s>", backend.token_to_id("</s>")), ("<s>", 0))
+    return transformers.PreTrainedTokenizerFast(
+        tokenizer_object=backend, pad_token="<pad>", unk_token="<unk>", cls_token="<s>", sep_token="</s>", mask_token="<mask>"
+    )
+
+
 def _config(model_type, vocab_size):
+    if model_type == "xlm-roberta":
+        return transformers.XLMRobertaConfig(
+            vocab_size=vocab_size, max_position_embeddings=42, pad_token_id=1, type_vocab_size=1, **SIZES
+        )
     if model_type == "distilbert":
         return transformers.DistilBertConfig(
             vocab_size=vocab_size, dim=32, n_layers=2, n_heads=4, hidden_dim=48, max_position_embeddings=40
@@ -87,7 +105,8 @@ def _config(model_type, vocab_size):
 
 def _save_model(model_type, folder, head=False):
     torch.manual_seed(0)
-    tokenizer = _byte_level_bpe_fast() if model_type == "roberta" else _wordpiece_fast()
+    makers = {"roberta": _byte_level_bpe_fast, "xlm-roberta": _unigram_fast}
+    tokenizer = makers.get(model_type, _wordpiece_fast)()
     config = _config(model_type, len(tokenizer))
     if head and model_type.startswith("electra"):
         model = transformers.ElectraForPreTraining(config)
@@ -113,7 +132,7 @@ def _reference(model, tokenizer, sentences):
     return hidden, encoded["attention_mask"].bool()
 
 
-@pytest.mark.parametrize("model_type", ["bert", "roberta", "distilbert", "electra", "electra-small"])
+@pytest.mark.parametrize("model_type", ["bert", "roberta", "xlm-roberta", "distilbert", "electra", "electra-small"])
 @pytest.mark.parametrize("head", [False, True], ids=["bare", "with-head"])
 def test_family_matches_transformers(model_type, head, tmp_path):
     model, tokenizer = _save_model(model_type, tmp_path, head)
@@ -160,9 +179,9 @@ def test_specials_take_tabformer_ids(tmp_path):
 
 def test_unsupported_model_type_lists_the_families(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
-    with pytest.raises(ValueError, match=r"'gpt2'.*\['bert', 'distilbert', 'electra', 'roberta'\]"):
+    with pytest.raises(ValueError, match=r"'gpt2'.*\['bert', 'distilbert', 'electra', 'roberta', 'xlm-roberta'\]"):
         load_text_folder(tmp_path)
-    assert sorted(FAMILIES) == ["bert", "distilbert", "electra", "roberta"]
+    assert sorted(FAMILIES) == ["bert", "distilbert", "electra", "roberta", "xlm-roberta"]
 
 
 def test_max_length_beyond_positions_is_refused(tmp_path):
