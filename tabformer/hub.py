@@ -20,6 +20,7 @@ __all__ = [
     "configure_pretrained",
     "hf_cache_folder",
     "load_bert",
+    "load_for_estimator",
     "load_pretrained",
     "load_text_folder",
     "load_timm_vit",
@@ -83,6 +84,47 @@ def load_pretrained(path, model: str | None = None, **kwargs) -> PretrainedEncod
             f"{error} Note: PretrainedEncoder.save files of tabformer 0.1 were such pickles; re-save a trusted one "
             "as a folder with PretrainedEncoder.save(folder)."
         ) from None
+
+
+def load_for_estimator(path, model: str | None = None, **params):
+    """``from_pretrained``'s loading: the encoder at ``path`` with the routed settings applied.
+
+    ``tokenizer__*`` and ``encoder__*`` settings go to :func:`configure_pretrained` (for a
+    timm ViT, ``tokenizer__image_size`` and ``tokenizer__pixel_scale`` go to the loader);
+    the other parameters are returned for the estimator.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        What :func:`load_pretrained` reads.
+    model : str or None, default=None
+        The timm architecture of a ViT checkpoint file.
+    **params
+        An estimator's parameters.
+
+    Returns
+    -------
+    encoder : PretrainedEncoder or TransformerEncoder
+    params : dict
+        The parameters left for the estimator (``tokenizer__*`` too when ``encoder`` is a bare
+        TransformerEncoder, whose tokenizer is fitted anew).
+
+    Examples
+    --------
+    >>> encoder, rest = load_for_estimator("distilbert-folder/", tokenizer__max_length=256, lr=1e-4)  # doctest: +SKIP
+    >>> rest  # doctest: +SKIP
+    {'lr': 0.0001}
+    """
+    routed = {
+        prefix: {key[len(prefix) + 2 :]: params.pop(key) for key in list(params) if key.startswith(prefix + "__")}
+        for prefix in ("tokenizer", "encoder")
+    }
+    # A timm ViT is built for its image size and pixel scale: they go to the loader.
+    options = {key: routed["tokenizer"].pop(key) for key in ("image_size", "pixel_scale") if model and key in routed["tokenizer"]}
+    encoder = configure_pretrained(load_pretrained(path, model=model, **options), routed["tokenizer"], routed["encoder"])
+    if not isinstance(encoder, PretrainedEncoder):  # a bare encoder: a new tokenizer is fitted
+        params.update({f"tokenizer__{key}": value for key, value in routed["tokenizer"].items()})
+    return encoder, params
 
 
 #: encoder settings that only change training, not the weights: a pretrained encoder takes them

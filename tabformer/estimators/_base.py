@@ -29,7 +29,7 @@ from .._data import LengthGroupedBatchSampler, TensorDictDataset, collate_batche
 from .._validation import check_target
 from ..callbacks import WarmupLinearLR
 from ..export import export_onnx
-from ..hub import configure_pretrained, load_pretrained
+from ..hub import load_for_estimator, load_pretrained
 from ..nn.encoder import TransformerEncoder
 from ..nn.models import PretrainedEncoder
 from ..persistence import save_estimator
@@ -126,40 +126,20 @@ class TabFormerNet(InferenceMixin, RecipeMixin, NeuralNet):
 
     @classmethod
     def from_pretrained(cls, path, model=None, **params):
-        """An unfitted estimator warm-started from a saved folder or a local Hugging Face folder.
-
-        A folder written by an estimator's ``save`` or by ``PretrainedEncoder.save`` gives
-        its tokenizer, embedder and encoder (not its head or settings: ``tabformer.load``);
-        a Hugging Face text folder (BERT, RoBERTa, DistilBERT, ELECTRA; docs/pretrained.md)
-        holds ``config.json``, ``model.safetensors`` and ``tokenizer.json`` or ``vocab.txt``.
-        With ``model`` (a timm ViT name), ``path`` is a timm checkpoint file (docs/pretrained.md).
-        Nothing is unpickled.
+        """An unfitted estimator warm-started from a saved folder, a local Hugging Face folder
+        (BERT, RoBERTa, XLM-R, DistilBERT, ELECTRA) or, with ``model`` (a timm ViT name), a
+        timm checkpoint file; see docs/pretrained.md. Nothing is unpickled.
 
         Parameters
         ----------
         path : str or os.PathLike
         model : str or None, default=None
-            The timm architecture of a ViT checkpoint file; ``tokenizer__image_size`` (position
-            embeddings interpolated to it) and ``tokenizer__pixel_scale`` shape the loaded tokenizer.
         **params
-            The estimator's parameters (``lr``, ``max_epochs``, ``head__*``...).
-            ``tokenizer__max_length``, ``encoder__dropout`` and the other settings the
-            weights allow apply to the loaded encoder (:func:`~tabformer.hub.configure_pretrained`);
-            one that contradicts them (``encoder__d_model=128`` on 384-wide weights) raises
-            ``ValueError``.
+            The estimator's parameters; routed settings the weights allow
+            (``tokenizer__max_length``, ``encoder__dropout``...) apply to the loaded encoder, one
+            that contradicts them raises (:func:`~tabformer.hub.load_for_estimator`).
         """
-        routed = {
-            prefix: {k[len(prefix) + 2 :]: params.pop(k) for k in list(params) if k.startswith(prefix + "__")}
-            for prefix in ("tokenizer", "encoder")
-        }
-        # A timm ViT is built for its image size and pixel scale: they go to the loader.
-        options = {
-            key: routed["tokenizer"].pop(key) for key in ("image_size", "pixel_scale") if model and key in routed["tokenizer"]
-        }
-        loaded = load_pretrained(path, model=model, **options)
-        encoder = configure_pretrained(loaded, routed["tokenizer"], routed["encoder"])
-        if not isinstance(encoder, PretrainedEncoder):  # a bare encoder: a new tokenizer is fitted
-            params.update({f"tokenizer__{key}": value for key, value in routed["tokenizer"].items()})
+        encoder, params = load_for_estimator(path, model, **params)
         return cls(encoder=encoder, **params)
 
     def save(self, path) -> None:
