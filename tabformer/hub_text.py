@@ -207,14 +207,15 @@ def _lowercase(folder: str) -> bool:
 
 
 def _tokenizer(folder: str, max_length: int):
-    if os.path.exists(os.path.join(folder, "tokenizer.json")):
+    has = {name: os.path.exists(os.path.join(folder, name)) for name in ("tokenizer.json", "vocab.json", "merges.txt")}
+    if has["tokenizer.json"] or (has["vocab.json"] and has["merges.txt"]):
         return PretrainedTextTokenizer(tokenizer_file=folder, max_length=max_length).fit([""])
     if os.path.exists(os.path.join(folder, "vocab.txt")):
         return WordPieceTokenizer(
             vocab_file=os.path.join(folder, "vocab.txt"), lowercase=_lowercase(folder), max_length=max_length
         ).fit([""])
     raise FileNotFoundError(
-        f"{folder} has neither tokenizer.json nor vocab.txt; save the model's fast tokenizer there "
+        f"{folder} has no tokenizer.json, vocab.json + merges.txt or vocab.txt; save the model's fast tokenizer there "
         "(AutoTokenizer.from_pretrained(...).save_pretrained(folder) writes tokenizer.json)"
     )
 

@@ -167,6 +167,21 @@ def test_bert_with_vocab_txt_only(tmp_path):
     assert (hidden - reference).abs()[mask].max() < 1e-4
 
 
+def test_roberta_with_vocab_json_and_merges_only(tmp_path):
+    model, tokenizer = _save_model("roberta", tmp_path)
+    spec = json.loads((tmp_path / "tokenizer.json").read_text())
+    (tmp_path / "tokenizer.json").unlink()
+    vocab = spec["model"]["vocab"]  # as RobertaTokenizer (slow) writes them
+    (tmp_path / "vocab.json").write_text(json.dumps(vocab))
+    merges = [m if isinstance(m, str) else " ".join(m) for m in spec["model"]["merges"]]
+    (tmp_path / "merges.txt").write_text("#version: 0.2\n" + "\n".join(merges) + "\n")
+    reference, mask = _reference(model, tokenizer, SENTENCES)
+    pretrained = load_text_folder(tmp_path)
+    batch = {key: torch.as_tensor(value) for key, value in pretrained.tokenizer.transform(SENTENCES).items()}
+    with torch.no_grad():
+        assert (pretrained(**batch) - reference).abs()[mask].max() < 1e-4
+
+
 def test_specials_take_tabformer_ids(tmp_path):
     _save_model("roberta", tmp_path)
     tok = load_text_folder(tmp_path).tokenizer

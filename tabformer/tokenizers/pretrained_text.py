@@ -144,6 +144,22 @@ def renumber_tokenizer_json(spec: dict, specials: dict) -> tuple[dict, np.ndarra
     return spec, order
 
 
+def _read_spec(path: str) -> dict:
+    """The parsed ``tokenizer.json`` at ``path`` (a file or a folder); a folder with only
+    ``vocab.json`` + ``merges.txt`` gives the byte-level BPE they describe (RoBERTa's settings)."""
+    if os.path.isdir(path) and not os.path.exists(os.path.join(path, "tokenizer.json")):
+        vocab, merges = os.path.join(path, "vocab.json"), os.path.join(path, "merges.txt")
+        if os.path.exists(vocab) and os.path.exists(merges):
+            from tokenizers import ByteLevelBPETokenizer
+
+            return json.loads(ByteLevelBPETokenizer(vocab, merges)._tokenizer.to_str())
+    path = os.path.join(path, "tokenizer.json") if os.path.isdir(path) else path
+    if not os.path.exists(path):
+        raise ValueError(f"tokenizer_file {path!r} does not exist (nor vocab.json + merges.txt beside it)")
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
 @register_tokenizer("pretrained_text")
 class PretrainedTextTokenizer(WordPieceTokenizer):
     """Texts to ids with a pretrained model's ``tokenizer.json``; see the module docstring.
@@ -151,8 +167,9 @@ class PretrainedTextTokenizer(WordPieceTokenizer):
     Parameters
     ----------
     tokenizer_file : str or path-like
-        A ``tokenizer.json``, or a Hugging Face folder holding one (its
-        ``tokenizer_config.json``/``special_tokens_map.json`` then name the special tokens).
+        A ``tokenizer.json``, or a Hugging Face folder holding one, or else a byte-level BPE's
+        ``vocab.json`` and ``merges.txt`` (RoBERTa's slow-tokenizer files); the folder's
+        ``tokenizer_config.json``/``special_tokens_map.json`` then name the special tokens.
     special_tokens : dict or None, default=None
         Tabformer role (``"[PAD]"``, ``"[UNK]"``, ``"[CLS]"``, ``"[SEP]"``, ``"[MASK]"``) -> the
         token playing it; ``None`` reads them from the folder, else tries the BERT and the
@@ -213,13 +230,9 @@ class PretrainedTextTokenizer(WordPieceTokenizer):
             raise ValueError("PretrainedTextTokenizer needs tokenizer_file: a tokenizer.json or a folder holding one")
         path = os.fspath(self.tokenizer_file)
         folder = path if os.path.isdir(path) else os.path.dirname(path)
-        path = os.path.join(path, "tokenizer.json") if os.path.isdir(path) else path
-        if not os.path.exists(path):
-            raise ValueError(f"tokenizer_file {path!r} does not exist")
         first, second, _ = self._parts(X, fitting=True)
         self.n_features_in_ = 1 if second is None else 2
-        with open(path, encoding="utf-8") as handle:
-            spec = json.load(handle)
+        spec = _read_spec(path)
         specials = self.special_tokens or special_tokens_of(folder, _full_vocab(spec))
         spec, self.source_ids_ = renumber_tokenizer_json(spec, specials)
         self.tokenizer_json_ = json.dumps(spec, ensure_ascii=False)
