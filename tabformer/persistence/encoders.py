@@ -11,6 +11,7 @@ loaded strictly, every name and shape checked first.
 from __future__ import annotations
 
 import os
+import re
 
 import torch
 from safetensors.torch import load_file
@@ -46,6 +47,24 @@ def offline_spec(spec):
     return out
 
 
+_OLD_STEM_KEY = re.compile(r"^(.*\.stem\.)(\d+)\.(.*)$")
+
+
+def _renamed_stem_keys(state: dict, expected: dict) -> dict:
+    """Hybrid image models saved before any timm CNN could be a stem held EfficientNet's
+    stem as a Sequential (``stem.0`` conv, ``stem.1`` BatchNorm, ``stem.<2+i>`` block ``i``);
+    the stem is now timm's features-only model (``stem.features.conv_stem``...)."""
+    out = {}
+    for key, value in state.items():
+        match = _OLD_STEM_KEY.match(key)
+        if match and key not in expected:
+            prefix, index, rest = match.group(1), int(match.group(2)), match.group(3)
+            part = ("conv_stem", "bn1")[index] if index < 2 else f"blocks.{index - 2}"
+            key = f"{prefix}features.{part}.{rest}"
+        out[key] = value
+    return out
+
+
 def load_weights(module: torch.nn.Module, reader: Reader, select: str | tuple | None = None) -> None:
     """Load ``model.safetensors`` into ``module`` strictly; errors name the tensor.
 
@@ -63,6 +82,7 @@ def load_weights(module: torch.nn.Module, reader: Reader, select: str | tuple | 
     if select is not None:
         state = {key: value for key, value in state.items() if key.startswith(select)}
     expected = {key: tuple(value.shape) for key, value in module.state_dict().items()}
+    state = _renamed_stem_keys(state, expected)
     missing, unexpected = sorted(set(expected) - set(state)), sorted(set(state) - set(expected))
     if missing or unexpected:
         parts = [f"lacks tensor(s) {missing[:5]}"] if missing else []
@@ -126,7 +146,7 @@ def encoder_from_folder(reader: Reader, config: dict, kind: str):
         raise PersistenceError(f"{reader.path(CONFIG_FILE)} holds a {kind!r}, not an encoder or an estimator")
     tokenizer = tokenizer_from_json(tokenizer_state, reader, "tokenizer")
     encoder = TransformerEncoder(**encoder_config)
-    embedder = build_embedder(offline_spec(spec), encoder.d_model)
+    embedder = build_embedder(offline_spec(spec), encoder.embedding_size)
     pretrained = PretrainedEncoder(tokenizer, embedder, encoder)
     load_weights(pretrained, reader, select=("embedder.", "encoder."))
     return pretrained.eval()

@@ -186,7 +186,7 @@ def _warm_start_stand_in(estimator, architecture):
         yield
         return
     encoder = TransformerEncoder(**architecture["encoders"][0])
-    embedder = build_embedder(offline_spec(architecture["embedder"]), encoder.d_model)
+    embedder = build_embedder(offline_spec(architecture["embedder"]), encoder.embedding_size)
     estimator.encoder = PretrainedEncoder(estimator.tokenizer_, embedder, encoder)
     try:
         yield

@@ -5,6 +5,7 @@ from .base import TOKENIZERS, BaseTokenizer, register_tokenizer
 from .detect import infer_column_kinds
 from .image import PatchTokenizer
 from .mixed import MixedTokenizer
+from .pretrained_text import PretrainedTextTokenizer
 from .registry import make_tokenizer
 from .tabular import TabularTokenizer
 from .text import WordPieceTokenizer
@@ -13,6 +14,7 @@ __all__ = [
     "BaseTokenizer",
     "TabularTokenizer",
     "WordPieceTokenizer",
+    "PretrainedTextTokenizer",
     "PatchTokenizer",
     "MixedTokenizer",
     "infer_column_kinds",

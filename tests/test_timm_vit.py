@@ -1,0 +1,93 @@
+"""timm ViT checkpoints (random-init, saved by the test) load into PatchTokenizer + the shared
+encoder and match timm's ``forward_features`` within 1e-4, at the checkpoint's size and at
+another (positions interpolated by timm's own resampling)."""
+
+import numpy as np
+import pytest
+import timm
+import torch
+from safetensors.torch import save_file
+
+from tabformer import TabFormerClassifier
+from tabformer.hub import load_pretrained, load_timm_vit
+
+
+def _checkpoint(folder, name, img_size=32, num_classes=10):
+    torch.manual_seed(0)
+    model = timm.create_model(name, img_size=img_size, num_classes=num_classes)
+    with torch.no_grad():  # timm initialises biases to 0 and norms to 1: randomise them so a swap shows
+        for key, parameter in model.named_parameters():
+            if "norm" in key or key.endswith("bias") or "gamma" in key:
+                parameter.add_(0.2 * torch.randn_like(parameter))
+    path = folder / f"{name}.safetensors"
+    save_file(model.state_dict(), str(path))
+    return path
+
+
+def _compare(pretrained, reference, size):
+    images = np.random.default_rng(0).integers(0, 256, (3, size, size, 3), dtype=np.uint8)
+    batch = {k: torch.as_tensor(v) for k, v in pretrained.tokenizer.transform(images).items()}
+    config = reference.pretrained_cfg
+    mean = torch.tensor(config["mean"]).view(1, 3, 1, 1)
+    std = torch.tensor(config["std"]).view(1, 3, 1, 1)
+    with torch.no_grad():
+        ours = pretrained(**batch)
+        theirs = reference.eval().forward_features((batch["pixels"] - mean) / std)
+    assert ours.shape == theirs.shape
+    assert (ours - theirs).abs().max() < 1e-4, float((ours - theirs).abs().max())
+    assert theirs.abs().max() > 0.1
+
+
+@pytest.mark.parametrize("name", ["vit_tiny_patch16_224", "deit3_small_patch16_224"])
+def test_vit_matches_timm_forward_features(tmp_path, name):
+    path = _checkpoint(tmp_path, name)
+    pretrained = load_timm_vit(path, name, image_size=32)
+    assert pretrained.tokenizer.grid_shape_ == (2, 2) and pretrained.encoder.norm_first
+    reference = timm.create_model(name, img_size=32, num_classes=10, pretrained=True, pretrained_cfg_overlay={"file": str(path)})
+    _compare(pretrained, reference, 32)
+
+
+def test_positions_are_interpolated_to_the_input_size(tmp_path):
+    path = _checkpoint(tmp_path, "vit_tiny_patch16_224")
+    pretrained = load_pretrained(path, model="vit_tiny_patch16_224", image_size=64)
+    assert pretrained.embedder.positions.weight.shape == (1, 16, 192)
+    reference = timm.create_model(
+        "vit_tiny_patch16_224", img_size=64, num_classes=10, pretrained=True, pretrained_cfg_overlay={"file": str(path)}
+    )
+    _compare(pretrained, reference, 64)
+
+
+def test_non_vit_and_mismatched_checkpoints_are_refused(tmp_path):
+    path = _checkpoint(tmp_path, "vit_tiny_patch16_224")
+    with pytest.raises(ValueError, match="not a timm VisionTransformer"):
+        load_timm_vit(path, "resnet10t")
+    with pytest.raises(ValueError, match="does not fit vit_small_patch16_224"):
+        load_timm_vit(path, "vit_small_patch16_224", image_size=32)
+
+
+def test_classifier_from_a_vit_checkpoint(tmp_path):
+    path = _checkpoint(tmp_path, "vit_tiny_patch16_224")
+    X = np.random.default_rng(0).integers(0, 256, (16, 8, 8), dtype=np.uint8)  # grey, resized to 32
+    y = np.arange(16) % 2
+    clf = TabFormerClassifier.from_pretrained(
+        path,
+        model="vit_tiny_patch16_224",
+        tokenizer__image_size=32,
+        head__dropout=0.1,
+        max_epochs=1,
+        batch_size=8,
+        validation_fraction=None,
+        verbose=0,
+        random_state=0,
+    ).fit(X, y)
+    assert clf.tokenizer_.image_size_ == (32, 32) and clf.tokenizer_.n_channels_ == 3
+    assert clf.predict_proba(X[:2]).shape == (2, 2)
+
+
+def test_a_timm_folder_in_the_hugging_face_cache_loads_by_name(tmp_path, monkeypatch):
+    snapshot = tmp_path / "hub" / "models--timm--vit_tiny_patch16_224.test" / "snapshots" / "feed"
+    snapshot.mkdir(parents=True)
+    _checkpoint(tmp_path, "vit_tiny_patch16_224").rename(snapshot / "model.safetensors")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    pretrained = load_pretrained("timm/vit_tiny_patch16_224.test", model="vit_tiny_patch16_224")  # no refs/main
+    assert pretrained.tokenizer.grid_shape_ == (14, 14)
