@@ -184,7 +184,7 @@ class PretrainedTextTokenizer(WordPieceTokenizer):
     Attributes
     ----------
     vocab_size_ : int
-    source_ids_ : ndarray of shape (vocab_size_,)
+    source_ids_ : ndarray of shape (vocab_size,)
         The ``tokenizer.json`` id behind each tabformer id.
     tokenizer_json_ : str
         The renumbered ``tokenizers`` model.
