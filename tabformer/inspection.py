@@ -8,10 +8,10 @@ import pandas as pd
 import torch
 from sklearn.utils.validation import check_is_fitted
 
-__all__ = ["explain", "attention_map", "aggregate_subwords"]
+__all__ = ["explain", "modality_ablation", "attention_map", "aggregate_subwords"]
 
 
-def explain(estimator, X, layer="all", level="token") -> pd.DataFrame:
+def explain(estimator, X, layer="all", level="token", y=None) -> pd.DataFrame:
     """CLS attention over the input tokens, averaged over heads, as a tidy DataFrame.
 
     Parameters
@@ -24,7 +24,11 @@ def explain(estimator, X, layer="all", level="token") -> pd.DataFrame:
         Which encoder layer(s) to report (0-based; negative counts from the last).
     level : {"token", "column"}, default="token"
         ``"token"``: one row per token. ``"column"``: attention summed over the tokens
-        of each input column (all words of a text column, all patches of an image).
+        of each input column (all words of a text column, all patches of an image), and
+        divided by their number.
+    y : array-like of shape (n_samples,), optional
+        True targets of ``X``. With ``level="column"`` and mixed inputs, adds each
+        modality's ablation score (see :func:`modality_ablation`).
 
     Returns
     -------
@@ -35,7 +39,14 @@ def explain(estimator, X, layer="all", level="token") -> pd.DataFrame:
         sub-word, a patch ``"r{i}c{j}"`` or a table column) and ``attention`` (weight the
         CLS query puts on that token; padding and masked segments excluded, so one row
         and layer sums to at most 1, the rest being CLS's self-attention). With
-        ``level="column"``: ``row``, ``layer``, ``column``, ``n_tokens``, ``attention``.
+        ``level="column"``: ``row``, ``layer``, ``column``, ``modality`` (``"text"``,
+        ``"image"`` or ``"table"``), ``n_tokens``, ``attention`` (the sum over the
+        column's tokens) and ``attention_per_token`` (that sum over ``n_tokens``). A
+        64-patch image gathers more *summed* attention than a price cell only because it
+        has 64 tokens; compare ``attention_per_token`` to see which tokens CLS prefers,
+        and ``ablation`` (with ``y``) to see what the prediction needs. With ``y``, also
+        ``ablation``: the drop in ``estimator.score`` on ``(X, y)`` when the column's
+        whole modality is masked (the same value on every row of that modality).
 
     Raises
     ------
@@ -69,7 +80,85 @@ def explain(estimator, X, layer="all", level="token") -> pd.DataFrame:
             .agg(n_tokens=("token", "size"), attention=("attention", "sum"))
             .reset_index()
         )
+        frame["attention_per_token"] = frame["attention"] / frame["n_tokens"]
+        modality_of = _column_modalities(estimator.tokenizer_)
+        frame.insert(3, "modality", frame["column"].map(lambda column: modality_of.get(column, _kind(estimator.tokenizer_))))
+        if y is not None:
+            drops = modality_ablation(estimator, X, y).set_index("modality")["drop"]
+            frame["ablation"] = frame["modality"].map(drops)
     return frame
+
+
+def _kind(tokenizer) -> str:
+    return getattr(tokenizer, "kind", "table")
+
+
+def _column_modalities(tokenizer) -> dict:
+    """``{column: modality}`` for a mixed tokenizer's columns (table cells by their feature names)."""
+    if not hasattr(tokenizer, "segments_"):
+        return {}
+    kinds = {name: tokenizer.segment_kind(sub) for name, sub, _ in tokenizer.transformers_}
+    modalities = {}
+    for name, sub, columns in tokenizer.transformers_:
+        labels = list(sub.get_feature_names_out()) if kinds[name] == "table" else list(columns)
+        modalities.update(dict.fromkeys(labels, kinds[name]))
+    return modalities
+
+
+def modality_ablation(estimator, X, y) -> pd.DataFrame:
+    """How much each modality of a mixed input matters: the score lost when it is masked.
+
+    Every segment of the modality (each text or image column, or the table) is masked in
+    every row, as a missing text or image is: the encoder does not see its tokens. The
+    model is not refitted, so the drop measures what *this* model relies on, which may
+    differ from what the data could offer (a modality the model learned to ignore shows
+    a drop near 0 even if it is informative).
+
+    Parameters
+    ----------
+    estimator : fitted tabformer classifier or regressor with a mixed tokenizer
+    X : DataFrame of shape (n_samples, n_columns)
+        Rows held out from training (a validation split), with their
+    y : array-like of shape (n_samples,)
+        true targets.
+
+    Returns
+    -------
+    DataFrame with one row per modality
+        ``modality`` (``"text"``, ``"image"``, ``"table"``; a sub-tokenizer's name when two
+        share a kind), ``columns`` (the input columns masked), ``score`` (the estimator's
+        ``score`` on ``(X, y)``), ``masked_score`` and ``drop`` (``score - masked_score``).
+
+    Raises
+    ------
+    TypeError
+        If the estimator's tokenizer is not a mixed one (one modality: nothing to compare).
+
+    Examples
+    --------
+    >>> clf.modality_ablation(X_valid, y_valid)  # doctest: +SKIP
+      modality    columns  score  masked_score   drop
+    0     text     [name]  0.861         0.402  0.459
+    1    image    [image]  0.861         0.790  0.071
+    """
+    check_is_fitted(estimator)
+    tokenizer = estimator.tokenizer_
+    if not hasattr(tokenizer, "segments_"):
+        raise TypeError(f"modality_ablation needs mixed inputs (a MixedTokenizer), the estimator has {type(tokenizer).__name__}")
+    tokens = estimator.tokenize(X)
+    n_rows = len(next(iter(tokens.values())))
+    score = float(estimator.score(tokens, y))
+    kinds = {name: tokenizer.segment_kind(sub) for name, sub, _ in tokenizer.transformers_}
+    records = []
+    for name, _, columns in tokenizer.transformers_:
+        masked = dict(tokens)
+        for key, segment_name, _ in tokenizer.segments_:
+            if segment_name == name:
+                masked[f"{key}/present"] = np.zeros(n_rows, dtype=bool)
+        modality = kinds[name] if list(kinds.values()).count(kinds[name]) == 1 else name
+        masked_score = float(estimator.score(masked, y))
+        records.append((modality, list(columns), score, masked_score, score - masked_score))
+    return pd.DataFrame.from_records(records, columns=["modality", "columns", "score", "masked_score", "drop"])
 
 
 def attention_map(estimator, X, layer=-1, upsample=False) -> np.ndarray:

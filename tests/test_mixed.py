@@ -270,7 +270,14 @@ def test_explain_per_column_and_per_token(mixed):
     assert "title" not in set(tokens.loc[tokens["row"] == 3, "column"])
     assert "photo" not in set(tokens.loc[tokens["row"] == 5, "column"])
     columns = clf.explain(X.iloc[:6], layer=0, level="column")
-    assert list(columns.columns) == ["row", "layer", "column", "n_tokens", "attention"]
+    assert list(columns.columns) == ["row", "layer", "column", "modality", "n_tokens", "attention", "attention_per_token"]
+    assert columns.set_index("column")["modality"].to_dict() == {
+        "title": "text",
+        "photo": "image",
+        "brand": "table",
+        "price": "table",
+    }
+    np.testing.assert_allclose(columns["attention_per_token"], columns["attention"] / columns["n_tokens"])
     sums = columns.groupby("row")["attention"].sum()
     assert ((sums > 0) & (sums <= 1 + 1e-6)).all()
     assert clf.explain(X.iloc[:2], layer=-1)["layer"].unique().tolist() == [0]  # 1-layer encoder
@@ -278,6 +285,28 @@ def test_explain_per_column_and_per_token(mixed):
         clf.explain(X.iloc[:2], layer=1)
     merged = tokens.groupby(["row", "column"], sort=False)["attention"].sum().reset_index()
     np.testing.assert_allclose(merged["attention"].to_numpy(), columns["attention"].to_numpy(), rtol=1e-6)
+
+
+def test_modality_ablation_finds_the_modality_the_label_lives_in():
+    # Only the title carries the label: masking it must cost far more than masking the rest.
+    X, y = _frame(n=160, seed=1)
+    X["photo"] = [np.random.default_rng(i).integers(0, 256, (8, 8)).astype(np.uint8) for i in range(len(X))]
+    X["brand"] = np.resize(["a", "b", "c"], len(X))
+    X["price"] = np.random.default_rng(2).normal(size=len(X))
+    X.loc[3, "title"] = "x good"
+    clf = TabFormerClassifier(**dict(TINY, max_epochs=30, lr=5e-3, validation_fraction=None)).fit(X, y)
+    ablation = clf.modality_ablation(X, y).set_index("modality")
+    assert list(ablation.index) == ["text", "image", "table"]
+    assert ablation.loc["text", "columns"] == ["title"]
+    assert ablation.loc["text", "score"] == pytest.approx(clf.score(X, y))
+    assert ablation.loc["text", "drop"] > 0.25
+    assert ablation.loc["text", "drop"] > ablation.loc["image", "drop"] + 0.2
+    assert ablation.loc["text", "drop"] > ablation.loc["table", "drop"] + 0.2
+    np.testing.assert_allclose(ablation["drop"], ablation["score"] - ablation["masked_score"])
+    columns = clf.explain(X.iloc[:4], level="column", y=y[:4], layer=0)
+    assert columns.loc[columns["column"] == "price", "ablation"].nunique() == 1
+    with pytest.raises(TypeError, match="needs mixed inputs"):
+        TabFormerClassifier(max_epochs=1, verbose=0).fit(X[["brand", "price"]], y).modality_ablation(X[["brand", "price"]], y)
 
 
 def test_detection_is_right_on_the_real_benchmarks():

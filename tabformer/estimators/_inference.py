@@ -109,14 +109,23 @@ class InferenceMixin:
             return embeddings
         return embeddings, [np.concatenate([maps[layer] for _, maps in outputs]) for layer in range(len(outputs[0][1]))]
 
-    def explain(self, X, layer="all", level="token"):
+    def explain(self, X, layer="all", level="token", y=None):
         """CLS attention over the input tokens, averaged over heads, as a tidy DataFrame.
 
         Parameters
         ----------
-        X, layer, level : as :func:`tabformer.inspection.explain`, which this calls
+        X, layer, level, y : as :func:`tabformer.inspection.explain`, which this calls
         """
-        return inspection.explain(self, X, layer=layer, level=level)
+        return inspection.explain(self, X, layer=layer, level=level, y=y)
+
+    def modality_ablation(self, X, y):
+        """The score lost when each modality of a mixed input is masked, one row per modality.
+
+        Parameters
+        ----------
+        X, y : as :func:`tabformer.inspection.modality_ablation`, which this calls
+        """
+        return inspection.modality_ablation(self, X, y)
 
 
 def _check_finite(result, estimator, start: int) -> None:
