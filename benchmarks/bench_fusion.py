@@ -1,24 +1,25 @@
-"""Early vs late fusion on two real multimodal datasets, against single modalities and GBM.
+"""Fusion with default settings on three real multimodal datasets, against each modality
+alone and the classic baselines.
 
-    python benchmarks/bench_fusion.py                      # both datasets, 3 seeds
-    python benchmarks/bench_fusion.py --dataset emoji --seeds 1
+    python benchmarks/bench_fusion.py                                # all three, 3 seeds
+    python benchmarks/bench_fusion.py --dataset tweets --seeds 1
+    python benchmarks/bench_fusion.py --dataset emoji --only early image
 
-- Lending Club loans (table + ``emp_title`` job-title text) -> log annual income, R².
-  The 23 rows with a zero income (joint applications whose income sits in the dropped
-  joint column; their log1p target is 0, ~14 std below the mean) are left out of both
-  splits so that a handful of points does not decide R²; the count is printed.
 - Rendered emoji (32x32 colour image + Unicode name) -> group (9 classes), accuracy.
-  Patches are 16x16 (4 image tokens beside ~6 name tokens). Chosen among 4, 8 and 16
-  on this split with two seeds of early fusion (0.81 / 0.81 / 0.835): with 64 or 16
-  patch tokens the image crowds the name out of the CLS token's attention and early
-  fusion lands below the name alone. All rows use the same tokenizer settings.
+- Trump's tweets, Android vs iPhone (text + hour, weekday, reaction counts, retweet and
+  reply flags), accuracy: a table + text task where both halves carry part of the answer.
+- Lending Club loans (50 table columns + ``emp_title`` job-title text) -> log annual
+  income, R². The 23 rows with a zero income (joint applications whose income sits in the
+  dropped joint column; log1p target 0, ~14 std below the mean) are left out of both
+  splits so that a handful of points does not decide R²; the count is printed.
 
-Rows: tabformer early fusion (one encoder, one sequence), mid fusion (the same, but
-the first k layers attend within each modality only), late fusion (one encoder per
-modality, CLS vectors concatenated), each single modality alone, and
-HistGradientBoosting on TF-IDF + columns (Lending Club) or TF-IDF + 16x16 pixels
-(emoji). Fixed splits (``lending_club_split``/``emoji_split``, random_state=0); the
-neural rows report mean ± std over ``--seeds`` training seeds.
+Every tabformer row uses the **defaults** (``random_state`` only, plus ``fusion`` for the
+mid and late rows): what a user gets. The classic rows are what a scikit-learn user would
+build: logistic regression (or ridge) on TF-IDF, on frozen ImageNet EfficientNet-Lite0
+features (global average pool, images at 64 px, as the default stem sees them), on
+one-hot/standardised columns, and on all of them side by side (late fusion of frozen
+features); HistGradientBoosting on the same. Fixed splits (``splits.py``, seed 0); the
+tabformer rows report mean ± std over ``--seeds`` training seeds.
 """
 
 from __future__ import annotations
@@ -29,19 +30,21 @@ import sys
 import time
 
 import numpy as np
-import pandas as pd
 import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+sys.path.insert(0, os.path.dirname(__file__))
 
+from sklearn.compose import ColumnTransformer  # noqa: E402
 from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor  # noqa: E402
 from sklearn.feature_extraction.text import TfidfVectorizer  # noqa: E402
+from sklearn.linear_model import LogisticRegression, RidgeCV  # noqa: E402
 from sklearn.metrics import accuracy_score, r2_score  # noqa: E402
+from sklearn.pipeline import make_pipeline  # noqa: E402
+from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler  # noqa: E402
 
-from splits import emoji_split, lending_club_split  # noqa: E402
+from splits import emoji_split, lending_club_split, tweets_split  # noqa: E402
 from tabformer import TabFormerClassifier, TabFormerRegressor  # noqa: E402
-
-ENCODER = dict(encoder__d_model=64, encoder__n_layers=2, encoder__n_heads=4, encoder__dropout=0.1)
 
 
 def lending_data(limit=None):
@@ -49,16 +52,21 @@ def lending_data(limit=None):
     keep_train, keep_test = y_train > 0, y_test > 0
     dropped = int((~keep_train).sum() + (~keep_test).sum())
     X_train, y_train, X_test, y_test = X_train[keep_train], y_train[keep_train], X_test[keep_test], y_test[keep_test]
-    if limit:
-        X_train, y_train, X_test, y_test = X_train[:limit], y_train[:limit], X_test[: limit // 2], y_test[: limit // 2]
-    return X_train, X_test, y_train.to_numpy(), y_test.to_numpy(), dropped
+    print(f"  ({dropped} zero-income rows left out)", flush=True)
+    return X_train, X_test, y_train, y_test
 
 
-def emoji_data(limit=None):
-    X_train, X_test, y_train, y_test = emoji_split()
-    if limit:
-        X_train, y_train, X_test, y_test = X_train[:limit], y_train[:limit], X_test[: limit // 2], y_test[: limit // 2]
-    return X_train, X_test, y_train.to_numpy(), y_test.to_numpy()
+#: name -> (loader, task, {modality: columns}); the text column is named, the rest is the table
+DATASETS = {
+    "emoji": (emoji_split, "clf", {"image": ["image"], "text": ["name"]}),
+    "tweets": (tweets_split, "clf", {"text": ["text"], "table": None}),
+    "lending": (lending_data, "reg", {"text": ["emp_title"], "table": None}),
+}
+
+
+def _modalities(X, spec):
+    named = [c for columns in spec.values() if columns for c in columns]
+    return {name: columns if columns else [c for c in X.columns if c not in named] for name, columns in spec.items()}
 
 
 def _selected(variants, only):
@@ -66,140 +74,125 @@ def _selected(variants, only):
     return [v for v in variants if not only or any(word in v[0] for word in only)]
 
 
-def _params_for(params, columns, prefix_of_column):
-    """Drop the tokenizer__<kind>__ settings of modalities a variant does not use."""
-    unused = [prefix for column, prefix in prefix_of_column.items() if column not in columns]
-    return {k: v for k, v in params.items() if not any(k.startswith(prefix) for prefix in unused)}
-
-
-def tabformer_rows(estimator_class, variants, X_train, X_test, y_train, y_test, metric, seeds, params):
+def tabformer_rows(task, variants, X_train, X_test, y_train, y_test, seeds, epochs):
+    estimator_class, metric = (TabFormerClassifier, accuracy_score) if task == "clf" else (TabFormerRegressor, r2_score)
     rows = []
     for label, columns, extra in variants:
         scores, seconds = [], []
         for seed in range(seeds):
-            model = estimator_class(random_state=seed, verbose=0, **params, **extra)
+            settings = dict(extra, **({"max_epochs": epochs} if epochs else {}))
+            model = estimator_class(random_state=seed, verbose=0, **settings)
             start = time.perf_counter()
             model.fit(X_train[columns], y_train)
             seconds.append(time.perf_counter() - start)
             scores.append(metric(y_test, model.predict(X_test[columns])))
-            print(f"  {label:<28} seed {seed}: {scores[-1]:.4f} ({seconds[-1]:.0f} s, {len(model.history_)} epochs)", flush=True)
+            print(f"  {label:<34} seed {seed}: {scores[-1]:.4f} ({seconds[-1]:.0f} s, {len(model.history_)} epochs)", flush=True)
         rows.append((label, float(np.mean(scores)), float(np.std(scores)), len(scores), float(np.median(seconds))))
     return rows
 
 
-def lending(seeds, epochs, limit, only=None):
-    X_train, X_test, y_train, y_test, dropped = lending_data(limit)
-    print(f"Lending Club: {len(X_train)} train / {len(X_test)} test rows ({dropped} zero-income rows left out)", flush=True)
-    table = [c for c in X_train.columns if c != "emp_title"]
-    params = dict(
-        ENCODER,
-        max_epochs=epochs,
-        patience=6,
-        lr=1e-3,
-        batch_size=128,
-        tokenizer__text__vocab_size=3000,
-        tokenizer__text__max_length=16,
-    )
-    variants = [
-        ("tabformer early fusion", list(X_train.columns), {}),
-        ("tabformer mid fusion (fusion=1)", list(X_train.columns), {"fusion": 1}),
-        ("tabformer mid fusion (fusion=2)", list(X_train.columns), {"fusion": 2}),
-        ("tabformer late fusion", list(X_train.columns), {"fusion": "late"}),
-        ("tabformer table only", table, {}),
-        ("tabformer text only", ["emp_title"], {}),
-    ]
+_IMAGE_FEATURES = {}
+
+
+def frozen_image_features(images, size=64):
+    """Globally pooled ImageNet EfficientNet-Lite0 features (1280) of uint8 ``(H, W, 3)`` images."""
+    import timm
+
+    from tabformer.estimators._recipes import STEM
+    from tabformer.nn.embedders.backbone import _package_weights
+
+    if "model" not in _IMAGE_FEATURES:
+        model = timm.create_model(STEM, num_classes=0)
+        weights = {k: v for k, v in _package_weights(STEM).items() if not k.startswith("classifier")}
+        model.load_state_dict(weights)
+        _IMAGE_FEATURES["model"] = model.eval()
+    model = _IMAGE_FEATURES["model"]
+    mean = torch.tensor(model.pretrained_cfg["mean"]).view(1, 3, 1, 1)
+    std = torch.tensor(model.pretrained_cfg["std"]).view(1, 3, 1, 1)
+    out = []
+    with torch.no_grad():
+        for start in range(0, len(images), 128):
+            pixels = torch.from_numpy(np.stack(list(images[start : start + 128]))).permute(0, 3, 1, 2).float() / 255
+            pixels = torch.nn.functional.interpolate(pixels, size=(size, size), mode="bilinear", antialias=True)
+            out.append(model((pixels - mean) / std).numpy())
+    return np.concatenate(out)
+
+
+def _column_features(modalities, X_train):
+    """ColumnTransformer parts for each modality: TF-IDF, frozen image features, one-hot/standardised columns."""
+    parts = []
+    for name, columns in modalities.items():
+        if name == "text":
+            for column in columns:
+                parts.append((f"tfidf_{column}", TfidfVectorizer(min_df=2, sublinear_tf=True), column))
+        elif name == "image":
+            for column in columns:
+                parts.append((f"cnn_{column}", make_pipeline(FunctionTransformer(_images_of), StandardScaler()), [column]))
+        else:
+            numeric = [c for c in columns if X_train[c].dtype.kind in "if"]
+            categorical = [c for c in columns if c not in numeric]
+            parts.append(("onehot", OneHotEncoder(handle_unknown="ignore", min_frequency=5), categorical))
+            parts.append(("numeric", make_pipeline(FunctionTransformer(_signed_log), StandardScaler()), numeric))
+    return parts
+
+
+def _images_of(frame):
+    return frozen_image_features(frame.iloc[:, 0].to_list())
+
+
+def _signed_log(values):
+    values = np.asarray(values, dtype=float)
+    return np.nan_to_num(np.sign(values) * np.log1p(np.abs(values)))
+
+
+def classic_rows(task, modalities, X_train, X_test, y_train, y_test):
+    """Linear models per modality and on all of them; gradient boosting on all of them."""
+    metric = accuracy_score if task == "clf" else r2_score
+    table_cols = modalities.get("table")
+    if table_cols:  # strings as categories, missing as their own value, for the linear models
+        X_train, X_test = X_train.copy(), X_test.copy()
+        for frame in (X_train, X_test):
+            for column in table_cols:
+                if frame[column].dtype.kind not in "if":
+                    frame[column] = frame[column].astype(str)
     rows = []
-    for label, columns, extra in _selected(variants, only):
-        run_params = _params_for(params, columns, {"emp_title": "tokenizer__text"})
-        rows += tabformer_rows(
-            TabFormerRegressor, [(label, columns, extra)], X_train, X_test, y_train, y_test, r2_score, seeds, run_params
-        )
-
-    if only:
-        return rows
+    subsets = [(f"{name} only", {name: cols}) for name, cols in modalities.items()] + [("all modalities", modalities)]
+    for label, subset in subsets:
+        linear = LogisticRegression(max_iter=3000, C=1.0) if task == "clf" else RidgeCV(alphas=np.logspace(-2, 3, 12))
+        start = time.perf_counter()
+        model = make_pipeline(ColumnTransformer(_column_features(subset, X_train)), linear).fit(X_train, y_train)
+        score = metric(y_test, model.predict(X_test))
+        name = "logistic regression" if task == "clf" else "ridge"
+        rows.append((f"{name}, {label}", float(score), 0.0, 1, time.perf_counter() - start))
+        print(f"  {rows[-1][0]:<34}: {score:.4f}", flush=True)
+    gbm_class = HistGradientBoostingClassifier if task == "clf" else HistGradientBoostingRegressor
     start = time.perf_counter()
-    tfidf = TfidfVectorizer(min_df=3).fit(X_train["emp_title"].fillna(""))
-
-    def features(X):
-        words = pd.DataFrame(tfidf.transform(X["emp_title"].fillna("")).toarray(), index=X.index).add_prefix("tfidf_")
-        table_part = X[table].copy()
-        for column in table_part.select_dtypes("object"):
-            table_part[column] = table_part[column].astype("category")
-        return pd.concat([table_part, words], axis=1)
-
-    train_features = features(X_train)
-    categories = {c: train_features[c].cat.categories for c in train_features.select_dtypes("category")}
-    test_features = features(X_test)
-    for column, cats in categories.items():
-        values = test_features[column].astype(object)
-        test_features[column] = pd.Categorical(values.where(values.isin(cats)), categories=cats)  # unseen -> missing
-    gbm = HistGradientBoostingRegressor(categorical_features="from_dtype", random_state=0).fit(train_features, y_train)
+    dense = ColumnTransformer(_column_features(modalities, X_train), sparse_threshold=0)
+    gbm = make_pipeline(dense, gbm_class(max_iter=300, random_state=0)).fit(X_train, y_train)
     rows.append(
-        (
-            "HistGradientBoosting TF-IDF + columns",
-            r2_score(y_test, gbm.predict(test_features)),
-            0.0,
-            1,
-            time.perf_counter() - start,
-        )
+        ("HistGradientBoosting, all modalities", float(metric(y_test, gbm.predict(X_test))), 0.0, 1, time.perf_counter() - start)
     )
+    print(f"  {rows[-1][0]:<34}: {rows[-1][1]:.4f}", flush=True)
     return rows
 
 
-def emoji(seeds, epochs, limit, only=None):
-    X_train, X_test, y_train, y_test = emoji_data(limit)
-    print(f"Emoji: {len(X_train)} train / {len(X_test)} test images, {len(set(y_train))} groups", flush=True)
-    params = dict(
-        ENCODER,
-        max_epochs=epochs,
-        patience=8,
-        lr=1e-3,
-        batch_size=64,
-        tokenizer__text__vocab_size=1500,
-        tokenizer__text__max_length=24,
-        tokenizer__image__patch_size=16,
-    )
+def run(dataset, seeds, epochs, limit, only=None, classic=True):
+    load, task, spec = DATASETS[dataset]
+    X_train, X_test, y_train, y_test = load()
+    if limit:
+        X_train, y_train, X_test, y_test = X_train[:limit], y_train[:limit], X_test[: limit // 2], y_test[: limit // 2]
+    y_train, y_test = np.asarray(y_train), np.asarray(y_test)
+    modalities = _modalities(X_train, spec)
+    every = [c for cols in modalities.values() for c in cols]
+    print(f"{dataset}: {len(X_train)} train / {len(X_test)} test rows; modalities {list(modalities)}", flush=True)
     variants = [
-        ("tabformer early fusion", ["image", "name"], {}),
-        ("tabformer mid fusion (fusion=1)", ["image", "name"], {"fusion": 1}),
-        ("tabformer mid fusion (fusion=2)", ["image", "name"], {"fusion": 2}),
-        ("tabformer late fusion", ["image", "name"], {"fusion": "late"}),
-        ("tabformer image only", ["image"], {}),
-        ("tabformer text only", ["name"], {}),
-    ]
-    rows = []
-    for label, columns, extra in _selected(variants, only):
-        rows += tabformer_rows(
-            TabFormerClassifier,
-            [(label, columns, extra)],
-            X_train,
-            X_test,
-            y_train,
-            y_test,
-            accuracy_score,
-            seeds,
-            _params_for(params, columns, {"image": "tokenizer__image", "name": "tokenizer__text"}),
-        )
-
-    if only:
-        return rows
-    start = time.perf_counter()
-    tfidf = TfidfVectorizer(min_df=2).fit(X_train["name"])
-
-    def features(X):
-        pixels = np.stack([img[::2, ::2].reshape(-1) for img in X["image"]]).astype(np.float32) / 255
-        return np.hstack([tfidf.transform(X["name"]).toarray(), pixels])
-
-    gbm = HistGradientBoostingClassifier(max_iter=200, random_state=0).fit(features(X_train), y_train)
-    rows.append(
-        (
-            "HistGradientBoosting TF-IDF + pixels",
-            accuracy_score(y_test, gbm.predict(features(X_test))),
-            0.0,
-            1,
-            time.perf_counter() - start,
-        )
-    )
+        ("tabformer defaults, early fusion", every, {}),
+        ("tabformer defaults, mid fusion (fusion=1)", every, {"fusion": 1}),
+        ("tabformer defaults, late fusion", every, {"fusion": "late"}),
+    ] + [(f"tabformer defaults, {name} only", cols, {}) for name, cols in modalities.items()]
+    rows = tabformer_rows(task, _selected(variants, only), X_train, X_test, y_train, y_test, seeds, epochs)
+    if classic and not only:
+        rows += classic_rows(task, modalities, X_train, X_test, y_train, y_test)
     return rows
 
 
@@ -211,29 +204,30 @@ def print_table(title, metric, rows):
         print(f"| {label} | {mean:.4f} ± {std:.4f} | {n} | {seconds:.0f} |")
 
 
+TITLES = {
+    "emoji": ("Emoji group (9 classes) from image + name, test accuracy", "accuracy"),
+    "tweets": ("Tweets, Android vs iPhone, from text + table, test accuracy", "accuracy"),
+    "lending": ("Lending Club log annual income from table + job title, test R²", "R²"),
+}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--dataset", choices=["lending", "emoji", "all"], default="all")
+    parser.add_argument("--dataset", choices=[*DATASETS, "all"], default="all")
     parser.add_argument("--seeds", type=int, default=3)
-    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--epochs", type=int, default=None, help="override the default epochs (smoke runs only)")
     parser.add_argument("--limit", type=int, default=None, help="train rows (smoke runs)")
     parser.add_argument("--threads", type=int, default=None)
-    parser.add_argument(
-        "--only",
-        nargs="+",
-        default=None,
-        help="run the tabformer rows whose label holds one of these words (e.g. mid late); skips GBM",
-    )
+    parser.add_argument("--no-classic", action="store_true", help="skip the scikit-learn baselines")
+    parser.add_argument("--only", nargs="+", default=None, help="run the tabformer rows whose label holds one of these words")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
+    names = list(DATASETS) if args.dataset == "all" else [args.dataset]
     results = []
-    if args.dataset in ("emoji", "all"):
-        results.append(
-            ("Emoji group (9 classes), test accuracy", "accuracy", emoji(args.seeds, args.epochs, args.limit, args.only))
-        )
-    if args.dataset in ("lending", "all"):
-        results.append(("Lending Club log annual income, test R²", "R²", lending(args.seeds, args.epochs, args.limit, args.only)))
+    for name in names:
+        rows = run(name, args.seeds, args.epochs, args.limit, args.only, classic=not args.no_classic)
+        results.append((*TITLES[name], rows))
     for title, metric, rows in results:
         print_table(title, metric, rows)
     return results

