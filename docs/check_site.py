@@ -22,6 +22,7 @@ GUIDES = [
     "text",
     "images",
     "mixed",
+    "pretraining",
     "defaults",
     "pretrained",
     "persistence",

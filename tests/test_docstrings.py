@@ -55,6 +55,7 @@ MODULES = [
     "tabformer.nn.positions",
     "tabformer.plot",
     "tabformer.pretraining",
+    "tabformer.pretraining.cells",
     "tabformer.pretraining.losses",
     "tabformer.pretraining.mlm",
     "tabformer.pretraining.registry",

@@ -14,15 +14,20 @@ import copy
 
 import numpy as np
 from sklearn.base import TransformerMixin
+from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ..nn.models import PretrainedEncoder, PretrainingModel
-from ..pretraining import get_objective
+from ..pretraining import get_objective, resolve_objective
 from ._base import POOLINGS, TabFormerNet, construct
 from ._params import SHARED_CONSTRAINTS, check_params
 
 __all__ = ["TabFormerPretrainer"]
+
+
+def _not_a_predictor(estimator) -> bool:
+    return False
 
 
 class TabFormerPretrainer(TransformerMixin, TabFormerNet):
@@ -30,8 +35,13 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
 
     Parameters
     ----------
-    objective : str, default="mlm"
-        Name in :data:`tabformer.pretraining.OBJECTIVES`. ``"mlm"``: masked tokens for
+    objective : str, default="auto"
+        Name in :data:`tabformer.pretraining.OBJECTIVES`, or ``"auto"``: picked by the
+        fitted tokenizer's input (:data:`tabformer.pretraining.AUTO_OBJECTIVES`):
+        ``"masked_cells"`` for a table, ``"mlm"`` for text and mixed rows,
+        ``"simclr"`` for images. ``"masked_cells"``: hidden table cells, categories
+        predicted and numbers regressed (:mod:`tabformer.pretraining.cells`).
+        ``"mlm"``: masked tokens for
         text, and on mixed DataFrames also masked categorical cells. ``"simclr"``:
         contrastive views of images, and of mixed rows (image augmentations, random
         cell corruption of table columns, masking and cropping of text; see
@@ -73,6 +83,8 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
     Attributes
     ----------
     objective_ : the objective instance used in ``fit``
+        Built from ``objective__*``; its name, ``"auto"`` resolved, is
+        ``resolved_params_["objective"]``.
     tokenizer_ : fitted tokenizer
     module_ : :class:`~tabformer.nn.models.PretrainingModel`
     encoder_ : PretrainedEncoder
@@ -83,7 +95,8 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         The settings ``fit`` used: yours where given, the pretrainer's recipe for those
         left ``"auto"`` (``lr`` 1e-3, ``max_epochs`` 20, ``batch_size`` 128,
         ``lr_schedule`` ``"cosine"``, ``patience`` 5, whatever the input), plus
-        ``monitor`` (``"valid_loss"``); see :mod:`tabformer.estimators._recipes`.
+        ``monitor`` (``"valid_loss"``) and ``objective`` (the objective's name); see
+        :mod:`tabformer.estimators._recipes`.
         ``get_params`` still returns what you passed.
 
     Examples
@@ -104,7 +117,7 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
 
     def __init__(
         self,
-        objective="mlm",
+        objective="auto",
         tokenizer="auto",
         encoder=None,
         *,
@@ -116,6 +129,11 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         super().__init__(tokenizer, encoder, module=module, criterion=criterion, **kwargs)
         self.objective = objective
         self.pooling = pooling
+
+    # A transformer, not a predictor: skorch's predict/predict_proba would run the objective's
+    # head on unmasked rows. Hidden, so hasattr (and sklearn's checks) see a plain transformer.
+    predict = available_if(_not_a_predictor)(TabFormerNet.predict)
+    predict_proba = available_if(_not_a_predictor)(TabFormerNet.predict_proba)
 
     def initialize_criterion(self):
         """No criterion module: ``criterion_`` is None, the objective scores its own predictions (``get_loss``)."""
@@ -148,7 +166,7 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
 
         Parameters
         ----------
-        X : inputs the tokenizer accepts (list/Series of str for ``"mlm"``), n_samples rows
+        X : inputs the tokenizer accepts (a table, texts, images or a mixed DataFrame), n_samples rows
         y : ignored (accepted so the pretrainer sits in a Pipeline)
 
         Returns
@@ -156,12 +174,15 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         self
         """
         check_params(self)
-        if "sample_weight" in fit_params:  # skorch would hand it to the module's forward
+        if fit_params.pop("sample_weight", None) is not None:  # skorch would hand it to the module's forward
             raise ValueError("TabFormerPretrainer does not take sample_weight: its objectives weigh every row alike")
-        objective_class = get_objective(self.objective)
-        self.objective_ = construct(objective_class, self.get_params_for("objective"), "objective")
+        if self.objective != "auto":
+            get_objective(self.objective)  # an unknown name fails before the tokenizer's fit
         with self._seeded():
             batch = self._fit_tokenizer(X)
+            name = resolve_objective(self.objective, self.tokenizer_)
+            self.objective_ = construct(get_objective(name), self.get_params_for("objective"), "objective")
+            self.resolved_params_["objective"] = name
             dataset = self.objective_.make_dataset(batch, self.tokenizer_, self._fit_seed())
             self._train_new_module(dataset, None, **fit_params)
         return self
@@ -222,4 +243,5 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = False
+        tags.transformer_tags.preserves_dtype = ["float32"]  # embeddings are float32 whatever the input
         return tags

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import torch
+from scipy.sparse import issparse
 from sklearn.utils.validation import check_is_fitted
 
 from ..metrics import entity_f1
@@ -31,6 +32,10 @@ __all__ = ["TabFormerTagger"]
 
 
 def _check_sentences(X, what="X") -> list:
+    if issparse(X):
+        raise TypeError(f"{what} is a sparse matrix; sparse input is not supported: pass a list of sentences (lists of words)")
+    if isinstance(X, np.ndarray) and np.iscomplexobj(X):
+        raise ValueError(f"Complex data not supported: {what} must be a list of sentences, each a list of words")
     if isinstance(X, str) or not hasattr(X, "__len__"):
         raise ValueError(f"{what} must be a list of sentences, each a list of words; got {type(X).__name__}")
     sentences = list(X)
@@ -146,8 +151,8 @@ class TabFormerTagger(FineTuningNet):
         """
         check_params(self)
         X = _check_sentences(X)
-        tags = self._check_tags(X, y)
         weights = check_sample_weight(sample_weight, len(X))
+        tags = self._check_tags(X, y)
         flat = [tag for row in tags for tag in row]
         if not flat:
             raise ValueError("y holds no tags at all (every sentence is empty)")

@@ -19,7 +19,7 @@ Its protocol keeps the pretrainer generic over modalities:
     ``True`` asks the training loader to drop the last, smaller batch.
 """
 
-from . import mlm, simclr  # noqa: F401  (register objective="mlm" and objective="simclr")
-from .registry import OBJECTIVES, get_objective, register_objective
+from . import cells, mlm, simclr  # noqa: F401  (register objective="masked_cells", "mlm" and "simclr")
+from .registry import AUTO_OBJECTIVES, OBJECTIVES, get_objective, register_objective, resolve_objective
 
-__all__ = ["OBJECTIVES", "register_objective", "get_objective"]
+__all__ = ["OBJECTIVES", "AUTO_OBJECTIVES", "register_objective", "get_objective", "resolve_objective"]

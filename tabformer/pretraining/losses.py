@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-__all__ = ["nt_xent_loss", "masked_token_loss"]
+__all__ = ["nt_xent_loss", "masked_token_loss", "masked_cell_loss"]
 
 
 def nt_xent_loss(z1: torch.Tensor, z2: torch.Tensor, temperature: float = 0.5) -> torch.Tensor:
@@ -67,4 +67,39 @@ def masked_token_loss(predictions) -> torch.Tensor:
             count += len(target)
     if total is None:
         return sum(logits.sum() for logits, _ in predictions) * 0.0  # nothing masked in this batch
+    return total / count
+
+
+def masked_cell_loss(categorical, numeric, numeric_weight: float = 1.0) -> torch.Tensor:
+    """Mean over the hidden cells of a table: cross-entropy for categories, squared error for numbers.
+
+    Parameters
+    ----------
+    categorical : list of (logits (n_c, R), target (n_c,))
+        The hidden categorical cells (an empty list for a table without categorical columns).
+    numeric : (predicted (n_n,), target (n_n,))
+        Predicted and true standardised values of the hidden numeric cells.
+    numeric_weight : float, default=1.0
+        Weight of one squared error against one cross-entropy.
+
+    Returns
+    -------
+    loss : scalar Tensor
+        ``(sum of cross-entropies + numeric_weight * sum of squared errors) / (n_c + n_n)``;
+        0 (with a gradient path) when nothing was hidden in the batch.
+
+    Examples
+    --------
+    >>> import torch
+    >>> float(masked_cell_loss([], (torch.tensor([1.0, 0.0]), torch.tensor([0.0, 0.0]))))
+    0.5
+    """
+    predicted, target = numeric
+    total = numeric_weight * F.mse_loss(predicted.float(), target.float(), reduction="sum")
+    count = len(target)
+    for logits, labels in categorical:
+        total = total + F.cross_entropy(logits.float(), labels, reduction="sum")
+        count += len(labels)
+    if count == 0:
+        return total * 0.0  # nothing hidden in this batch; the empty sums keep the gradient path
     return total / count

@@ -22,7 +22,14 @@ from .losses import masked_token_loss
 from .registry import register_objective
 from .views import LABELS, MaskedTokenDataset, MixedMaskedTokenDataset
 
-__all__ = ["MaskedTokenModeling", "MaskedTokenHead", "MixedMaskedTokenHead", "TokenHead"]
+__all__ = [
+    "MaskedTokenModeling",
+    "MaskedTokenHead",
+    "MixedMaskedTokenHead",
+    "TokenHead",
+    "column_categories",
+    "score_masked_categories",
+]
 
 
 class TokenHead(nn.Module):
@@ -50,6 +57,55 @@ class TokenHead(nn.Module):
         """Logits ``(n, V)`` for encoder states ``(n, D)``; ``tied_weight`` ``(V, D)`` is used only when tied."""
         weight = tied_weight if self.decoder is None else self.decoder.weight
         return F.linear(self.transform(states), weight, self.bias)
+
+
+def column_categories(embedder) -> torch.Tensor:
+    """Which rows of a table embedder's category table belong to which column.
+
+    Parameters
+    ----------
+    embedder : TabularEmbedder
+        Read for ``category_offsets`` and the table's size.
+
+    Returns
+    -------
+    allowed : bool Tensor of shape (n_categorical, n_rows)
+        ``allowed[j, r]``: row ``r`` is one of column ``j``'s fitted categories (its
+        missing and unseen rows are not).
+    """
+    n_rows = embedder.category_embedding.num_embeddings
+    bounds = torch.cat([embedder.category_offsets.cpu(), torch.tensor([n_rows])])
+    rows = torch.arange(n_rows)[None, :]
+    return (rows >= bounds[:-1, None] + FIRST_CATEGORY_ID) & (rows < bounds[1:, None])
+
+
+def score_masked_categories(head, embedder, allowed, cells, labels):
+    """Logits of the masked categorical cells, each against its own column's categories only.
+
+    Parameters
+    ----------
+    head : TokenHead
+        Scores against ``embedder.category_embedding`` (tied) or its own matrix.
+    embedder : TabularEmbedder
+        The table's embedder (offsets and category table).
+    allowed : bool Tensor of shape (n_categorical, n_rows)
+        :func:`column_categories` of ``embedder``.
+    cells : Tensor of shape (B, n_categorical, D)
+        Encoder states of the categorical cells.
+    labels : long Tensor of shape (B, n_categorical)
+        Column-local id (``2..``) of masked cells, ``IGNORE_INDEX`` elsewhere.
+
+    Returns
+    -------
+    logits, target : Tensor of shape (n, n_rows) and long Tensor of shape (n,)
+        For the ``n`` masked cells; other columns' rows get the dtype's lowest value, and
+        targets are rows of the shared table.
+    """
+    chosen = labels != IGNORE_INDEX
+    column = torch.arange(labels.shape[1], device=labels.device).expand_as(labels)[chosen]
+    logits = head(cells[chosen], embedder.category_embedding.weight).float()
+    logits = logits.masked_fill(~allowed[column], torch.finfo(logits.dtype).min)
+    return logits, labels[chosen] + embedder.category_offsets[column]
 
 
 class MaskedTokenHead(nn.Module):
@@ -143,11 +199,7 @@ class MixedMaskedTokenHead(nn.Module):
             elif getattr(sub, "n_categorical", 0):
                 n_rows = sub.category_embedding.num_embeddings
                 self.heads[f"g{index}"] = TokenHead(d_model, n_rows, tie_weights)
-                # allowed[j, r]: row r of the table is one of column j's categories
-                bounds = torch.cat([sub.category_offsets.cpu(), torch.tensor([n_rows])])
-                rows = torch.arange(n_rows)[None, :]
-                allowed = (rows >= bounds[:-1, None] + FIRST_CATEGORY_ID) & (rows < bounds[1:, None])
-                self.register_buffer(f"allowed_g{index}", allowed, persistent=False)
+                self.register_buffer(f"allowed_g{index}", column_categories(sub), persistent=False)
 
     def forward(self, embedder, encoder, **inputs) -> list:
         """Embed and encode the whole corrupted row once, then score each segment's masked positions.
@@ -188,13 +240,7 @@ class MixedMaskedTokenHead(nn.Module):
                 target = target[chosen]
             else:
                 cells = states[:, sub.n_numeric : sub.n_numeric + sub.n_categorical]  # numbers come first
-                target = labels[key]
-                chosen = target != IGNORE_INDEX
-                column = torch.arange(target.shape[1], device=target.device).expand_as(target)[chosen]
-                logits = head(cells[chosen], sub.category_embedding.weight).float()
-                allowed = getattr(self, f"allowed_g{index}")[column]
-                logits = logits.masked_fill(~allowed, torch.finfo(logits.dtype).min)
-                target = target[chosen] + sub.category_offsets[column]
+                logits, target = score_masked_categories(head, sub, getattr(self, f"allowed_g{index}"), cells, labels[key])
             predictions.append((logits, target))
         if not predictions:
             predictions.append((hidden[:, :0].reshape(0, hidden.shape[-1]), hidden.new_zeros(0, dtype=torch.long)))

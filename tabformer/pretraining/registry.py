@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-__all__ = ["OBJECTIVES", "register_objective", "get_objective"]
+__all__ = ["OBJECTIVES", "AUTO_OBJECTIVES", "register_objective", "get_objective", "resolve_objective"]
 
 #: name -> objective class
 OBJECTIVES: dict = {}
@@ -55,3 +55,45 @@ def get_objective(name):
     if name not in OBJECTIVES:
         raise ValueError(f"unknown objective {name!r}; registered objectives: {sorted(OBJECTIVES)}")
     return OBJECTIVES[name]
+
+
+#: what ``objective="auto"`` picks, by the fitted tokenizer's ``kind``
+AUTO_OBJECTIVES = {"table": "masked_cells", "text": "mlm", "image": "simclr", "mixed": "mlm"}
+
+
+def resolve_objective(name, tokenizer) -> str:
+    """The objective ``name`` stands for: itself, or for ``"auto"`` the one for the tokenizer's input.
+
+    Parameters
+    ----------
+    name : str
+        ``"auto"`` or a key of :data:`OBJECTIVES`.
+    tokenizer : BaseTokenizer
+        The fitted tokenizer; its ``kind`` (``"table"``, ``"text"``, ``"image"``,
+        ``"mixed"``) picks from :data:`AUTO_OBJECTIVES`: masked cells for a table,
+        masked tokens for text and mixed rows, SimCLR for images.
+
+    Returns
+    -------
+    name : str
+        A registered objective's name.
+
+    Raises
+    ------
+    ValueError
+        If ``"auto"`` meets a tokenizer of a kind without a default objective.
+
+    Examples
+    --------
+    >>> from tabformer.tokenizers import TabularTokenizer
+    >>> resolve_objective("auto", TabularTokenizer())
+    'masked_cells'
+    """
+    if name != "auto":
+        return name
+    kind = getattr(tokenizer, "kind", None)
+    if kind not in AUTO_OBJECTIVES:
+        raise ValueError(
+            f"objective='auto' has no default for {type(tokenizer).__name__} ({kind!r} input); name one of {sorted(OBJECTIVES)}"
+        )
+    return AUTO_OBJECTIVES[kind]
