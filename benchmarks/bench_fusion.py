@@ -124,7 +124,8 @@ def _column_features(modalities, X_train):
     for name, columns in modalities.items():
         if name == "text":
             for column in columns:
-                parts.append((f"tfidf_{column}", TfidfVectorizer(min_df=2, sublinear_tf=True), column))
+                tfidf = make_pipeline(FunctionTransformer(_texts_of), TfidfVectorizer(min_df=2, sublinear_tf=True))
+                parts.append((f"tfidf_{column}", tfidf, [column]))
         elif name == "image":
             for column in columns:
                 parts.append((f"cnn_{column}", make_pipeline(FunctionTransformer(_images_of), StandardScaler()), [column]))
@@ -134,6 +135,10 @@ def _column_features(modalities, X_train):
             parts.append(("onehot", OneHotEncoder(handle_unknown="ignore", min_frequency=5), categorical))
             parts.append(("numeric", make_pipeline(FunctionTransformer(_signed_log), StandardScaler()), numeric))
     return parts
+
+
+def _texts_of(frame):
+    return frame.iloc[:, 0].fillna("").astype(str).to_list()  # a missing text is an empty one
 
 
 def _images_of(frame):
