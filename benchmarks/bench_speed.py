@@ -61,10 +61,10 @@ TARGETS = {
     "import": ">= 0.67",
 }
 SIZES = {  # rows (or texts, images) per timed unit: full run, --quick
-    "table": (8192, 512),
-    "text_train": (256, 16),
-    "text_infer": (512, 32),
-    "image": (2048, 64),
+    "table": (4096, 512),
+    "text_train": (128, 16),
+    "text_infer": (256, 32),
+    "image": (1024, 64),
 }
 
 
@@ -412,7 +412,7 @@ def table(ratios, seconds):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="tiny workloads, one round: a smoke test")
-    parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 5, --quick 1)")
+    parser.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 3, --quick 1)")
     parser.add_argument("--only", default=None, help=f"comma-separated rows among {','.join(ROWS)}")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     args = parser.parse_args(argv)
@@ -422,7 +422,7 @@ def main(argv=None):
         parser.error(f"unknown rows {sorted(unknown)}; choose among {list(ROWS)}")
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore")
-    rounds = args.rounds or (1 if args.quick else 5)
+    rounds = args.rounds or (1 if args.quick else 3)
     ratios, seconds = run(selected, rounds, args.quick)
     result = table(ratios, seconds)
     print(f"\ntabformer / peer, > 1 = tabformer faster ({args.threads} torch thread(s), {rounds} interleaved rounds)")
