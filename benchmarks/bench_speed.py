@@ -375,6 +375,11 @@ def run(selected, rounds, quick):
             seconds[row][0].append(mine)
             seconds[row][1].append(theirs)
             ratios[row].append(theirs / mine)
+            print(
+                f"  round {round_ + 1} {row}: tabformer {mine:.2f}s, peer {theirs:.2f}s, ratio {theirs / mine:.2f}",
+                file=sys.stderr,
+                flush=True,
+            )
         print(f"round {round_ + 1}/{rounds} done", file=sys.stderr, flush=True)
     if "table_flops" in selected:
         table = setup["table"]

@@ -26,6 +26,7 @@ GUIDES = [
     "pretrained",
     "persistence",
     "scale",
+    "speed",
     "reliability",
     "datasets",
     "architecture",
