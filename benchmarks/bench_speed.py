@@ -29,6 +29,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 
@@ -326,16 +327,21 @@ class ImageWork:
 # ---------------------------------------------------------------- import time
 
 
+def _python(code):
+    """Run ``code`` in a fresh interpreter that finds the same tabformer as this process: its
+    ``sys.path`` passed on, from an empty directory (``python -c`` puts the working directory first)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path for path in sys.path if path))
+    with tempfile.TemporaryDirectory() as empty:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env, cwd=empty)
+    return out.stdout.split()[-1]
+
+
 def _import_seconds(module):
-    code = f"import time; s = time.perf_counter(); import {module}; print(time.perf_counter() - s)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ)
-    return float(out.stdout.split()[-1])
+    return float(_python(f"import time; s = time.perf_counter(); import {module}; print(time.perf_counter() - s)"))
 
 
 def import_memory_mib():
-    code = "import resource, tabformer; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ)
-    return int(out.stdout.split()[-1]) / 1024
+    return int(_python("import resource, tabformer; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")) / 1024
 
 
 # ---------------------------------------------------------------- the run
