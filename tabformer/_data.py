@@ -169,3 +169,44 @@ class LengthGroupedBatchSampler(torch.utils.data.Sampler):
             batches = [batch for batch in batches if len(batch) == self.batch_size][: len(self)]
         for i in torch.randperm(len(batches)).tolist():
             yield batches[i].tolist()
+
+
+def trim_padding(batch: dict) -> dict:
+    """Cut each text segment's arrays to the longest text of this batch.
+
+    Text arrays are padded to the longest text of the whole input; most batches are
+    shorter. Padding sits at the end and is masked out of attention, so outputs read
+    from CLS (or pooled over real tokens) do not change; outputs per token would lose
+    their trailing columns, so per-token callers must not trim.
+
+    Parameters
+    ----------
+    batch : dict of str to Tensor
+        A tokenized batch; every ``"<prefix>attention_mask"`` of shape (B, L) (non-zero =
+        real, padding at the end) trims the 2-D arrays of the same prefix and width
+        (``input_ids``, ``token_type_ids``, ``word_ids``...).
+
+    Returns
+    -------
+    dict of str to Tensor
+        The same keys; trimmed arrays of shape (B, L') with ``1 <= L' <= L``.
+
+    Examples
+    --------
+    >>> batch = {"input_ids": torch.tensor([[2, 7, 0, 0]]), "attention_mask": torch.tensor([[1, 1, 0, 0]])}
+    >>> trim_padding(batch)["input_ids"]
+    tensor([[2, 7]])
+    """
+    out = dict(batch)
+    for key, mask in batch.items():
+        if not key.endswith("attention_mask") or mask.ndim != 2:
+            continue
+        prefix, width = key[: -len("attention_mask")], mask.shape[1]
+        length = max(int((mask != 0).sum(dim=1).max()), 1) if len(mask) else width
+        if length >= width:
+            continue
+        for name, value in batch.items():
+            own = name.startswith(prefix) and "/" not in name[len(prefix) :]
+            if own and value.ndim == 2 and value.shape[1] == width:
+                out[name] = value[:, :length]
+    return out

@@ -13,7 +13,7 @@ from sklearn.utils.validation import check_is_fitted
 from torch.utils.data import Dataset
 
 from .. import inspection
-from .._data import TensorDictDataset
+from .._data import TensorDictDataset, trim_padding
 from ..nn.heads import mean_pool
 from ._util import num_samples
 from ._weights import without_weights
@@ -30,7 +30,7 @@ class InferenceMixin:
     #: holds one chunk's tokens in memory, not all of them (outputs are per row anyway)
     inference_chunk_rows = 8192
 
-    def iter_batches(self, X, forward):
+    def iter_batches(self, X, forward, trim: bool = False):
         """The one inference loop: ``forward(inputs)`` on each batch of ``X``, in eval mode.
 
         Parameters
@@ -42,6 +42,9 @@ class InferenceMixin:
         forward : callable
             ``forward(inputs)`` with ``inputs`` a dict of tensors on ``device``, each of
             shape (batch, ...); its return value is yielded as is.
+        trim : bool, default=False
+            Cut text arrays to the longest text of each batch (``_data.trim_padding``),
+            for ``forward`` functions whose output has no per-token axis.
 
         Yields
         ------
@@ -63,8 +66,11 @@ class InferenceMixin:
             with torch.no_grad():
                 for inputs, _ in self.get_iterator(dataset, training=False):
                     # Entered per batch: the caller's code between batches runs outside autocast.
+                    inputs = without_weights(inputs)
+                    if trim:
+                        inputs = trim_padding(inputs)
                     with self.autocast():
-                        result = forward({key: value.to(self.device) for key, value in without_weights(inputs).items()})
+                        result = forward({key: value.to(self.device) for key, value in inputs.items()})
                     _check_finite(result, self, start)
                     start += len(next(iter(inputs.values())))
                     yield result

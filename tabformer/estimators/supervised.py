@@ -248,7 +248,7 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
         """
         check_is_fitted(self)
         link = torch.sigmoid if self._multilabel else partial(torch.softmax, dim=-1)
-        batches = self.iter_batches(X, lambda inputs: link(self.module_(**inputs).float()).cpu().numpy())
+        batches = self.iter_batches(X, lambda inputs: link(self.module_(**inputs).float()).cpu().numpy(), trim=True)
         return np.concatenate(list(batches))
 
     def predict(self, X):
@@ -356,7 +356,7 @@ class TabFormerRegressor(_CLSHeadNet, NeuralNetRegressor):
     def predict(self, X):
         """Predicted targets: shape (n_samples,) if fitted on 1-D y, else (n_samples, n_targets)."""
         check_is_fitted(self)
-        outputs = self.iter_batches(X, lambda inputs: self.module_(**inputs).float().cpu().numpy())
+        outputs = self.iter_batches(X, lambda inputs: self.module_(**inputs).float().cpu().numpy(), trim=True)
         scaled = np.concatenate(list(outputs)).reshape(-1, self.n_targets_)
         y = scaled * self.target_scale_ + self.target_mean_
         return y.ravel() if self.target_ndim_ == 1 else y

@@ -9,7 +9,49 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["MultiHeadSelfAttention", "attention_bias_from_mask", "grouped_attention_bias"]
+__all__ = ["MultiHeadSelfAttention", "attention_bias_from_mask", "grouped_attention_bias", "pad_keys"]
+
+#: PyTorch's CPU softmax takes a slow path when the last dimension is under 16 (Adult's 15
+#: tokens cost about 30x more per element than 16); shorter key sequences are padded to it
+SHORT_KEYS = 16
+
+
+def pad_keys(k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor | None, length: int = SHORT_KEYS):
+    """Pad keys and values to ``length`` with masked zeros: the attention output is unchanged.
+
+    A padded key gets the most negative finite bias, so its softmax weight is exactly
+    ``exp(min - max) = 0`` and its (zero) value adds nothing. Only worth it on CPU, where
+    short softmax rows are slow; a no-op when the keys are ``length`` or longer.
+
+    Parameters
+    ----------
+    k, v : Tensor of shape (B, H, T, d_k)
+        Keys and values.
+    bias : Tensor of shape (B, 1, 1, T) or (B, 1, Q, T), or None
+        Additive attention bias over the ``T`` keys.
+    length : int, default=16
+        Key count to pad to.
+
+    Returns
+    -------
+    k, v : Tensor of shape (B, H, max(T, length), d_k)
+    bias : Tensor of shape (B or 1, 1, 1 or Q, max(T, length)), or the input bias if no padding was needed
+
+    Examples
+    --------
+    >>> k = v = torch.randn(2, 4, 15, 8)
+    >>> k16, v16, bias = pad_keys(k, v, None)
+    >>> k16.shape, bias.shape
+    (torch.Size([2, 4, 16, 8]), torch.Size([1, 1, 1, 16]))
+    """
+    extra = length - k.shape[-2]
+    if extra <= 0:
+        return k, v, bias
+    lowest = torch.finfo(k.dtype if bias is None else bias.dtype).min
+    if bias is None:
+        bias = torch.zeros(1, 1, 1, k.shape[-2], dtype=k.dtype, device=k.device)
+    bias = F.pad(bias, (0, extra), value=lowest)
+    return F.pad(k, (0, 0, 0, extra)), F.pad(v, (0, 0, 0, extra)), bias
 
 
 def grouped_attention_bias(mask: torch.Tensor, groups: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -129,8 +171,9 @@ class MultiHeadSelfAttention(nn.Module):
         x: torch.Tensor,
         bias: torch.Tensor | None = None,
         need_weights: bool = False,
+        n_queries: int | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Attend: every token of ``x`` to every (unmasked) token of ``x``.
+        """Attend: every token of ``x`` (or its first ``n_queries``) to every unmasked token of ``x``.
 
         Parameters
         ----------
@@ -140,15 +183,21 @@ class MultiHeadSelfAttention(nn.Module):
             Additive bias from :func:`attention_bias_from_mask` or
             :func:`grouped_attention_bias`; ``None``: attend everywhere.
         need_weights : bool, default=False
-            Also return the attention probabilities, shape ``(B, H, T, T)``.
+            Also return the attention probabilities, shape ``(B, H, Q, T)``.
+        n_queries : int or None, default=None
+            Compute the output of the first ``Q = n_queries`` tokens only (``1``: CLS, for
+            a last layer whose other outputs nobody reads); ``None``: all ``Q = T``.
 
         Returns
         -------
-        out : Tensor of shape (B, T, D)
-        weights : Tensor of shape (B, H, T, T) or None
+        out : Tensor of shape (B, Q, D)
+        weights : Tensor of shape (B, H, Q, T) or None
         """
         batch, length, _ = x.shape
-        q = self._split_heads(self.query(x))
+        queries = x if n_queries is None else x[:, :n_queries]
+        if bias is not None and n_queries is not None and bias.shape[-2] > 1:
+            bias = bias[:, :, :n_queries]
+        q = self._split_heads(self.query(queries))
         k = self._split_heads(self.key(x))
         v = self._split_heads(self.value(x))
         dropout_p = self.attention_dropout if self.training else 0.0
@@ -160,6 +209,8 @@ class MultiHeadSelfAttention(nn.Module):
             weights = scores.softmax(dim=-1)
             context = F.dropout(weights, dropout_p, self.training) @ v
         else:
+            if x.device.type == "cpu" and not (torch.jit.is_tracing() or torch.onnx.is_in_onnx_export()):
+                k, v, bias = pad_keys(k, v, bias)
             context = F.scaled_dot_product_attention(q, k, v, attn_mask=bias, dropout_p=dropout_p)
-        context = context.transpose(1, 2).reshape(batch, length, self.d_model)
+        context = context.transpose(1, 2).reshape(batch, queries.shape[1], self.d_model)
         return self.out(context), weights

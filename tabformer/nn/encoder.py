@@ -110,7 +110,7 @@ class EncoderLayer(nn.Module):
         # with plain PyTorch on a 2-core machine), so a zero rate builds no module at all.
         self.dropout = nn.Dropout(dropout) if dropout > 0 else nn.Identity()
 
-    def forward(self, x, bias=None, need_weights=False):
+    def forward(self, x, bias=None, need_weights=False, cls_only=False):
         """Run one block.
 
         Parameters
@@ -121,19 +121,24 @@ class EncoderLayer(nn.Module):
             Additive attention bias (see :mod:`tabformer.nn.attention`).
         need_weights : bool, default=False
             Also return the attention probabilities.
+        cls_only : bool, default=False
+            Compute the CLS output only (it still attends to every token): the same
+            ``x[:, :1]`` for about ``1 / (1+T)`` of the feed-forward and query work.
 
         Returns
         -------
-        x : Tensor of shape (B, 1+T, D)
-        weights : Tensor of shape (B, H, 1+T, 1+T), or None unless ``need_weights``
+        x : Tensor of shape (B, 1+T, D), or (B, 1, D) with ``cls_only``
+        weights : Tensor of shape (B, H, 1+T, 1+T) (``(B, H, 1, 1+T)`` with ``cls_only``),
+            or None unless ``need_weights``
         """
+        n_queries = 1 if cls_only else None
         if self.norm_first:
-            attended, weights = self.attention(self.norm1(x), bias, need_weights)
-            x = x + self.dropout(attended)
+            attended, weights = self.attention(self.norm1(x), bias, need_weights, n_queries)
+            x = x[:, :n_queries] + self.dropout(attended)
             x = x + self.dropout(self.feed_forward(self.norm2(x)))
         else:
-            attended, weights = self.attention(x, bias, need_weights)
-            x = self.norm1(x + self.dropout(attended))
+            attended, weights = self.attention(x, bias, need_weights, n_queries)
+            x = self.norm1(x[:, :n_queries] + self.dropout(attended))
             x = self.norm2(x + self.dropout(self.feed_forward(x)))
         return x, weights
 
@@ -362,6 +367,7 @@ class TransformerEncoder(nn.Module):
         return_attention: bool = False,
         token_groups: torch.Tensor | None = None,
         grouped_layers: int = 0,
+        cls_only: bool = False,
     ):
         """Encode a token sequence.
 
@@ -380,10 +386,13 @@ class TransformerEncoder(nn.Module):
         grouped_layers : int, default=0
             The first ``grouped_layers`` layers attend within each ``token_groups`` group
             only (CLS reads every group); later layers attend across all tokens.
+        cls_only : bool, default=False
+            The last layer computes the CLS output only (rtdl's FT-Transformer does the
+            same): for heads that read ``hidden[:, 0]`` and nothing else.
 
         Returns
         -------
-        hidden : Tensor of shape (B, 1+T, D)
+        hidden : Tensor of shape (B, 1+T, D), or (B, 1, D) with ``cls_only``
             ``hidden[:, 0]`` is the CLS embedding.
         attention : list of Tensor of shape (B, H, 1+T, 1+T), only if ``return_attention``
             One map per layer.
@@ -411,18 +420,19 @@ class TransformerEncoder(nn.Module):
         if grouped_layers:
             cls_group = torch.full((1,), -1, dtype=torch.long, device=x.device)
             grouped = grouped_attention_bias(full_mask, torch.cat([cls_group, token_groups.to(x.device)]), x.dtype)
-        maps = []
+        maps, last = [], len(self.layers) - 1
         for index, layer in enumerate(self.layers):
             layer_bias = grouped if index < grouped_layers else bias
+            only = cls_only and index == last
             if (
                 getattr(self, "gradient_checkpointing", False)
                 and self.training
                 and torch.is_grad_enabled()
                 and not return_attention
             ):
-                x, weights = checkpoint(layer, x, layer_bias, use_reentrant=False)
+                x, weights = checkpoint(layer, x, layer_bias, False, only, use_reentrant=False)
             else:
-                x, weights = layer(x, layer_bias, need_weights=return_attention)
+                x, weights = layer(x, layer_bias, need_weights=return_attention, cls_only=only)
             if return_attention:
                 maps.append(weights)
         x = self.final_norm(x)

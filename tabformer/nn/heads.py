@@ -95,6 +95,12 @@ class ClassificationHead(nn.Module):
         """Whether :meth:`forward` needs the token mask (mean pooling)."""
         return self.pooling == "mean"
 
+    @property
+    def reads_cls_only(self) -> bool:
+        """Whether :meth:`forward` reads ``hidden[:, 0]`` and nothing else, so that the
+        encoder's last layer may compute the CLS output only."""
+        return self.pooling == "cls" and type(self).forward is ClassificationHead.forward
+
     def forward(self, hidden: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         """Read the pooled encoder output.
 

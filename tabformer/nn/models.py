@@ -10,7 +10,14 @@ from .encoder import TransformerEncoder
 __all__ = ["TabFormerModel", "LateFusionModel", "PretrainingModel", "PretrainedEncoder", "encode"]
 
 
-def encode(embedder: nn.Module, encoder: TransformerEncoder, batch: dict, return_attention: bool = False, fusion_layer: int = 0):
+def encode(
+    embedder: nn.Module,
+    encoder: TransformerEncoder,
+    batch: dict,
+    return_attention: bool = False,
+    fusion_layer: int = 0,
+    cls_only: bool = False,
+):
     """Embed and encode a batch: ``(encoder output, token mask)``.
 
     Parameters
@@ -25,6 +32,8 @@ def encode(embedder: nn.Module, encoder: TransformerEncoder, batch: dict, return
     fusion_layer : int, default=0
         ``> 0`` (mixed inputs): keep each modality to itself in the first
         ``fusion_layer`` layers, see :class:`TabFormerModel`.
+    cls_only : bool, default=False
+        The encoder's last layer computes the CLS output only: ``out`` is (B, 1, D).
 
     Returns
     -------
@@ -36,10 +45,12 @@ def encode(embedder: nn.Module, encoder: TransformerEncoder, batch: dict, return
     """
     if fusion_layer:
         tokens, mask, groups = embedder.forward_with_groups(**batch)
-        out = encoder(tokens, mask, return_attention=return_attention, token_groups=groups, grouped_layers=fusion_layer)
+        out = encoder(
+            tokens, mask, return_attention=return_attention, token_groups=groups, grouped_layers=fusion_layer, cls_only=cls_only
+        )
     else:
         tokens, mask = embedder(**batch)
-        out = encoder(tokens, mask, return_attention=return_attention)
+        out = encoder(tokens, mask, return_attention=return_attention, cls_only=cls_only)
     return out, mask
 
 
@@ -178,7 +189,9 @@ class TabFormerModel(_SequenceModel):
         -------
         Tensor of shape (B, n_outputs), or (B, T, n_outputs) for the token head
         """
-        hidden, mask = self.encode(**batch)
+        # A head that reads CLS alone lets the last layer skip every other token's output.
+        cls_only = getattr(self.head, "reads_cls_only", False)
+        hidden, mask = encode(self.embedder, self.encoder, batch, False, getattr(self, "fusion_layer", 0), cls_only)
         return self.forward_head(hidden, mask)
 
 
