@@ -77,18 +77,28 @@ def _selected(variants, only):
 def tabformer_rows(task, variants, X_train, X_test, y_train, y_test, seeds, epochs):
     estimator_class, metric = (TabFormerClassifier, accuracy_score) if task == "clf" else (TabFormerRegressor, r2_score)
     rows = []
-    for label, columns, extra in variants:
+    for label, columns, extra, modality in variants:
         scores, seconds = [], []
         for seed in range(seeds):
             settings = dict(extra, **({"max_epochs": epochs} if epochs else {}))
             model = estimator_class(random_state=seed, verbose=0, **settings)
             start = time.perf_counter()
-            model.fit(X_train[columns], y_train)
+            model.fit(_as_input(X_train, columns, modality), y_train)
             seconds.append(time.perf_counter() - start)
-            scores.append(metric(y_test, model.predict(X_test[columns])))
+            scores.append(metric(y_test, model.predict(_as_input(X_test, columns, modality))))
             print(f"  {label:<34} seed {seed}: {scores[-1]:.4f} ({seconds[-1]:.0f} s, {len(model.history_)} epochs)", flush=True)
         rows.append((label, float(np.mean(scores)), float(np.std(scores)), len(scores), float(np.median(seconds))))
     return rows
+
+
+def _as_input(X, columns, modality=None):
+    """What a user would pass: a Series of texts or an array of images for one such column
+    alone (so the text or image recipe applies), the DataFrame otherwise."""
+    if modality == "image" and len(columns) == 1:
+        return np.stack(X[columns[0]].to_list())
+    if modality == "text" and len(columns) == 1:
+        return X[columns[0]].fillna("")  # Lending Club's missing job titles as empty texts
+    return X[columns]
 
 
 _IMAGE_FEATURES = {}
@@ -191,10 +201,10 @@ def run(dataset, seeds, epochs, limit, only=None, classic=True):
     every = [c for cols in modalities.values() for c in cols]
     print(f"{dataset}: {len(X_train)} train / {len(X_test)} test rows; modalities {list(modalities)}", flush=True)
     variants = [
-        ("tabformer defaults, early fusion", every, {}),
-        ("tabformer defaults, mid fusion (fusion=1)", every, {"fusion": 1}),
-        ("tabformer defaults, late fusion", every, {"fusion": "late"}),
-    ] + [(f"tabformer defaults, {name} only", cols, {}) for name, cols in modalities.items()]
+        ("tabformer defaults, early fusion", every, {}, None),
+        ("tabformer defaults, mid fusion (fusion=1)", every, {"fusion": 1}, None),
+        ("tabformer defaults, late fusion", every, {"fusion": "late"}, None),
+    ] + [(f"tabformer defaults, {name} only", cols, {}, name) for name, cols in modalities.items()]
     rows = tabformer_rows(task, _selected(variants, only), X_train, X_test, y_train, y_test, seeds, epochs)
     if classic and not only:
         rows += classic_rows(task, modalities, X_train, X_test, y_train, y_test)

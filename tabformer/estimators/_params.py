@@ -233,6 +233,11 @@ SHARED_PARAMS_DOC = """
         :class:`~tabformer.tokenizers.TabularTokenizer`. Or a name (``"tabular"``,
         ``"wordpiece"``, ``"patch"``, ``"mixed"``) or an unfitted tokenizer instance
         (cloned at every ``fit``). Set its parameters with ``tokenizer__<name>``.
+        Images (alone, or the image columns of a DataFrame) go through a frozen
+        ImageNet EfficientNet-Lite0 stem when its weights package is installed
+        (upscaled to 64 px, about 2x2 deep tokens per image), unless you set
+        ``tokenizer__patch_size`` or a backbone; the resolved settings are in
+        ``resolved_params_`` (docs/defaults.md).
     encoder : None, TransformerEncoder, PretrainedEncoder or path, default=None
         ``None`` builds a fresh :class:`~tabformer.nn.TransformerEncoder` from the
         ``encoder__*`` parameters (``encoder__d_model``, ``encoder__n_layers``,
