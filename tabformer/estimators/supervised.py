@@ -248,8 +248,7 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
         """
         check_is_fitted(self)
         link = torch.sigmoid if self._multilabel else partial(torch.softmax, dim=-1)
-        batches = self.iter_batches(X, lambda inputs: link(self.module_(**inputs).float()).cpu().numpy(), trim=True)
-        return np.concatenate(list(batches))
+        return self.collect(X, lambda inputs: link(self.module_(**inputs).float()).cpu().numpy(), trim=True)
 
     def predict(self, X):
         """Most probable class label per row, shape (n_samples,).
@@ -356,13 +355,13 @@ class TabFormerRegressor(_CLSHeadNet, NeuralNetRegressor):
     def predict(self, X):
         """Predicted targets: shape (n_samples,) if fitted on 1-D y, else (n_samples, n_targets)."""
         check_is_fitted(self)
-        outputs = self.iter_batches(X, lambda inputs: self.module_(**inputs).float().cpu().numpy(), trim=True)
-        scaled = np.concatenate(list(outputs)).reshape(-1, self.n_targets_)
+        scaled = self.collect(X, lambda inputs: self.module_(**inputs).float().cpu().numpy(), trim=True)
+        scaled = scaled.reshape(-1, self.n_targets_)
         y = scaled * self.target_scale_ + self.target_mean_
         return y.ravel() if self.target_ndim_ == 1 else y
 
     def _warn_if_collapsed(self, tokens: dict) -> None:
-        outputs = np.concatenate(list(self.iter_batches(tokens, lambda inputs: self.module_(**inputs).float().cpu().numpy())))
+        outputs = self.collect(tokens, lambda inputs: self.module_(**inputs).float().cpu().numpy())
         if np.all(np.std(outputs, axis=0) < 1e-4):  # the targets were standardised to std 1
             warnings.warn(
                 f"{type(self).__name__} predicts the same value for every training row it was checked on: "
