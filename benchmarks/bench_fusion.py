@@ -234,7 +234,7 @@ def main(argv=None):
     parser.add_argument("--limit", type=int, default=None, help="train rows (smoke runs)")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--no-classic", action="store_true", help="skip the scikit-learn baselines")
-    parser.add_argument("--only", nargs="+", default=None, help="run only the tabformer rows whose label holds one of these words")
+    parser.add_argument("--only", nargs="+", default=None, help="only the tabformer rows whose label holds one of these words")
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
