@@ -331,7 +331,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     pretrain = commands.add_parser("pretrain", help="pretrain an encoder without labels and save it")
     pretrain.add_argument("data", help="a table, a .txt file (one text per line) or a folder of images")
-    pretrain.add_argument("--objective", default="mlm", help="pretraining objective (mlm, simclr)")
+    pretrain.add_argument("--objective", default="auto", help="pretraining objective: auto (by input), mlm, simclr, masked_cells")
     pretrain.add_argument("--out", required=True, help="folder to save the pretrained model to")
 
     for sub in (fit, pretrain):

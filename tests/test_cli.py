@@ -169,3 +169,11 @@ def test_pretrain_mlm_on_a_text_file_then_embed(tmp_path, capsys):
     embeddings = pd.read_csv(io.StringIO(capsys.readouterr().out))
     assert list(embeddings.columns[:2]) == ["input", "embedding0"] and embeddings.shape == (24, 17)
     np.testing.assert_allclose(embeddings.iloc[:, 1:].to_numpy(), tabformer.load(tmp_path / "mlm").transform(texts), atol=1e-5)
+
+
+def test_pretrain_a_table_picks_masked_cells_by_default(tmp_path):
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"city": rng.choice(["paris", "rome", "oslo"], 64), "age": rng.normal(40, 10, 64)})
+    frame.to_csv(tmp_path / "table.csv", index=False)
+    assert main(["pretrain", str(tmp_path / "table.csv"), "--out", str(tmp_path / "cells"), *TINY, "--quiet"]) == 0
+    assert tabformer.load(tmp_path / "cells").resolved_params_["objective"] == "masked_cells"
