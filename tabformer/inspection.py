@@ -83,8 +83,8 @@ def explain(estimator, X, layer="all", level="token", y=None) -> pd.DataFrame:
         frame["attention_per_token"] = frame["attention"] / frame["n_tokens"]
         modality_of = _column_modalities(estimator.tokenizer_)
         frame.insert(3, "modality", frame["column"].map(lambda column: modality_of.get(column, _kind(estimator.tokenizer_))))
-        if y is not None:
-            drops = modality_ablation(estimator, X, y).set_index("modality")["drop"]
+        if y is not None:  # the tokens explain already computed, not a second tokenization
+            drops = _ablation(estimator, batch, y).set_index("modality")["drop"]
             frame["ablation"] = frame["modality"].map(drops)
     return frame
 
@@ -93,11 +93,16 @@ def _kind(tokenizer) -> str:
     return getattr(tokenizer, "kind", "table")
 
 
+def _segment_kinds(tokenizer) -> dict:
+    """``{sub-tokenizer name: "text" | "image" | "table"}`` of a fitted mixed tokenizer."""
+    return {name: tokenizer.segment_kind(sub) for name, sub, _ in tokenizer.transformers_}
+
+
 def _column_modalities(tokenizer) -> dict:
     """``{column: modality}`` for a mixed tokenizer's columns (table cells by their feature names)."""
     if not hasattr(tokenizer, "segments_"):
         return {}
-    kinds = {name: tokenizer.segment_kind(sub) for name, sub, _ in tokenizer.transformers_}
+    kinds = _segment_kinds(tokenizer)
     modalities = {}
     for name, sub, columns in tokenizer.transformers_:
         labels = list(sub.get_feature_names_out()) if kinds[name] == "table" else list(columns)
@@ -142,13 +147,17 @@ def modality_ablation(estimator, X, y) -> pd.DataFrame:
     1    image    [image]  0.861         0.790  0.071
     """
     check_is_fitted(estimator)
+    return _ablation(estimator, estimator.tokenize(X), y)
+
+
+def _ablation(estimator, tokens: dict, y) -> pd.DataFrame:
+    """:func:`modality_ablation` on ``X``'s tokens."""
     tokenizer = estimator.tokenizer_
     if not hasattr(tokenizer, "segments_"):
         raise TypeError(f"modality_ablation needs mixed inputs (a MixedTokenizer), the estimator has {type(tokenizer).__name__}")
-    tokens = estimator.tokenize(X)
     n_rows = len(next(iter(tokens.values())))
     score = float(estimator.score(tokens, y))
-    kinds = {name: tokenizer.segment_kind(sub) for name, sub, _ in tokenizer.transformers_}
+    kinds = _segment_kinds(tokenizer)
     records = []
     for name, _, columns in tokenizer.transformers_:
         masked = dict(tokens)
