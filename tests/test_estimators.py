@@ -93,6 +93,21 @@ def test_routed_params_reach_the_parts(table, tiny):
         TabFormerClassifier(encoder__n_layerz=2, verbose=0).fit(X, y)
 
 
+def test_routed_settings_can_change_after_fit(table, tiny):
+    # skorch raised "Something went wrong, please open an issue" for these on a fitted net.
+    X, y = table
+    clf = TabFormerClassifier(**tiny).fit(X, y)
+    before = clf.predict_proba(X)
+    sizes = []
+    hook = clf.module_.register_forward_hook(lambda module, args, out: sizes.append(len(out)))
+    clf.set_params(iterator_valid__batch_size=7)
+    after = clf.predict_proba(X)
+    hook.remove()
+    assert max(sizes) == 7 and np.allclose(before, after, atol=1e-6)
+    clf.set_params(encoder__n_layers=2).fit(X, y)  # read at the next fit
+    assert len(clf.module_.encoder.layers) == 2
+
+
 def test_grid_search_over_architecture(table, tiny):
     X, y = table
     tiny.pop("encoder__n_layers")

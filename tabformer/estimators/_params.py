@@ -372,6 +372,10 @@ CLASS_WEIGHT_DOC = """    class_weight : "balanced", dict or None, default=None
 """
 
 
+#: routed prefixes a fitted net reads when it next needs them, so ``set_params`` only stores them
+_READ_LATER = ("iterator_train", "iterator_valid", "dataset", "tokenizer", "encoder", "head")
+
+
 class DeferredCallbacksMixin:
     """For a skorch net: before the first ``fit``, ``set_params`` only stores callback settings."""
 
@@ -385,7 +389,13 @@ class DeferredCallbacksMixin:
         builds them at ``fit`` from the stored values, which is also where bad ones fail.
         """
         if getattr(self, "initialized_", False):
-            return super().set_params(**params)
+            # skorch re-initialises a fitted net's module or criterion for a routed setting and
+            # raises ("Something went wrong") for any other prefix; these are read at the next
+            # fit (tokenizer, encoder, head, dataset) or the next call (iterator_*), so store them.
+            stored = {k: v for k, v in params.items() if "__" in k and k.partition("__")[0] in _READ_LATER}
+            vars(self).update(stored)
+            self._params_to_validate.update(stored)
+            return super().set_params(**{key: value for key, value in params.items() if key not in stored})
         callback_params = {key: value for key, value in params.items() if key.startswith("callbacks")}
         super().set_params(**{key: value for key, value in params.items() if key not in callback_params})
         self._params_to_validate.update(callback_params)
