@@ -77,6 +77,22 @@ def test_text_from_scratch_and_from_pretrained_get_their_recipes():
     assert cls.module_.head.pooling == "cls"
 
 
+def test_a_frame_of_text_columns_gets_the_text_recipe():
+    texts, labels = _texts()
+    small = dict(max_epochs=1, verbose=0, random_state=0, encoder__d_model=16, encoder__n_heads=2)
+    frame = TabFormerClassifier(**small).fit(pd.DataFrame({"review": texts, "title": texts[::-1]}), labels)
+    r = frame.resolved_params_
+    assert r["lr"] == 3e-4 and r["monitor"] == "valid_acc" and r["iterator_train__group_by_length"] is True
+    assert r["tokenizer__text__vocab_size"] == 30000 and "tokenizer__vocab_size" not in r
+    text_tokenizer = dict((name, tok) for name, tok, _ in frame.tokenizer_.transformers_)["text"]
+    assert text_tokenizer.token_dropout == 0.1 and frame.module_.head.pooling == "mean"
+    assert frame.module_.encoder.d_model == 16  # the user's width still wins
+    # one numeric column beside the text: a mixed input keeps the mixed (table) recipe
+    rng = np.random.default_rng(0)
+    mixed = TabFormerClassifier(**small).fit(pd.DataFrame({"review": texts, "x": rng.normal(size=len(texts))}), labels)
+    assert mixed.resolved_params_["lr"] == 1e-3 and "tokenizer__text__vocab_size" not in mixed.resolved_params_
+
+
 def test_tagger_from_pretrained_uses_a_fine_tuning_rate():
     texts, _ = _texts(40)
     sentences = [t.split() for t in texts]

@@ -338,6 +338,12 @@ RECIPES_NOTES_DOC = """
     pretrainer              1e-3, cosine           20 (pat. 5)   128
     ======================  =====================  ============  =============  =================
 
+    A DataFrame whose columns are all text is text: it gets the text recipes, their
+    tokenizer settings routed to the mixed tokenizer's text template
+    (``tokenizer__text__vocab_size``...). Images, and the image columns of a mixed
+    DataFrame, go through a frozen ImageNet EfficientNet-Lite0 stem when its weights are
+    installed (docs/defaults.md), unless you set ``tokenizer__patch_size`` or a backbone.
+
     "32 steps/ep": the largest power of two in [16, 256] that leaves an epoch at least
     32 steps. See :mod:`tabformer.estimators._recipes` and docs/defaults.md.
 """

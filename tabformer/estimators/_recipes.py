@@ -38,6 +38,7 @@ import math
 import numpy as np
 
 from ..nn.encoder import TransformerEncoder
+from ..tokenizers.detect import infer_column_kind
 
 __all__ = ["AUTO", "TOP_LEVEL", "RecipeMixin", "resolve_recipe", "auto_batch_size", "auto_patch_size"]
 
@@ -190,6 +191,21 @@ def stem_settings(side) -> dict:
     return settings
 
 
+def _all_text_frame(X, max_categories) -> bool:
+    """Whether ``X`` is a DataFrame whose every column is text."""
+    columns = getattr(X, "columns", None)
+    if columns is None or len(columns) == 0:
+        return False
+    try:
+        return all(infer_column_kind(X.iloc[:, i], max_categories) == "text" for i in range(len(columns)))
+    except ValueError:  # the tokenizer's own fit names the column it cannot read
+        return False
+
+
+def _text_slot(key: str) -> str:
+    return f"tokenizer__text__{key[len('tokenizer__') :]}" if key.startswith("tokenizer__") else key
+
+
 def _base_recipe(estimator, kind: str, pretrained: bool) -> dict:
     role = estimator._recipe_role
     if role == "pretrainer":
@@ -229,7 +245,12 @@ def resolve_recipe(estimator, tokenizer, X, n_rows: int, pretrained: bool) -> di
         (``tokenizer__*``...); the routed settings the user passed are not repeated.
     """
     kind = getattr(tokenizer, "kind", "table")
-    recipe = _base_recipe(estimator, kind, pretrained)
+    if kind == "mixed" and _all_text_frame(X, getattr(tokenizer, "max_categories", 100)):
+        # A frame of text columns only (a review as df[["review"]], or title + body) is text:
+        # the text recipe, its tokenizer settings routed to the mixed tokenizer's text template.
+        recipe = {_text_slot(key): value for key, value in _base_recipe(estimator, "text", pretrained).items()}
+    else:
+        recipe = _base_recipe(estimator, kind, pretrained)
     if "batch_size" not in recipe:
         recipe["batch_size"] = auto_batch_size(n_rows)
     user = set(estimator.get_params(deep=False))
