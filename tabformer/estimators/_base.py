@@ -347,8 +347,8 @@ class TabFormerNet(
             self._train_new_module(with_weights(batch, weights), y_encoded, **fit_params)
         return self
 
-    def _fit_tokenizer(self, X) -> dict:
-        """Fit ``tokenizer_`` on ``X`` (or reuse a pretrained encoder's) and return X's tokens."""
+    def _fit_tokenizer(self, X, n_rows=None) -> dict:
+        """Fit ``tokenizer_`` on ``X`` (or reuse a pretrained one); X's tokens, or None for a sample of ``n_rows``."""
         pretrained = self._pretrained()
         user = NeuralNet.get_params_for(self, "tokenizer")
         if pretrained is not None:
@@ -356,7 +356,7 @@ class TabFormerNet(
             tokenizer = copy.deepcopy(pretrained.tokenizer)
         else:
             tokenizer = make_tokenizer(self.tokenizer, X, user)
-        self.resolved_params_ = resolve_recipe(self, tokenizer, X, num_samples(X), pretrained is not None)
+        self.resolved_params_ = resolve_recipe(self, tokenizer, X, n_rows or num_samples(X), pretrained is not None)
         if pretrained is None:
             recipe = {key: value for key, value in self.get_params_for("tokenizer").items() if key not in user}
             tokenizer = tokenizer.set_params(**recipe)
@@ -365,7 +365,7 @@ class TabFormerNet(
         self.tokenizer_ = tokenizer
         dtypes = getattr(X, "dtypes", None)
         self.feature_dtypes_in_ = {str(c): str(t) for c, t in dtypes.items()} if hasattr(dtypes, "items") else None
-        return self.tokenizer_.transform(X)
+        return self.tokenizer_.transform(X) if n_rows is None else None
 
     def _train_new_module(self, data, y, **fit_params):
         """Build a fresh module for the fitted tokenizer and train it on ``data`` (tokens or a dataset)."""

@@ -34,24 +34,27 @@ from ._params import (
     RECIPES_NOTES_DOC,
     SHARED_PARAMS_DOC,
 )
+from ._streaming import STREAMING_PARAM_DOC, StreamingMixin
 from ._weights import class_weights_of
 
 __all__ = ["TabFormerClassifier", "TabFormerRegressor"]
 
-_PARAMS_DOC = SHARED_PARAMS_DOC + FINE_TUNING_PARAMS_DOC + FUSION_PARAM_DOC
+_PARAMS_DOC = SHARED_PARAMS_DOC + FINE_TUNING_PARAMS_DOC + FUSION_PARAM_DOC + STREAMING_PARAM_DOC
 
 
-class _CLSHeadNet(FineTuningNet):
-    """What the classifier and regressor share: the ``fusion`` parameter and the target check."""
+class _CLSHeadNet(StreamingMixin, FineTuningNet):
+    """What the classifier and regressor share: ``fusion``, streamed fits (``fit_sample_size``), the target check."""
 
     _parameter_constraints = {
         **FINE_TUNING_CONSTRAINTS,
         "fusion": [StrOptions({"early", "late"}), Interval(Integral, 0, None, closed="left")],
+        "fit_sample_size": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
     }
 
-    def __init__(self, tokenizer="auto", encoder=None, *, fusion="early", **kwargs):
+    def __init__(self, tokenizer="auto", encoder=None, *, fusion="early", fit_sample_size="auto", **kwargs):
         super().__init__(tokenizer, encoder, **kwargs)
         self.fusion = fusion
+        self.fit_sample_size = fit_sample_size
 
     def _collapse_advice(self) -> str:
         return (

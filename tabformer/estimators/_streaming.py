@@ -1,0 +1,200 @@
+"""Fitting on data larger than memory: Parquet files and image folders, read in pieces.
+
+``StreamingMixin.fit`` recognises streamed input (:func:`tabformer._stream.open_source`),
+fits the tokenizer on a sample of ``fit_sample_size`` rows, and trains on a
+:class:`~tabformer._stream.StreamedRows` that DataLoader workers read, shuffle and
+tokenize batch by batch. Every other input goes to the in-memory ``fit`` unchanged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.model_selection import train_test_split
+from skorch import NeuralNet
+from torch.utils.data import DataLoader
+
+from .._data import collate_batched
+from .._stream import StreamedRows, is_image_paths, open_source
+from ._params import check_params
+from ._weights import check_sample_weight
+
+__all__ = ["StreamingMixin", "STREAMING_PARAM_DOC", "SAMPLE_SIZES"]
+
+#: rows the tokenizer is fitted on under ``fit_sample_size="auto"``: LightGBM bins its
+#: features on 200,000 rows (``bin_construct_sample_cnt``); images cost far more each
+SAMPLE_SIZES = {"table": 200_000, "images": 1_000}
+
+STREAMING_PARAM_DOC = """    fit_sample_size : int or "auto", default="auto"
+        Streamed input only (a ``pyarrow.dataset.Dataset``, a path to a Parquet file or
+        folder, an image folder, or a list of image paths longer than this): the rows the
+        tokenizer is fitted on, drawn at random (seeded by ``random_state``) and read in
+        one pass over the pieces. ``"auto"``: 200,000 table rows, 1,000 images. Training
+        then reads, shuffles and tokenizes the data batch by batch inside DataLoader
+        workers (``iterator_train__num_workers``); see docs/scale.md.
+"""
+
+
+class StreamingMixin:
+    """``fit`` and ``partial_fit`` on input read piece by piece (docs/scale.md, "Larger than memory")."""
+
+    #: rows gathered, shuffled and tokenized at once while streaming
+    stream_buffer_rows = 8192
+
+    def _open_stream(self, X, y):
+        """``(source, y)`` if ``X`` is streamed, else ``(None, y)``; a list of paths streams past the sample size."""
+        if is_image_paths(X) and len(X) <= self._sample_size("images"):
+            return None, y
+        source, y = open_source(X, y, self.stream_buffer_rows)
+        if source is not None and isinstance(y, str):
+            return source.without(y), source.column(y)
+        if source is not None and y is not None and len(y) != source.n_rows:
+            raise ValueError(f"X has {source.n_rows} rows (counted from its Parquet footers or paths) but y has {len(y)}")
+        if source is not None and y is None and source.kind == "table":
+            raise ValueError("y is None; for Parquet input pass the target column's name (y='label') or an array of targets")
+        return source, y
+
+    def _sample_size(self, kind: str) -> int:
+        return SAMPLE_SIZES[kind] if self.fit_sample_size == "auto" else int(self.fit_sample_size)
+
+    def fit(self, X, y=None, sample_weight=None, **fit_params):
+        """Fit on ``X`` in memory, or stream it when it is larger than memory.
+
+        Parameters
+        ----------
+        X : as the in-memory ``fit``; or a ``pyarrow.dataset.Dataset``, a path to a Parquet
+            file or folder, an image folder, or a list of more than ``fit_sample_size``
+            image paths: read in pieces (docs/scale.md)
+        y : array-like of shape (n_samples,); for Parquet input also the name of the
+            target column; for an image folder None reads labels from the subfolder names
+        sample_weight : array-like of shape (n_samples,), default=None
+        **fit_params : passed to skorch's ``fit``
+
+        Returns
+        -------
+        self
+        """
+        source, y = self._open_stream(X, y)
+        if source is None:
+            return super().fit(X, y, sample_weight=sample_weight, **fit_params)
+        check_params(self)
+        if self.warm_start and getattr(self, "initialized_", False) and hasattr(self, "tokenizer_"):
+            return self.partial_fit(X, y, sample_weight=sample_weight, **fit_params)
+        self.accelerator_ = None
+        self.accelerator_ = self._make_accelerator()
+        y_encoded = self._fit_target(y, source.n_rows)
+        weights = self._row_weights(y_encoded, check_sample_weight(sample_weight, source.n_rows))
+        with self._seeded():
+            # The sample is not kept past the tokenizer's fit: up to fit_sample_size rows held through training.
+            self._fit_tokenizer(source.sample(self._sample_size(source.kind), self._fit_seed())[0], n_rows=source.n_rows)
+            self._train_new_module(self._stream(source, y_encoded, weights), y_encoded, **fit_params)
+        return self
+
+    def partial_fit(self, X, y=None, classes=None, sample_weight=None, **fit_params):
+        """Continue training on ``X`` (streamed as in :meth:`fit`) with the fitted tokenizer.
+
+        Parameters
+        ----------
+        X, y, sample_weight, **fit_params : as :meth:`fit`
+        classes : ignored (the classes are those of the first fit)
+
+        Returns
+        -------
+        self
+        """
+        source, y = self._open_stream(X, y)
+        if source is None or not hasattr(self, "tokenizer_") or not self.initialized_:
+            return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight, **fit_params)
+        y_encoded = self._encode_target(y)
+        weights = self._row_weights(y_encoded, check_sample_weight(sample_weight, source.n_rows))
+        for group in self.optimizer_.param_groups:  # as the in-memory partial_fit: the schedule restarts at peak lr
+            group["lr"] = group.get("initial_lr", group["lr"])
+        with self._seeded():
+            NeuralNet.partial_fit(self, self._stream(source, y_encoded, weights), y_encoded, **fit_params)
+        return self
+
+    def _stream(self, source, y_encoded, weights):
+        if self._setting("batch_size") == -1:
+            raise ValueError("batch_size=-1 (one batch of every row) cannot stream; pass a batch size")
+        if weights is not None and np.all(weights == weights[0]):
+            weights = None  # equal weights leave the loss unchanged: the unweighted path, as in memory
+        return StreamedRows(source, self.tokenizer_, y_encoded, weights=weights, buffer_rows=self.stream_buffer_rows)
+
+    def get_split_datasets(self, X, y=None, **fit_params):
+        """For a stream: the ``validation_fraction`` holdout as two streams over a row mask.
+
+        The held-out rows are those the in-memory fit would hold out (the same seeded,
+        stratified ``train_test_split`` over row numbers); only their indices are kept in
+        memory, and the validation stream reads the pieces again each epoch.
+        """
+        if not isinstance(X, StreamedRows):
+            return super().get_split_datasets(X, y, **fit_params)
+        if self.train_split != "auto":
+            if self.train_split is None:
+                return X, None
+            raise ValueError("streamed input splits its validation rows itself: use train_split='auto' or None")
+        if not self.validation_fraction:
+            return X, None
+        n_rows = X.source.n_rows
+        n_valid = int(np.ceil(self.validation_fraction * n_rows)) if self.validation_fraction < 1 else 0
+        if not 0 < n_valid < n_rows:
+            raise ValueError(
+                f"validation_fraction={self.validation_fraction} of {n_rows} rows leaves no row to train or validate on"
+            )
+        _, valid_idx = train_test_split(
+            np.arange(n_rows),
+            test_size=self.validation_fraction,
+            random_state=self._split_seed(),
+            stratify=self._stratify_labels(y),
+        )
+        valid = np.zeros(n_rows, dtype=bool)
+        valid[valid_idx] = True
+        return X.with_options(rows=~valid), X.with_options(rows=valid)
+
+    def get_iterator(self, dataset, training=False):
+        """A DataLoader over a stream (``iterator_train__*`` / ``iterator_valid__*`` settings), else skorch's."""
+        if not isinstance(dataset, StreamedRows):
+            return super().get_iterator(dataset, training=training)
+        kwargs = self.get_params_for("iterator_train" if training else "iterator_valid")
+        batch_size = kwargs.pop("batch_size", self._setting("batch_size"))
+        shuffle = kwargs.pop("shuffle", training)
+        drop_last = kwargs.pop("drop_last", training and self._drop_last_in_training() and dataset.n_rows > batch_size)
+        if kwargs.pop("group_by_length", False):
+            raise ValueError("iterator_train__group_by_length needs in-memory tokens; it does not apply to streamed input")
+        workers = kwargs.get("num_workers", 0)
+        stream = dataset.with_options(batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, workers=workers)
+        kwargs.setdefault("collate_fn", collate_batched)
+        return self._shard(DataLoader(stream, batch_size=None, **kwargs), training)
+
+    def collect(self, X, forward, trim: bool = False):
+        """As :meth:`InferenceMixin.collect`; a Parquet path or an image folder is read in pieces too.
+
+        Parquet columns ``fit`` did not see as features (the target column) are not read.
+
+        Parameters
+        ----------
+        X : as :meth:`InferenceMixin.iter_batches`, or a path to a Parquet file or folder, or an
+            image folder
+        forward : callable
+        trim : bool, default=False
+
+        Returns
+        -------
+        as :meth:`InferenceMixin.collect`
+        """
+        source, _ = open_source(X, y=0) if not isinstance(X, (list, tuple)) else (None, None)
+        if source is not None and source.kind == "table":
+            import pyarrow.dataset as ds
+
+            X = X if hasattr(X, "count_rows") else ds.dataset(str(X), format="parquet")
+            fitted = getattr(self, "feature_names_in_", None)
+            if fitted is not None and set(map(str, fitted)) < set(X.schema.names):  # e.g. the target column
+                X = X.replace_schema(_project(X.schema, fitted))
+        elif source is not None:
+            X = [path for piece in source.pieces for path in piece.part]
+        return super().collect(X, forward, trim=trim)
+
+
+def _project(schema, names):
+    import pyarrow as pa
+
+    return pa.schema([schema.field(str(name)) for name in names])
