@@ -277,3 +277,28 @@ def test_regressor_has_no_predict_proba(table, tiny):
     X, _ = table
     reg = TabFormerRegressor(**tiny).fit(X, np.arange(len(X), dtype=float))
     assert not hasattr(reg, "predict_proba")
+
+
+def test_validation_accuracy_reuses_the_validation_pass(table, tiny):
+    # skorch's valid_acc replays the validation pass's logits; predict_proba used to run a
+    # second forward pass over the validation rows every epoch.
+    from skorch.callbacks import Callback
+
+    class Recompute(Callback):  # the accuracy of a fresh forward pass, at each epoch end
+        def initialize(self):
+            self.scores = []
+            return self
+
+        def on_epoch_end(self, net, dataset_valid=None, **kwargs):
+            logits = net.collect(dataset_valid, lambda inputs: net.module_(**inputs).float().numpy())
+            y = np.array([int(dataset_valid[i][1]) for i in range(len(dataset_valid))])
+            self.scores.append(float(np.mean(logits.argmax(1) == y)))
+
+    X, y = table
+    recompute = Recompute()
+    clf = TabFormerClassifier(callbacks=[("recompute", recompute)], **tiny).fit(X, y)
+    assert clf.history[:, "valid_acc"] == pytest.approx(recompute.scores)
+    plain, rows = TabFormerClassifier(**tiny).fit(X, y), []
+    plain.module_.register_forward_hook(lambda module, args, out: rows.append(len(out)))
+    plain.partial_fit(X, y)
+    assert sum(rows) == plain.resolved_params_["max_epochs"] * len(X)  # each row once per epoch

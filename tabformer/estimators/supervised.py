@@ -251,6 +251,11 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
         """
         check_is_fitted(self)
         link = torch.sigmoid if self._multilabel else partial(torch.softmax, dim=-1)
+        if "forward_iter" in vars(self) and isinstance(X, torch.utils.data.Dataset):
+            # skorch's valid_acc scoring the epoch's validation set: it has swapped in a
+            # forward_iter that replays the logits of the validation pass just run, so
+            # reuse them instead of a second forward pass over the validation rows.
+            return link(torch.cat([out.float() for out in self.forward_iter(X)])).cpu().numpy()
         return self.collect(X, lambda inputs: link(self.module_(**inputs).float()).cpu().numpy(), trim=True)
 
     def predict(self, X):
