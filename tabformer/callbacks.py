@@ -14,6 +14,9 @@ number of batches per epoch, which it reads from the training set at the first e
 last epoch that trained finitely and raises :class:`NonFiniteTrainingError` naming the
 epoch and batch (``callbacks__nonfinite__action="warn"`` warns and stops instead), so a
 diverged fit never returns a model that predicts NaN.
+
+``TrainingCheckpoint`` (in ``tabformer._checkpoint``) writes the training state at every
+epoch end, so a crashed ``fit`` run again resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -26,7 +29,16 @@ from collections import OrderedDict
 import torch
 from skorch.callbacks import Callback
 
-__all__ = ["WarmupLinearLR", "MixedPrecision", "NonFiniteGuard", "NonFiniteTrainingError", "log_user_interrupt"]
+from ._checkpoint import TrainingCheckpoint, _max_epochs
+
+__all__ = [
+    "WarmupLinearLR",
+    "MixedPrecision",
+    "NonFiniteGuard",
+    "NonFiniteTrainingError",
+    "TrainingCheckpoint",
+    "log_user_interrupt",
+]
 
 
 class WarmupLinearLR(Callback):
@@ -284,10 +296,3 @@ def log_user_interrupt(net, interrupt: KeyboardInterrupt) -> None:
             type(net).__name__,
             len(net.history),
         )
-
-
-def _max_epochs(net) -> int:
-    """The epochs a fit runs: a tabformer estimator's resolved ``max_epochs`` (its parameter
-    may be ``"auto"``), or any skorch net's ``max_epochs``."""
-    setting = getattr(net, "_setting", None)
-    return int(setting("max_epochs") if callable(setting) else net.max_epochs)
