@@ -166,9 +166,7 @@ def _skipped(page, index):
 
 
 RUN_HERE = [
-    page
-    for page in pages()
-    if page not in RUN_ELSEWHERE and any(not _skipped(page, index) for index in range(len(blocks(page))))
+    page for page in pages() if page not in RUN_ELSEWHERE and any(not _skipped(page, index) for index in range(len(blocks(page))))
 ]
 ONLY_SKIPPED = [page for page in pages() if page not in RUN_ELSEWHERE and page not in RUN_HERE and blocks(page)]
 
