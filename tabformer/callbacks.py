@@ -236,7 +236,8 @@ class NonFiniteGuard(Callback):
 
     def on_batch_end(self, net, training=False, loss=None, **kwargs):
         """Check the batch loss (skorch hook)."""
-        if loss is not None and not bool(torch.isfinite(torch.as_tensor(loss).detach()).all()):
+        loss = None if loss is None else torch.as_tensor(loss).detach()
+        if loss is not None and not bool(torch.isfinite(loss).all()):
             self._fail(net, f"a non-finite {'training' if training else 'validation'} loss ({float(loss)})", training)
 
     def on_epoch_end(self, net, **kwargs):
