@@ -59,10 +59,10 @@ mutation: install
 	rm -rf mutants
 	nice -n 10 timeout 3600 $(PY) -m mutmut run --max-children 2 || true
 	$(PY) -m mutmut export-cicd-stats
-	$(PY) -c "import json; s = json.load(open('mutants/mutmut-cicd-stats.json')); \
-	reached = s['killed'] + s['survived'] + s['timeout'] + s['suspicious']; \
-	print(f\"mutants: {s['total']}, killed: {s['killed']}, survived: {s['survived']}, no test reaches: {s['no_tests']}, \
-	kill rate: {s['killed'] / max(1, reached):.1%} of the {reached} that tests reach\")"
+	$(PY) -c 'import json; s = json.load(open("mutants/mutmut-cicd-stats.json")); \
+	reached = s["killed"] + s["survived"] + s["timeout"] + s["suspicious"]; \
+	print("%d mutants: %d killed, %d survived, %d reached by no test; kill rate %.1f%% of the %d that tests reach" \
+	      % (s["total"], s["killed"], s["survived"], s["no_tests"], 100 * s["killed"] / max(1, reached), reached))'
 
 # The documentation site: Sphinx with warnings as errors (the gallery runs examples/plot_*.py),
 # then docs/check_site.py checks the pages, the API reference and the gallery's images.
