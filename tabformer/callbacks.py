@@ -14,6 +14,9 @@ number of batches per epoch, which it reads from the training set at the first e
 last epoch that trained finitely and raises :class:`NonFiniteTrainingError` naming the
 epoch and batch (``callbacks__nonfinite__action="warn"`` warns and stops instead), so a
 diverged fit never returns a model that predicts NaN.
+
+``TrainingCheckpoint`` (in ``tabformer._checkpoint``) writes the training state at every
+epoch end, so a crashed ``fit`` run again resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -26,7 +29,16 @@ from collections import OrderedDict
 import torch
 from skorch.callbacks import Callback
 
-__all__ = ["WarmupLinearLR", "MixedPrecision", "NonFiniteGuard", "NonFiniteTrainingError", "log_user_interrupt"]
+from ._checkpoint import TrainingCheckpoint, _max_epochs
+
+__all__ = [
+    "WarmupLinearLR",
+    "MixedPrecision",
+    "NonFiniteGuard",
+    "NonFiniteTrainingError",
+    "TrainingCheckpoint",
+    "log_user_interrupt",
+]
 
 
 class WarmupLinearLR(Callback):
@@ -224,7 +236,8 @@ class NonFiniteGuard(Callback):
 
     def on_batch_end(self, net, training=False, loss=None, **kwargs):
         """Check the batch loss (skorch hook)."""
-        if loss is not None and not bool(torch.isfinite(torch.as_tensor(loss).detach()).all()):
+        loss = None if loss is None else torch.as_tensor(loss).detach()
+        if loss is not None and not bool(torch.isfinite(loss).all()):
             self._fail(net, f"a non-finite {'training' if training else 'validation'} loss ({float(loss)})", training)
 
     def on_epoch_end(self, net, **kwargs):
@@ -284,10 +297,3 @@ def log_user_interrupt(net, interrupt: KeyboardInterrupt) -> None:
             type(net).__name__,
             len(net.history),
         )
-
-
-def _max_epochs(net) -> int:
-    """The epochs a fit runs: a tabformer estimator's resolved ``max_epochs`` (its parameter
-    may be ``"auto"``), or any skorch net's ``max_epochs``."""
-    setting = getattr(net, "_setting", None)
-    return int(setting("max_epochs") if callable(setting) else net.max_epochs)

@@ -110,6 +110,19 @@ def test_non_finite_pixels_are_refused_naming_the_image(bad, match):
         fitted.transform(images)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.bool_])
+def test_a_missing_image_in_a_mixed_frame_of_any_pixel_kind_is_masked(dtype):
+    # Found by tests/test_properties.py: the blank put in a missing image's place was uint8 whatever
+    # the fitted kind, so a float image column with one None failed the pixel rule at fit.
+    images = list(_images(np.float32 if dtype == np.bool_ else dtype, n=8))
+    images = [image > 0.5 for image in images] if dtype == np.bool_ else images
+    images[3] = None
+    X = pd.DataFrame({"photo": pd.Series(images, dtype=object), "size": np.arange(8.0)})
+    clf = TabFormerClassifier(**TINY, tokenizer__image__patch_size=4, validation_fraction=None).fit(X, np.arange(8) % 2)
+    assert clf.tokenizer_.column_kinds_["photo"] == "image"
+    assert np.isfinite(clf.predict_proba(X)).all()
+
+
 def test_negative_pixels_are_refused_not_clipped():
     images = _images(np.float32) - 0.5
     with pytest.raises(ValueError, match=r"image 0 has negative pixels.*before any standardisation"):

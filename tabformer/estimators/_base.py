@@ -24,6 +24,7 @@ from skorch.callbacks import EarlyStopping, LRScheduler
 from torch.optim.lr_scheduler import CosineAnnealingLR
 from torch.utils.data import Dataset, Subset
 
+from .._checkpoint import epochs_left
 from .._data import LengthGroupedBatchSampler, TensorDictDataset, collate_batched, sequence_lengths
 from .._validation import check_target
 from ..callbacks import NonFiniteGuard, WarmupLinearLR, log_user_interrupt
@@ -382,9 +383,9 @@ class TabFormerNet(
             self._warn_if_collapsed({key: value[:2048] for key, value in data.items()})
 
     def fit_loop(self, X, y=None, epochs=None, **fit_params):
-        """The training loop; a KeyboardInterrupt (Ctrl-C) is logged, and the fit ends with the best weights so far."""
+        """The training loop (the epochs left after a resumed checkpoint); Ctrl-C is logged and keeps the best weights."""
         try:
-            return super().fit_loop(X, y, epochs=epochs, **fit_params)
+            return super().fit_loop(X, y, epochs=epochs_left(self, epochs), **fit_params)
         except KeyboardInterrupt as interrupt:
             log_user_interrupt(self, interrupt)
             raise

@@ -360,8 +360,8 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         """What a missing cell is tokenized as before its segment is masked out."""
         if kind == "text":
             return ""
-        height, width = tokenizer.image_size_
-        return np.zeros((height, width, tokenizer.n_channels_), dtype=np.uint8)
+        dtype = {"float": np.float32, "bool": np.bool_}.get(getattr(tokenizer, "pixel_kind_", None), np.uint8)  # as fitted
+        return np.zeros((*tokenizer.image_size_, tokenizer.n_channels_), dtype=dtype)
 
     # --------------------------------------------------------------- device
     def embedder_spec(self) -> dict:
