@@ -41,12 +41,17 @@ SKIPPED = {
     ("docs/pretrained.md", 1, "AutoModel.from_pretrained"): "downloads from the Hugging Face Hub",
     ("docs/pretrained.md", 2, "distilbert-base-uncased"): "downloads from the Hugging Face Hub",
     ("docs/scale.md", 1, "accelerator_.is_main_process"): "runs under `accelerate launch` with 4 processes",
-    ("docs/scale.md", 2, "LocalCluster"): "a 4-worker Dask cluster; tests/test_dask_search.py runs the same search",
+    ("docs/scale.md", 2, "fit_sample_size"): "Parquet files, an s3 dataset and image folders that are not here; "
+    "tests/test_streaming.py streams each of these input kinds",
+    ("docs/scale.md", 3, "LocalCluster"): "a 4-worker Dask cluster; tests/test_dask_search.py runs the same search",
+    ("docs/scale.md", 4, "SkorchPruningCallback"): "50 Optuna trials; examples/optuna_search.py's objective is tested "
+    "in tests/test_optuna_search.py",
 }
 #: examples/ files other test files run, small
 EXAMPLES_ELSEWHERE = {
     "adult_demo.py": "tests/test_readme.py::test_demo_prints_progress_eta_and_the_results_table",
     "text_sentiment.py": "tests/test_bench_text.py::test_text_sentiment_example_runs_on_a_slice",
+    "optuna_search.py": "tests/test_optuna_search.py::test_the_objective_reports_each_epoch_and_a_pruned_trial_stops_its_fit",
 }
 
 
