@@ -37,6 +37,7 @@ import math
 
 import numpy as np
 
+from ..nn.embedders.feature_cache import caching_frozen_features
 from ..nn.encoder import TransformerEncoder
 from ..tokenizers.detect import infer_column_kind
 
@@ -329,5 +330,13 @@ class RecipeMixin:
         return args, kwargs
 
     def fit_loop(self, X, y=None, epochs=None, **fit_params):
-        """skorch's fit loop, for the resolved ``max_epochs`` unless ``epochs`` is given."""
-        return super().fit_loop(X, y, epochs=self._setting("max_epochs") if epochs is None else epochs, **fit_params)
+        """skorch's fit loop, for the resolved ``max_epochs`` unless ``epochs`` is given.
+
+        A classifier's or regressor's frozen image stem runs once per image meanwhile (its
+        inputs repeat every epoch; a pretrainer's augmented views do not, so it is left out).
+        """
+        epochs = self._setting("max_epochs") if epochs is None else epochs
+        if self._recipe_role not in ("classifier", "regressor"):
+            return super().fit_loop(X, y, epochs=epochs, **fit_params)
+        with caching_frozen_features(self.module_):
+            return super().fit_loop(X, y, epochs=epochs, **fit_params)

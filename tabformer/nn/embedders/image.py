@@ -9,6 +9,7 @@ from torch import nn
 
 from ..positions import GridPositions
 from .backbone import load_backbone
+from .feature_cache import FrozenFeatureCache
 
 __all__ = ["PatchEmbedder", "HybridEmbedder", "PixelNorm", "shift_images"]
 
@@ -122,6 +123,14 @@ class HybridEmbedder(nn.Module):
         Keep the stem's weights and BatchNorm statistics fixed.
     random_shift : int, default=0
         Training only: shift each image by up to this many pixels (:func:`shift_images`).
+
+    Notes
+    -----
+    During a supervised fit, a frozen stem's feature map of each CPU image is computed once
+    and then read from a :class:`~tabformer.nn.embedders.feature_cache.FrozenFeatureCache`
+    (``feature_cache``, on only inside the fit loop), except in training steps with
+    ``random_shift > 0`` (each epoch sees other pixels), under tracing or compilation, and
+    when gradients flow to the pixels (attributions).
     """
 
     def __init__(self, stem: nn.Module, grid_shape, d_model, image_size, freeze: bool = True, random_shift: int = 0):
@@ -138,6 +147,9 @@ class HybridEmbedder(nn.Module):
         self.positions = GridPositions(grid_shape, d_model)
         if freeze:
             self.stem.requires_grad_(False)
+        self.feature_cache = FrozenFeatureCache()
+        # Loaded weights make cached features stale (so does a move: see _apply).
+        self.register_load_state_dict_post_hook(_clear_feature_cache)
         self.train()
 
     @classmethod
@@ -171,9 +183,31 @@ class HybridEmbedder(nn.Module):
 
     def forward(self, pixels, **ignored):
         """Embed images: ``pixels`` (B, C, H, W), ``C`` in {1, 3} -> ``(tokens (B, h*w, D), None)``."""
-        if self.training:
-            pixels = shift_images(pixels, self.random_shift)
+        if self._can_cache(pixels):
+            features = self.feature_cache(self._stem_features, pixels)
+        else:
+            if self.training:
+                pixels = shift_images(pixels, self.random_shift)
+            features = self._stem_features(pixels)
+        return self.positions(self.projection(features)), None
+
+    def _stem_features(self, pixels):
         if pixels.shape[1] == 1:
             pixels = pixels.expand(-1, 3, -1, -1)
-        features = self.stem(self.norm(pixels))
-        return self.positions(self.projection(features)), None
+        return self.stem(self.norm(pixels))
+
+    def _can_cache(self, pixels) -> bool:
+        shifting = self.training and self.random_shift > 0
+        tracing = torch.jit.is_tracing() or torch.compiler.is_compiling() or torch.onnx.is_in_onnx_export()
+        fixed = self.freeze and not shifting and not tracing and not pixels.requires_grad
+        return self.feature_cache.enabled and fixed and pixels.device.type == "cpu"
+
+    def _apply(self, fn, *args, **kwargs):
+        if hasattr(self, "feature_cache"):
+            self.feature_cache.clear()  # a new device or dtype
+        return super()._apply(fn, *args, **kwargs)
+
+
+def _clear_feature_cache(module, incompatible_keys) -> None:
+    """``load_state_dict`` post-hook (a module-level function, so the embedder still pickles)."""
+    module.feature_cache.clear()
