@@ -9,7 +9,9 @@ green. Mutants left alive on purpose (equivalent ones) are listed in the issue n
 
 from __future__ import annotations
 
+import os
 import re
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -19,6 +21,7 @@ from sklearn.base import clone
 
 from tabformer import TabFormerClassifier
 from tabformer._validation import as_frame
+from tabformer.estimators._params import _memory_limit_bytes, check_memory
 from tabformer.tokenizers import TabularTokenizer
 from tabformer.tokenizers.tabular import refuse_unseen_categories
 
@@ -191,3 +194,25 @@ def test_set_params_before_fit_only_stores_callback_settings():
     clf.set_params(callbacks=[("bad", 5)], callbacks__nonfinite__action="warn")
     clf.set_params(lr=0.25)  # skorch would rebuild the bad callbacks here and raise
     assert clf.lr == 0.25 and clone(clf).get_params()["callbacks__nonfinite__action"] == "warn"
+
+
+# ---------------------------------------------------------------------- memory limit
+def test_the_memory_limit_is_in_gib_and_the_estimate_may_equal_it():
+    mine = SimpleNamespace(memory_limit=2.0, device="cpu")
+    check_memory(mine, 2 * 2**30, "this")  # exactly the limit passes
+    with pytest.raises(MemoryError) as error:
+        check_memory(mine, 3 * 2**30, "resizing the images")
+    assert str(error.value) == (
+        "SimpleNamespace: resizing the images needs about 3.0 GiB, over the memory_limit of 2.0 GiB (yours); "
+        "choose smaller settings, or set memory_limit (GiB, None: no check) if the estimate is wrong"
+    )
+    check_memory(SimpleNamespace(memory_limit=None, device="cpu"), 1e30, "this")  # None: no check
+
+
+def test_auto_is_the_machines_memory_on_cpu():
+    physical = float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    assert _memory_limit_bytes(SimpleNamespace(device="cpu")) == physical  # no memory_limit attribute: "auto"
+    auto = SimpleNamespace(memory_limit="auto", device="cpu")
+    check_memory(auto, physical, "this")
+    with pytest.raises(MemoryError, match=rf"over the memory_limit of {physical / 2**30:,.1f} GiB \(the device memory\); choose"):
+        check_memory(auto, 2 * physical, "this")
