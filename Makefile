@@ -52,17 +52,18 @@ lint: install
 	$(PY) -m ruff check $(LINT_PATHS)
 	$(PY) -m ruff format --check $(LINT_PATHS)
 
-# Mutation testing (mutmut 3) of the modules and test files listed in pyproject's [tool.mutmut];
-# CPU hungry, so niced and time-limited. Prints the kill rate (killed / mutants that tests reach).
+# Mutation testing (mutmut 3) of the modules and test files listed in pyproject's [tool.mutmut]
+# (6 modules, about 1,400 mutants). CPU hungry, so niced, 2 workers and cut at MUTATION_TIMEOUT
+# seconds: on 2 cores shared with other work a full run took 47 minutes (0.5 mutants/s; most of
+# it on the survivors, whose every covering test runs). A run cut short still reports;
+# benchmarks/mutation_summary.py prints the kill rate per file (killed / mutants that tests
+# reach) and how many mutants were not checked. `mutmut results` lists the survivors.
+MUTATION_TIMEOUT ?= 5400
 mutation: install
 	$(PY) -m pip install --quiet -e ".[mutation]"
 	rm -rf mutants
-	nice -n 10 timeout 3600 $(PY) -m mutmut run --max-children 2 || true
-	$(PY) -m mutmut export-cicd-stats
-	$(PY) -c 'import json; s = json.load(open("mutants/mutmut-cicd-stats.json")); \
-	reached = s["killed"] + s["survived"] + s["timeout"] + s["suspicious"]; \
-	print("%d mutants: %d killed, %d survived, %d reached by no test; kill rate %.1f%% of the %d that tests reach" \
-	      % (s["total"], s["killed"], s["survived"], s["no_tests"], 100 * s["killed"] / max(1, reached), reached))'
+	nice -n 10 timeout $(MUTATION_TIMEOUT) $(PY) -m mutmut run --max-children 2 || echo "mutmut stopped (exit $$?): reporting what it checked"
+	$(PY) benchmarks/mutation_summary.py mutants
 
 # The documentation site: Sphinx with warnings as errors (the gallery runs examples/plot_*.py),
 # then docs/check_site.py checks the pages, the API reference and the gallery's images.

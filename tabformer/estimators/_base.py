@@ -34,7 +34,7 @@ from ..nn.encoder import TransformerEncoder
 from ..nn.models import PretrainedEncoder
 from ..persistence import save_estimator
 from ..tokenizers import make_tokenizer
-from ..tokenizers.tabular import refuse_unseen_categories
+from ._categories import continue_with_categories
 from ._distributed import DistributedMixin
 from ._inference import POOLINGS, InferenceMixin
 from ._params import (
@@ -399,13 +399,13 @@ class TabFormerNet(
         Each call runs ``max_epochs`` epochs of the ``lr_schedule`` from the peak ``lr``
         (the cosine schedule does not stay at the 0 it ended the last fit on). The
         tokenizer stays as fitted: table categories it has not seen are refused
-        (``ValueError`` naming them) rather than read as "unseen"; refit with
-        ``warm_start=False`` to learn them.
+        (``ValueError`` naming them) rather than read as "unseen", or learned where the
+        estimator has ``new_categories="grow"``; ``warm_start=False`` refits everything.
         """
         if not hasattr(self, "tokenizer_") or not self.initialized_:
             return self.fit(X, y, sample_weight=sample_weight, **fit_params)
         data, y_encoded = self._continued_data(X, y)
-        refuse_unseen_categories(self.tokenizer_, data)
+        data = continue_with_categories(self, X, data)
         # The cosine schedule left the rate at ~0; CosineAnnealingLR restarts from the current
         # rate, so without this the continued fit would not move. Every fit and partial_fit
         # runs its schedule from the peak lr (warmup_linear restores it at on_train_end).

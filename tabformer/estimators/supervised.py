@@ -24,6 +24,7 @@ from skorch import NeuralNetClassifier, NeuralNetRegressor
 from .._validation import check_target
 from ..nn.heads import ClassificationHead, RegressionHead
 from ._base import construct
+from ._categories import NEW_CATEGORIES_CONSTRAINT, NEW_CATEGORIES_PARAM_DOC
 from ._finetuning import FineTuningNet
 from ._params import (
     CLASS_WEIGHT_CONSTRAINT,
@@ -39,22 +40,26 @@ from ._weights import class_weights_of
 
 __all__ = ["TabFormerClassifier", "TabFormerRegressor"]
 
-_PARAMS_DOC = SHARED_PARAMS_DOC + FINE_TUNING_PARAMS_DOC + FUSION_PARAM_DOC + STREAMING_PARAM_DOC
+_PARAMS_DOC = SHARED_PARAMS_DOC + FINE_TUNING_PARAMS_DOC + FUSION_PARAM_DOC + STREAMING_PARAM_DOC + NEW_CATEGORIES_PARAM_DOC
 
 
 class _CLSHeadNet(StreamingMixin, FineTuningNet):
-    """What the classifier and regressor share: ``fusion``, streamed fits (``fit_sample_size``), the target check."""
+    """What the classifier and regressor share: ``fusion``, streamed fits, ``new_categories``, the target check."""
 
     _parameter_constraints = {
         **FINE_TUNING_CONSTRAINTS,
         "fusion": [StrOptions({"early", "late"}), Interval(Integral, 0, None, closed="left")],
         "fit_sample_size": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
+        "new_categories": NEW_CATEGORIES_CONSTRAINT,
     }
 
-    def __init__(self, tokenizer="auto", encoder=None, *, fusion="early", fit_sample_size="auto", **kwargs):
+    def __init__(
+        self, tokenizer="auto", encoder=None, *, fusion="early", fit_sample_size="auto", new_categories="error", **kwargs
+    ):
         super().__init__(tokenizer, encoder, **kwargs)
         self.fusion = fusion
         self.fit_sample_size = fit_sample_size
+        self.new_categories = new_categories
 
     def _collapse_advice(self) -> str:
         return (

@@ -22,6 +22,7 @@ from sklearn.preprocessing import QuantileTransformer, StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import as_frame, is_categorical_dtype, is_numeric_dtype
+from ._datetimes import datetime_parts, expand_datetimes
 from .base import BaseTokenizer, register_tokenizer
 
 MISSING_ID, UNSEEN_ID, FIRST_CATEGORY_ID = 0, 1, 2
@@ -44,46 +45,6 @@ def _sorted_categories(values: pd.Series) -> pd.Index:
         return pd.Index(sorted(unique))
     except TypeError:  # mixed types (e.g. 1 and "a") cannot be ordered; order by text
         return pd.Index(sorted(unique, key=str))
-
-
-_PERIODS = {"month": 12, "weekday": 7, "hour": 24}
-
-
-def _datetime_parts(values: pd.Series) -> list:
-    """The parts a datetime column becomes: elapsed time, month and weekday, hour if the times have one."""
-    times = _naive(values).dropna()
-    with_time = bool(len(times)) and bool((times != times.dt.normalize()).any())
-    return ["elapsed", "month", "weekday"] + (["hour"] if with_time else [])
-
-
-def _naive(values: pd.Series) -> pd.Series:
-    """Datetimes without a time zone (converted to UTC first), so every row is on one clock."""
-    return values.dt.tz_convert("UTC").dt.tz_localize(None) if values.dt.tz is not None else values
-
-
-def _expand_datetimes(frame: pd.DataFrame, parts: dict) -> pd.DataFrame:
-    """``frame`` with each datetime column replaced, in place, by its number columns (NaT -> NaN)."""
-    if not parts:
-        return frame
-    columns = {}
-    for column in frame.columns:
-        if column not in parts:
-            columns[column] = frame[column]
-            continue
-        times = _naive(frame[column])
-        for part in parts[column]:
-            if part == "elapsed":
-                columns[f"{column}.elapsed"] = (times - pd.Timestamp("1970-01-01")) / pd.Timedelta(days=365.25)
-                continue
-            if part == "month":  # the position in the year, so 31 January sits next to 1 February
-                phase = (times.dt.day_of_year - 1) / (365 + times.dt.is_leap_year.astype(float))
-            elif part == "weekday":
-                phase = (times.dt.day_of_week + times.dt.hour / 24) / 7
-            else:
-                phase = (times.dt.hour + times.dt.minute / 60 + times.dt.second / 3600) / 24
-            columns[f"{column}.{part}_sin"] = np.sin(2 * np.pi * phase.astype(float))
-            columns[f"{column}.{part}_cos"] = np.cos(2 * np.pi * phase.astype(float))
-    return pd.DataFrame(columns, index=frame.index)
 
 
 @register_tokenizer("tabular", "table")
@@ -203,11 +164,11 @@ class TabularTokenizer(BaseTokenizer):
         # Non-str names are not feature names (sklearn's rule) but still identify columns.
         self.column_labels_ = list(X.columns) if isinstance(X, pd.DataFrame) and not had_names else None
         self.datetime_parts_ = {
-            c: _datetime_parts(frame[c])
+            c: datetime_parts(frame[c])
             for c in frame.columns
             if self.column_families_[c] == "datetime" and c not in (self.categorical_columns or [])
         }
-        frame = _expand_datetimes(frame, self.datetime_parts_)
+        frame = expand_datetimes(frame, self.datetime_parts_)
         self.categorical_columns_, self.numeric_columns_ = self._resolve_kinds(frame)
 
         self.categories_ = [_sorted_categories(frame[c]) for c in self.categorical_columns_]
@@ -273,7 +234,7 @@ class TabularTokenizer(BaseTokenizer):
             If ``X`` does not have the fitted columns, or a column changed kind since ``fit``.
         """
         check_is_fitted(self, "categories_")
-        frame = _expand_datetimes(self._check_columns(X), getattr(self, "datetime_parts_", {}))
+        frame = expand_datetimes(self._check_columns(X), getattr(self, "datetime_parts_", {}))
         n = frame.shape[0]
         cat_ids = np.empty((n, len(self.categorical_columns_)), dtype=np.int64)
         for j, (column, categories) in enumerate(zip(self.categorical_columns_, self.categories_)):
@@ -289,6 +250,36 @@ class TabularTokenizer(BaseTokenizer):
             numbers = self.scaler_.transform(numbers)
         numbers = np.where(missing, 0.0, numbers).astype(np.float32)
         return {"cat_ids": cat_ids, "num_values": numbers, "num_missing": missing}
+
+    def add_categories(self, X) -> dict:
+        """Append the categories of ``X`` that ``fit`` never saw to their columns (for a continued fit).
+
+        Old categories keep their ids; each column's new values (sorted as ``fit``
+        sorts) get the ids after its last one. The embedder built for the old
+        tokenizer must grow to match (:meth:`TabularEmbedder.grow_categories
+        <tabformer.nn.embedders.tabular.TabularEmbedder.grow_categories>`).
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n_samples, n_features)
+            The same columns as in ``fit``.
+
+        Returns
+        -------
+        added : dict of str to list
+            The new values of each column that got any, in id order.
+        """
+        check_is_fitted(self, "categories_")
+        frame = expand_datetimes(self._check_columns(X), getattr(self, "datetime_parts_", {}))
+        added = {}
+        for j, column in enumerate(self.categorical_columns_):
+            values = frame[column].astype(object)
+            unseen = values[values.notna().to_numpy() & (self.categories_[j].get_indexer(values) < 0)]
+            if len(unseen):
+                new = _sorted_categories(unseen)
+                self.categories_[j] = self.categories_[j].append(new)
+                added[column] = list(new)
+        return added
 
     def _check_columns(self, X) -> pd.DataFrame:
         labels = getattr(self, "column_labels_", None)
@@ -388,21 +379,45 @@ def _check_same_columns(columns: list, fitted: list) -> None:
         raise ValueError(f"X does not have the columns seen in fit: {'; '.join(parts)}. Fitted columns: {fitted}")
 
 
+def unseen_category_columns(tokenizer, data) -> list:
+    """Names of the table columns whose tokens hold the "unseen" id (a category ``fit`` never saw).
+
+    Parameters
+    ----------
+    tokenizer : fitted TabularTokenizer, or a mixed tokenizer (its table parts are read)
+    data : dict of ndarray (tokens: ``cat_ids``, or ``<segment>/cat_ids`` for mixed input) or a dataset
+
+    Returns
+    -------
+    columns : list of str
+        Empty for a dataset (streamed rows are not checked) or when nothing is unseen.
+    """
+    if not isinstance(data, dict):
+        return []
+    keys = [key for key in data if key == "cat_ids" or key.endswith("/cat_ids")]
+    tables = [tokenizer] if "cat_ids" in data else [t for _, t, _ in getattr(tokenizer, "transformers_", None) or []]
+    tables = [t for t in tables if hasattr(t, "categorical_columns_")]
+    new = []
+    for key, table in zip(keys, tables):
+        columns = table.categorical_columns_
+        new += [str(columns[j]) if j < len(columns) else str(j) for j in np.flatnonzero((data[key] == UNSEEN_ID).any(axis=0))]
+    return new
+
+
 def refuse_unseen_categories(tokenizer, data) -> None:
     """Raise ``ValueError`` if continued training tokens hold categories the fitted tokenizer never saw.
 
     Parameters
     ----------
-    tokenizer : fitted tokenizer (its ``categorical_columns_`` name the columns)
-    data : dict of ndarray (tokens; only ``cat_ids`` is read) or a dataset (not checked)
+    tokenizer : fitted tokenizer (its ``categorical_columns_``, or its table parts', name the columns)
+    data : dict of ndarray (tokens) or a dataset (not checked)
     """
-    ids = data.get("cat_ids") if isinstance(data, dict) else None
-    if ids is None or not (ids == UNSEEN_ID).any():
+    new = unseen_category_columns(tokenizer, data)
+    if not new:
         return
-    columns = getattr(tokenizer, "categorical_columns_", [])
-    new = [str(columns[j]) if j < len(columns) else str(j) for j in np.flatnonzero((ids == UNSEEN_ID).any(axis=0))]
     raise ValueError(
         f"X holds categories the first fit never saw, in column(s) {new}: a continued fit (partial_fit, or fit "
         "with warm_start=True) keeps the fitted tokenizer, whose categories are fixed, so they would be trained "
-        "as 'unseen'. Refit with warm_start=False to learn them, or set those values to missing (None)"
+        "as 'unseen'. Refit with warm_start=False to learn them, set new_categories='grow' (table inputs), or "
+        "set those values to missing (None)"
     )

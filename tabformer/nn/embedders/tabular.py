@@ -61,6 +61,43 @@ class TabularEmbedder(nn.Module):
         self.numeric_bias = nn.Parameter(_uniform_(torch.empty(n_numeric, d_model), d_model))
         self.missing_embedding = nn.Parameter(_uniform_(torch.empty(n_numeric, d_model), d_model))
 
+    def grow_categories(self, cardinalities) -> torch.Tensor:
+        """Make room for new categories at the end of each column's id space, keeping every old row.
+
+        Row ``r`` of column ``j`` keeps its weights (exactly) and its column-local id; the
+        rows added after it are initialised as fresh ones. The table becomes a new
+        ``nn.Parameter``, so an optimizer holding the old one must be given the new one.
+
+        Parameters
+        ----------
+        cardinalities : list of int
+            New id-space size of each categorical column, each at least the current one.
+
+        Returns
+        -------
+        positions : long Tensor of shape (n_old_rows,)
+            The row of the new table each old row moved to (for optimizer state).
+
+        Raises
+        ------
+        ValueError
+            If the number of columns differs or a column would shrink.
+        """
+        old_offsets = self.category_offsets.tolist()
+        old_sizes = np.diff(old_offsets + [self.category_embedding.num_embeddings]).tolist()
+        if len(cardinalities) != self.n_categorical or any(new < old for new, old in zip(cardinalities, old_sizes)):
+            raise ValueError(f"cannot grow category id spaces of sizes {old_sizes} to {list(cardinalities)}")
+        old = self.category_embedding.weight
+        weight = _uniform_(old.new_empty(int(sum(cardinalities)), old.shape[1]), old.shape[1])
+        offsets = np.concatenate([[0], np.cumsum(cardinalities)[:-1]]).astype(int).tolist()
+        positions = torch.cat([torch.arange(size) + new_start for size, new_start in zip(old_sizes, offsets)]).to(old.device)
+        with torch.no_grad():
+            weight[positions] = old[: len(positions)]
+        self.category_embedding.weight = nn.Parameter(weight, requires_grad=old.requires_grad)
+        self.category_embedding.num_embeddings = weight.shape[0]
+        self.category_offsets = torch.as_tensor(offsets, dtype=torch.long, device=self.category_offsets.device)
+        return positions
+
     def embed_numeric(self, values: torch.Tensor, missing: torch.Tensor) -> torch.Tensor:
         """Embed the numeric columns.
 

@@ -1,0 +1,131 @@
+"""New table categories at a continued fit: refused (``new_categories="error"``) or learned (``"grow"``).
+
+A continued fit (``partial_fit``, or ``fit`` with ``warm_start=True``) keeps the fitted
+tokenizer, so a category the first fit never saw would be read as the column's "unseen"
+id and trained as such: a silent change of meaning. The estimator's ``new_categories``
+says what happens instead. Growing appends the new values to their columns' categories
+(old ids unchanged), grows the embedding table (old rows copied exactly, new rows drawn
+as at a fresh fit) and gives the optimizer the new table, with the old rows' AdamW
+moments kept and the new rows' moments at zero.
+"""
+
+from __future__ import annotations
+
+import torch
+from sklearn.utils._param_validation import StrOptions
+from torch.utils.data import Dataset
+
+from ..nn.embedders.tabular import TabularEmbedder
+from ..tokenizers.tabular import UNSEEN_ID, TabularTokenizer, refuse_unseen_categories, unseen_category_columns
+
+__all__ = ["NEW_CATEGORIES_CONSTRAINT", "NEW_CATEGORIES_PARAM_DOC", "continue_with_categories", "grow_for_new_categories"]
+
+NEW_CATEGORIES_CONSTRAINT = [StrOptions({"error", "grow"})]
+
+NEW_CATEGORIES_PARAM_DOC = """    new_categories : {"error", "grow"}, default="error"
+        What a continued fit (``partial_fit``, or ``fit`` with ``warm_start=True``) does
+        with table categories the first fit never saw. ``"error"`` refuses them
+        (``ValueError`` naming the columns). ``"grow"`` learns them: the fitted tokenizer
+        appends them to their columns' categories (old ids unchanged), the categorical
+        embedding grows (old rows copied exactly, new rows initialised as at a fresh fit)
+        and the optimizer trains the new rows (old rows keep their AdamW moments), so
+        rows of old categories predict exactly as before until training moves the
+        weights. Table inputs only: a mixed model given new categories raises with
+        ``"grow"`` too, and a streamed continued fit (rows read piece by piece) does not
+        check them, so it reads them as "unseen".
+"""
+
+
+def continue_with_categories(estimator, X, data):
+    """The tokens to continue training on: ``data``, or ``X`` re-tokenized after growing.
+
+    Parameters
+    ----------
+    estimator : fitted TabFormerNet
+        Its ``new_categories`` (default ``"error"``) decides.
+    X : the raw input of the continued fit (or tokens)
+    data : dict of ndarray or Dataset
+        ``X`` tokenized by the fitted tokenizer.
+
+    Returns
+    -------
+    data : dict of ndarray or Dataset
+        ``data`` itself when nothing is new, else the tokens of ``X`` with the new ids.
+
+    Raises
+    ------
+    ValueError
+        With ``"error"``, if ``data`` holds categories the first fit never saw; with
+        ``"grow"``, if they cannot be learned (not a table model, or ``X`` given as tokens).
+    """
+    if getattr(estimator, "new_categories", "error") != "grow" or not unseen_category_columns(estimator.tokenizer_, data):
+        refuse_unseen_categories(estimator.tokenizer_, data)
+        return data
+    if isinstance(X, (dict, Dataset)):
+        raise ValueError(
+            "new_categories='grow' needs the raw rows to learn new categories from; X was given as tokens, "
+            f"which hold the 'unseen' id ({UNSEEN_ID}) in place of the new values"
+        )
+    with estimator._seeded():
+        grow_for_new_categories(estimator, X)
+    return estimator.tokenizer_.transform(X)
+
+
+def grow_for_new_categories(estimator, X) -> dict:
+    """Teach a fitted table estimator the categories of ``X`` it has not seen (tokenizer, embedding, optimizer).
+
+    Parameters
+    ----------
+    estimator : fitted TabFormerNet with a :class:`~tabformer.tokenizers.TabularTokenizer`
+    X : DataFrame or array-like of shape (n_samples, n_features)
+
+    Returns
+    -------
+    added : dict of str to list
+        The new values of each column that got any (``TabularTokenizer.add_categories``).
+
+    Raises
+    ------
+    ValueError
+        If the estimator's tokenizer or embedder is not a table one.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from tabformer import TabFormerClassifier
+    >>> X = pd.DataFrame({"city": ["a", "b"] * 10, "x": range(20)})
+    >>> clf = TabFormerClassifier(max_epochs=1, verbose=0, random_state=0).fit(X, [0, 1] * 10)
+    >>> grow_for_new_categories(clf, X.assign(city="c"))
+    {'city': ['c']}
+    """
+    tokenizer = estimator.tokenizer_
+    embedder = getattr(estimator.module_, "embedder", None)
+    if type(tokenizer) is not TabularTokenizer or not isinstance(embedder, TabularEmbedder):
+        raise ValueError(
+            f"new_categories='grow' learns new categories of table inputs (TabularTokenizer); this model's tokenizer "
+            f"is {type(tokenizer).__name__}. Refit with warm_start=False, or use new_categories='error'"
+        )
+    old = embedder.category_embedding.weight
+    added = tokenizer.add_categories(X)
+    positions = embedder.grow_categories(tokenizer.embedder_spec()["cardinalities"])
+    _replace_in_optimizer(estimator.optimizer_, old, embedder.category_embedding.weight, positions)
+    return added
+
+
+def _replace_in_optimizer(optimizer: torch.optim.Optimizer, old, new, positions) -> None:
+    """Put ``new`` where ``old`` was in ``optimizer``; per-row state moves to ``positions``, new rows start at 0."""
+    for group in optimizer.param_groups:
+        for index, param in enumerate(group["params"]):
+            if param is old:
+                group["params"][index] = new
+    state = optimizer.state.pop(old, None)
+    if state is None:
+        return
+    grown = {}
+    for key, value in state.items():
+        if torch.is_tensor(value) and value.shape == old.shape:
+            value_new = value.new_zeros(new.shape)
+            value_new[positions] = value
+            value = value_new
+        grown[key] = value
+    optimizer.state[new] = grown

@@ -1,0 +1,50 @@
+"""Datetime columns of a table as number columns: elapsed years and periodic calendar parts.
+
+Used by :class:`~tabformer.tokenizers.TabularTokenizer` (see its ``numeric_columns``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["datetime_parts", "expand_datetimes"]
+
+_PERIODS = {"month": 12, "weekday": 7, "hour": 24}
+
+
+def datetime_parts(values: pd.Series) -> list:
+    """The parts a datetime column becomes: elapsed time, month and weekday, hour if the times have one."""
+    times = _naive(values).dropna()
+    with_time = bool(len(times)) and bool((times != times.dt.normalize()).any())
+    return ["elapsed", "month", "weekday"] + (["hour"] if with_time else [])
+
+
+def _naive(values: pd.Series) -> pd.Series:
+    """Datetimes without a time zone (converted to UTC first), so every row is on one clock."""
+    return values.dt.tz_convert("UTC").dt.tz_localize(None) if values.dt.tz is not None else values
+
+
+def expand_datetimes(frame: pd.DataFrame, parts: dict) -> pd.DataFrame:
+    """``frame`` with each datetime column replaced, in place, by its number columns (NaT -> NaN)."""
+    if not parts:
+        return frame
+    columns = {}
+    for column in frame.columns:
+        if column not in parts:
+            columns[column] = frame[column]
+            continue
+        times = _naive(frame[column])
+        for part in parts[column]:
+            if part == "elapsed":
+                columns[f"{column}.elapsed"] = (times - pd.Timestamp("1970-01-01")) / pd.Timedelta(days=365.25)
+                continue
+            if part == "month":  # the position in the year, so 31 January sits next to 1 February
+                phase = (times.dt.day_of_year - 1) / (365 + times.dt.is_leap_year.astype(float))
+            elif part == "weekday":
+                phase = (times.dt.day_of_week + times.dt.hour / 24) / 7
+            else:
+                phase = (times.dt.hour + times.dt.minute / 60 + times.dt.second / 3600) / 24
+            columns[f"{column}.{part}_sin"] = np.sin(2 * np.pi * phase.astype(float))
+            columns[f"{column}.{part}_cos"] = np.cos(2 * np.pi * phase.astype(float))
+    return pd.DataFrame(columns, index=frame.index)
