@@ -25,13 +25,15 @@ $(STAMP): pyproject.toml Makefile | $(PY)
 
 install: $(STAMP)
 
-# Debian-packaged datasets (Fashion-MNIST, fortunes, Noto colour emoji + emoji-test.txt);
+# Debian-packaged datasets (Fashion-MNIST, fortunes, Noto colour emoji + emoji-test.txt, the Oxygen
+# and MATE icon themes);
 # needs root, skipped otherwise.
-APT_DATA_PACKAGES := dataset-fashion-mnist fortunes fonts-noto-color-emoji unicode-data
+APT_DATA_PACKAGES := dataset-fashion-mnist fortunes fonts-noto-color-emoji unicode-data oxygen-icon-theme mate-icon-theme
 data-apt:
 	@if [ -d /usr/share/datasets/fashion-mnist ] && [ -d /usr/share/games/fortunes ] \
 	  && [ -f /usr/share/unicode/emoji/emoji-test.txt ] \
-	  && [ -f /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ]; then exit 0; \
+	  && [ -f /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf ] \
+	  && [ -d /usr/share/icons/oxygen/base/48x48 ] && [ -d /usr/share/icons/mate/48x48 ]; then exit 0; \
 	elif [ "$$(id -u)" = "0" ]; then \
 	  apt-get update -qq && apt-get install -y -qq --no-install-recommends $(APT_DATA_PACKAGES) >/dev/null; \
 	else echo "note: run as root (or sudo apt-get install $(APT_DATA_PACKAGES)) for the image/text/emoji corpora"; fi

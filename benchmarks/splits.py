@@ -7,10 +7,11 @@ figures in docs/ can be reproduced exactly.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
-from sklearn.model_selection import train_test_split
+from sklearn.model_selection import StratifiedGroupKFold, train_test_split
 
-from tabformer.datasets import load_adult, load_emoji, load_lending_club, load_rotten_tomatoes
+from tabformer.datasets import load_adult, load_emoji, load_icons, load_lending_club, load_rotten_tomatoes
 
 __all__ = ["adult_split", "rotten_tomatoes_split", "lending_club_split", "emoji_split", "load_tweets", "tweets_split"]
 
@@ -113,3 +114,23 @@ def tweets_split(test_size: float = 0.25, random_state: int = 0):
     """The fixed split of :func:`load_tweets`, stratified on the phone."""
     X, y = load_tweets()
     return train_test_split(X, y, test_size=test_size, stratify=y, random_state=random_state)
+
+
+def icons_split(random_state: int = 0):
+    """The fixed split of :func:`load_icons`: 25% of the names held out, stratified on the context.
+
+    Grouped on ``name`` (the first fold of a shuffled 4-fold ``StratifiedGroupKFold``), so an
+    icon name that both themes draw is on one side only: a test name is never a training name.
+
+    Returns
+    -------
+    X_train : DataFrame of shape (1241, 3)
+    X_test : DataFrame of shape (414, 3)
+    y_train : Series of shape (1241,)
+    y_test : Series of shape (414,)
+    """
+    X, y = load_icons()
+    train, test = next(StratifiedGroupKFold(n_splits=4, shuffle=True, random_state=random_state).split(X, y, X["name"]))
+    rng = np.random.default_rng(random_state)  # the folds come sorted, so by theme and context: shuffle the rows
+    train, test = rng.permutation(train), rng.permutation(test)
+    return X.iloc[train], X.iloc[test], y.iloc[train], y.iloc[test]

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from splits import emoji_split, lending_club_split
-from tabformer.datasets import MissingDatasetError, load_emoji, load_lending_club
+from tabformer.datasets import MissingDatasetError, load_emoji, load_icons, load_lending_club
+from tabformer.datasets import icons as icon_module
 from tabformer.datasets import multimodal as mm
 
 HAS_EMOJI = os.path.exists(mm.EMOJI_TEST_FILE) and os.path.exists(mm.EMOJI_FONT_FILE)
@@ -177,3 +178,39 @@ def test_emoji_parser_reads_groups(tmp_path):
     path.write_text(text.replace("# fully-qualified : 1", "# fully-qualified : 2"), encoding="utf-8")
     with pytest.raises(ValueError, match="announces 2"):
         mm._read_emoji_test(str(path))
+
+
+# ----------------------------------------------------------------------------- desktop icons
+@pytest.fixture(scope="module")
+def icons():
+    try:
+        return load_icons()
+    except MissingDatasetError as error:
+        pytest.skip(str(error))
+
+
+def test_icons_pictures_names_and_contexts(icons):
+    X, y = icons
+    assert list(X.columns) == ["image", "name", "theme"] and len(X) == len(y) == 1655
+    assert all(image.shape == (48, 48, 3) and image.dtype == np.uint8 for image in X["image"])
+    assert set(y) == set(icon_module.ICON_CONTEXTS) and y.value_counts().idxmax() == "actions"
+    assert X["theme"].value_counts().to_dict() == {"oxygen": 1137, "mate": 518}
+    assert "media playback start" in set(X["name"]) and not X["name"].str.contains("-|_|\\.png").any()
+    # transparent corners are composited on white, not left black
+    assert (np.stack([image[0, 0] for image in X["image"]]) > 200).all(axis=1).mean() > 0.9
+
+
+def test_icons_split_holds_out_names(icons):
+    from splits import icons_split
+
+    X_train, X_test, y_train, y_test = icons_split()
+    assert (len(X_train), len(X_test)) == (1241, 414)
+    assert not set(X_train["name"]) & set(X_test["name"])
+    assert y_train.iloc[:50].nunique() > 2  # rows shuffled, not sorted by context
+    assert abs(y_test.value_counts(normalize=True)["actions"] - y_train.value_counts(normalize=True)["actions"]) < 0.05
+
+
+def test_icons_missing_theme_names_the_install_command(monkeypatch, tmp_path):
+    monkeypatch.setitem(icon_module.ICON_THEMES, "mate", str(tmp_path / "absent"))
+    with pytest.raises(MissingDatasetError, match="'mate' icon theme is not installed.*apt-get install .*mate-icon-theme"):
+        load_icons()

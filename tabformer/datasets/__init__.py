@@ -7,6 +7,7 @@ train/test splits the benchmarks report on live in ``benchmarks/splits.py``.
 """
 
 from ._files import MissingDatasetError
+from .icons import load_icons
 from .images import FASHION_MNIST_CLASSES, load_fashion_mnist
 from .multimodal import load_emoji, load_lending_club
 from .tabular import load_adult, load_diamonds
@@ -20,6 +21,7 @@ __all__ = [
     "FASHION_MNIST_CLASSES",
     "load_lending_club",
     "load_emoji",
+    "load_icons",
     "load_rotten_tomatoes",
     "load_fortunes",
     "load_conll2003",
