@@ -6,7 +6,7 @@ import pytest
 import torch
 from sklearn.base import clone
 
-from tabformer import TabFormerClassifier, TabFormerRegressor
+from tabformer import TabFormerClassifier, TabFormerPretrainer, TabFormerRegressor
 from tabformer.nn.models import LateFusionModel, TabFormerModel
 from tabformer.tokenizers import (
     MixedTokenizer,
@@ -226,7 +226,7 @@ def test_early_fusion_learns_and_round_trips(mixed, tmp_path):
     import pickle
 
     X, y = mixed
-    clf = TabFormerClassifier(**dict(TINY, max_epochs=15, validation_fraction=None)).fit(X, y)
+    clf = TabFormerClassifier(**dict(TINY, max_epochs=15, validation_fraction=None, fusion="early")).fit(X, y)
     assert isinstance(clf.module_, TabFormerModel)
     assert clf.score(X, y) > 0.9
     again = pickle.loads(pickle.dumps(clf))
@@ -241,8 +241,52 @@ def test_late_fusion_has_one_encoder_per_modality(mixed):
     first, second = clf.module_.encoders[0], clf.module_.encoders[1]
     assert first.layers[0].attention.query.weight.data_ptr() != second.layers[0].attention.query.weight.data_ptr()
     assert clf.score(X, y) > 0.9
-    with pytest.raises(ValueError, match="explain\\(\\) needs fusion='early'"):
-        clf.explain(X.iloc[:2])
+
+
+def test_late_fusion_explains_each_encoders_attention_in_the_sequence_layout(mixed):
+    X, y = mixed
+    clf = TabFormerClassifier(fusion="late", **TINY).fit(X, y)
+    tokens = clf.explain(X.iloc[:6], layer=0)
+    assert set(tokens["column"]) == {"title", "photo", "brand", "price"}
+    assert "title" not in set(tokens.loc[tokens["row"] == 3, "column"])  # masked segments are absent
+    assert "photo" not in set(tokens.loc[tokens["row"] == 5, "column"])
+    # Each modality's encoder spreads its CLS attention over its own tokens and its own CLS;
+    # the CLS row is their mean, so a modality's tokens sum to at most 1 / n_modalities.
+    per_modality = clf.explain(X.iloc[:6], layer=0, level="column").groupby(["row", "modality"])["attention"].sum()
+    assert ((per_modality > 0) & (per_modality <= 1 / 3 + 1e-6)).all()
+    # And they are that encoder's weights: recompute the image encoder's CLS row by hand.
+    batch = clf.tokenize(X.iloc[:6])
+    module = clf.module_.eval()
+    with torch.no_grad():
+        inputs = {key: torch.as_tensor(value) for key, value in batch.items()}
+        groups = module.embedder.forward_groups(return_positions=True, **inputs)
+        image = module.embedder.group_names.index("image")
+        _, maps = module.encoders[image](groups[image][0], groups[image][1], return_attention=True)
+    expected = maps[0].mean(dim=1)[:, 0, 1:].numpy() / 3
+    photo = tokens[tokens["column"] == "photo"]
+    got = photo.pivot(index="row", columns="label", values="attention").to_numpy()
+    rows = sorted(photo["row"].unique())
+    np.testing.assert_allclose(got, expected[rows], rtol=1e-5, atol=1e-7)
+
+
+def test_auto_fusion_is_late_with_an_image_and_early_otherwise(mixed):
+    X, y = mixed
+    clf = TabFormerClassifier(**TINY).fit(X, y)
+    assert clf.get_params()["fusion"] == "auto" and clone(clf).fusion == "auto"
+    assert clf.resolved_params_["fusion"] == "late" and isinstance(clf.module_, LateFusionModel)
+    text_and_table = TabFormerRegressor(**TINY).fit(X[["title", "brand", "price"]], X["price"])
+    assert text_and_table.resolved_params_["fusion"] == "early" and isinstance(text_and_table.module_, TabFormerModel)
+    image_alone = TabFormerClassifier(**dict(TINY, tokenizer="mixed")).fit(X[["photo"]], y)
+    assert image_alone.resolved_params_["fusion"] == "early"
+    table = TabFormerClassifier(**TINY).fit(X[["brand", "price"]], y)
+    assert table.resolved_params_["fusion"] == "early"
+
+
+def test_auto_fusion_keeps_one_encoder_to_warm_start(mixed):
+    X, y = mixed
+    pretrained = TabFormerPretrainer(**dict(TINY, max_epochs=1)).fit(X).encoder_
+    clf = TabFormerClassifier(encoder=pretrained, max_epochs=1, verbose=0, random_state=0).fit(X, y)
+    assert clf.resolved_params_["fusion"] == "early" and isinstance(clf.module_, TabFormerModel)
 
 
 def test_fusion_errors(mixed):

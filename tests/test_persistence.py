@@ -155,7 +155,7 @@ def test_hybrid_image_classifier_loads_without_reading_the_stem_weights(digits, 
     assert loaded.tokenizer_.backbone_weights == "auto"  # the parameter is restored after the build
 
 
-@pytest.mark.parametrize("fusion", ["early", 1, "late"])
+@pytest.mark.parametrize("fusion", ["auto", "early", 1, "late"])
 def test_mixed_inputs_every_fusion_mode(fusion, tmp_path):
     X, y = mixed_frame()
     clf = TabFormerClassifier(fusion=fusion, **dict(MIXED, encoder__n_layers=2)).fit(X, y)
@@ -164,6 +164,18 @@ def test_mixed_inputs_every_fusion_mode(fusion, tmp_path):
     assert loaded.tokenizer_.column_kinds_ == clf.tokenizer_.column_kinds_
     assert (tmp_path / "mixed" / "text" / "vocab.txt").exists() and (tmp_path / "mixed" / "table" / "categories.json").exists()
     assert type(loaded.module_) is type(clf.module_)
+    assert loaded.fusion == fusion and loaded.resolved_params_.get("fusion") == clf.resolved_params_.get("fusion")
+
+
+def test_late_fusion_saved_before_its_module_moved_still_loads(tmp_path):
+    X, y = mixed_frame()
+    clf = TabFormerClassifier(fusion="late", **MIXED).fit(X, y)
+    clf.save(tmp_path / "m")
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert config["module"]["class"] == "tabformer.nn.late_fusion:LateFusionModel"
+    config["module"]["class"] = "tabformer.nn.models:LateFusionModel"  # the name earlier releases wrote
+    (tmp_path / "m" / "config.json").write_text(json.dumps(config))
+    np.testing.assert_array_equal(tabformer.load(tmp_path / "m").predict_proba(X), clf.predict_proba(X))
 
 
 def test_tagger_round_trip(tmp_path):

@@ -358,8 +358,11 @@ FINE_TUNING_PARAMS_DOC = """    freeze_encoder : bool, default=False
         ``freeze_encoder=True`` only the head trains (a linear probe).
 """
 
-FUSION_PARAM_DOC = """    fusion : {"early", "late"} or int, default="early"
-        Mixed inputs only. ``"early"``: every column's tokens form one sequence in one
+FUSION_PARAM_DOC = """    fusion : {"auto", "early", "late"} or int, default="auto"
+        Mixed inputs only. ``"auto"`` resolves at ``fit`` (``resolved_params_["fusion"]``):
+        ``"late"`` when the frame holds an image column and another modality and the
+        encoders start fresh, ``"early"`` otherwise (text + table, a pretrained
+        ``encoder``, frozen parts); see docs/mixed.md. ``"early"``: every column's tokens form one sequence in one
         encoder, so words, patches and cells attend to each other. An int ``k``: mid
         fusion (Nagrani et al., 2021), the same sequence and encoder, but in its first
         ``k`` layers tokens attend within their own modality only (CLS reads all);

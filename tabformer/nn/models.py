@@ -6,6 +6,7 @@ import torch
 from torch import nn
 
 from .encoder import TransformerEncoder
+from .late_fusion import LateFusionModel
 
 __all__ = ["TabFormerModel", "LateFusionModel", "PretrainingModel", "PretrainedEncoder", "encode"]
 
@@ -193,99 +194,6 @@ class TabFormerModel(_SequenceModel):
         cls_only = getattr(self.head, "reads_cls_only", False)
         hidden, mask = encode(self.embedder, self.encoder, batch, False, getattr(self, "fusion_layer", 0), cls_only)
         return self.forward_head(hidden, mask)
-
-
-class LateFusionModel(nn.Module):
-    """Late fusion, the baseline early fusion is measured against.
-
-    Each sub-tokenizer's tokens (a modality: all text columns, all image columns, the
-    table) go through an encoder of their own; the CLS vectors are concatenated,
-    projected back to ``d_model`` and read by the head. Tokens of different modalities
-    never attend to each other: they only meet in that projection.
-
-    Parameters
-    ----------
-    embedder : MixedEmbedder
-        Supplies ``forward_groups(**batch) -> [(tokens, mask), ...]``.
-    encoders : list of TransformerEncoder
-        One per group, in ``embedder.group_names`` order (same architecture, own weights).
-    head : nn.Module
-        Reads ``(B, 1, D)``: the fused vector in the CLS slot.
-    freeze_encoder : bool, default=False
-        Keep every encoder fixed (eval mode, no gradient).
-    """
-
-    def __init__(self, embedder: nn.Module, encoders, head: nn.Module, freeze_encoder: bool = False):
-        super().__init__()
-        if not hasattr(embedder, "forward_groups"):
-            raise TypeError(f"late fusion needs an embedder with forward_groups (mixed inputs), got {type(embedder).__name__}")
-        self.embedder = embedder
-        self.encoders = nn.ModuleList(encoders)
-        d_model = self.encoders[0].d_model
-        self.fusion = nn.Linear(len(self.encoders) * d_model, d_model)
-        self.head = head
-        self.freeze_encoder = freeze_encoder
-        if freeze_encoder:
-            self.encoders.requires_grad_(False)
-
-    def train(self, mode: bool = True):
-        """``nn.Module.train(mode)``, but frozen parts stay in eval mode (no dropout); returns self."""
-        super().train(mode)
-        if self.freeze_encoder:
-            self.encoders.eval()
-        return self
-
-    def forward_features(self, return_attention: bool = False, **batch):
-        """The fused vector as a length-1 sequence ``(B, 1, D)``.
-
-        Parameters
-        ----------
-        return_attention : bool, default=False
-            Must be False: each encoder has its own attention maps, which describe no
-            single sequence, so True raises ``ValueError``.
-        **batch : Tensor
-            A mixed batch (keys ``"<segment>/<array>"``), each of shape (B, ...).
-
-        Returns
-        -------
-        Tensor of shape (B, 1, D)
-            The projected concatenation of every modality's CLS vector.
-        """
-        if return_attention:
-            raise ValueError(
-                "attention maps are per encoder in late fusion and do not describe one sequence; explain() needs fusion='early'"
-            )
-        groups = self.embedder.forward_groups(**batch)
-        cls = [encoder(tokens, mask)[:, 0] for encoder, (tokens, mask) in zip(self.encoders, groups)]
-        return self.fusion(torch.cat(cls, dim=-1))[:, None]
-
-    def forward_head(self, hidden: torch.Tensor) -> torch.Tensor:
-        """Apply the head to the fused vector.
-
-        Parameters
-        ----------
-        hidden : Tensor of shape (B, 1, D)
-            What :meth:`forward_features` returns.
-
-        Returns
-        -------
-        Tensor of shape (B, n_outputs)
-        """
-        return self.head(hidden)
-
-    def forward(self, **batch) -> torch.Tensor:
-        """Encode each modality, fuse the CLS vectors to (B, 1, D) and apply the head.
-
-        Parameters
-        ----------
-        **batch : Tensor
-            A mixed batch (keys ``"<segment>/<array>"``), each of shape (B, ...).
-
-        Returns
-        -------
-        Tensor of shape (B, n_outputs)
-        """
-        return self.forward_head(self.forward_features(**batch))
 
 
 class PretrainingModel(_SequenceModel):

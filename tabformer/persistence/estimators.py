@@ -55,6 +55,10 @@ _RUNTIME = frozenset(
 )
 
 
+#: module classes that moved since a folder may have been saved: old name -> new name
+_MOVED = {"tabformer.nn.models:LateFusionModel": "tabformer.nn.late_fusion:LateFusionModel"}
+
+
 # ----------------------------------------------------------------------------- saving
 def _hooks(writer: Writer):
     def modules(value, where):
@@ -230,7 +234,8 @@ def load_estimator(reader: Reader, config: dict, device=None):
         _warm_start_stand_in(estimator, architecture),
     ):
         estimator.initialize()
-    if qualified_name(type(estimator.module_), "module_") != architecture["class"]:
+    saved_class = _MOVED.get(architecture["class"], architecture["class"])
+    if qualified_name(type(estimator.module_), "module_") != saved_class:
         raise PersistenceError(
             f"{reader.folder}: the estimator built a {type(estimator.module_).__name__}, config.json a {architecture['class']}"
         )

@@ -145,15 +145,34 @@ class MixedEmbedder(nn.Module):
         keep |= ~keep.any(dim=1, keepdim=True)
         return [(name, tokens, mask & keep[:, [i]]) for i, (name, tokens, mask) in enumerate(parts)]
 
-    def forward_groups(self, **batch) -> list:
+    def forward_groups(self, return_positions: bool = False, **batch) -> list:
         """One ``(tokens, mask)`` per sub-tokenizer (its segments concatenated): late fusion's input.
 
-        Returns a list, in :attr:`group_names` order, of ``(tokens (B, T_g, D), mask (B, T_g))``.
+        Parameters
+        ----------
+        return_positions : bool, default=False
+            Also return, per group, where its tokens sit in :meth:`forward`'s one sequence.
+        **batch : Tensor
+            The mixed batch, keys ``"<segment>/<array>"``.
+
+        Returns
+        -------
+        list
+            In :attr:`group_names` order, ``(tokens (B, T_g, D), mask (B, T_g))``, or with
+            ``return_positions`` ``(tokens, mask, positions)``: ``positions`` a long Tensor of
+            shape (T_g,), the indices of the group's tokens in the concatenation of every
+            segment (CLS not counted).
         """
         grouped = {name: [] for name in self.names}
+        start = 0
         for name, tokens, mask in self.forward_segments(**batch):
-            grouped[name].append((tokens, mask))
-        return [(torch.cat([t for t, _ in parts], dim=1), torch.cat([m for _, m in parts], dim=1)) for parts in grouped.values()]
+            grouped[name].append((tokens, mask, torch.arange(start, start + tokens.shape[1], device=tokens.device)))
+            start += tokens.shape[1]
+        groups = []
+        for parts in grouped.values():
+            tokens, mask = torch.cat([t for t, _, _ in parts], dim=1), torch.cat([m for _, m, _ in parts], dim=1)
+            groups.append((tokens, mask, torch.cat([p for _, _, p in parts])) if return_positions else (tokens, mask))
+        return groups
 
     def forward_with_groups(self, **batch):
         """As :meth:`forward`, plus the modality of every token (mid fusion).
