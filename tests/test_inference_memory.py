@@ -13,7 +13,8 @@ from tabformer.estimators import _inference
 @pytest.fixture(scope="module")
 def fitted():
     X, y = make_table(70)
-    tiny = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, max_epochs=2, batch_size=8)
+    tiny = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, max_epochs=2)
+    tiny.update(batch_size=8, iterator_valid__batch_size=8)
     return TabFormerClassifier(verbose=0, random_state=0, **tiny).fit(X, y), X
 
 
@@ -29,11 +30,33 @@ def test_batch_outputs_are_released_as_soon_as_they_are_copied(fitted):
         return out
 
     proba = clf.collect(X, forward)
-    # 70 rows in batches of 8: nine outputs, never more than the one being copied alive;
+    # 70 rows in batches of 8 (the user's iterator_valid__batch_size, over the resolved 512):
+    # nine outputs, never more than the one being copied alive;
     # the old list-then-concatenate held all nine (and a million-row predict held 31,250).
     assert len(most_alive) == 9 and max(most_alive) <= 1
     assert type(proba) is np.ndarray and proba.shape == (70, 2)
     np.testing.assert_allclose(proba, clf.predict_proba(X), atol=1e-6)
+
+
+def test_inference_batches_are_larger_than_training_ones_for_short_rows():
+    X, y = make_table(70)
+    tiny = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, max_epochs=1, verbose=0, random_state=0)
+    clf = TabFormerClassifier(batch_size=8, **tiny).fit(X, y)
+    n_tokens = clf.tokenizer_.n_tokens_
+    expected = min(_inference.INFERENCE_MAX_ROWS, _inference.INFERENCE_TOKENS_PER_BATCH // (n_tokens + 1))
+    assert expected > 8 and clf.resolved_params_["iterator_valid__batch_size"] == expected
+    assert "iterator_valid__batch_size" not in clf.get_params()  # resolved, never written into the parameters
+    batches = []
+    forward = clf.module_.forward
+    clf.module_.forward = lambda **inputs: batches.append(len(next(iter(inputs.values())))) or forward(**inputs)
+    proba = clf.predict_proba(X)
+    assert batches == [70]  # one batch: 70 rows < the resolved size
+    clf.set_params(iterator_valid__batch_size=8)  # the user's setting wins over the resolved one
+    batches.clear()
+    np.testing.assert_allclose(clf.predict_proba(X), proba, atol=1e-6)
+    assert batches == [8] * 8 + [6]
+    big = TabFormerClassifier(batch_size=2048, **tiny).fit(X, y)  # never below the training batch
+    assert big.resolved_params_["iterator_valid__batch_size"] == 2048
 
 
 @pytest.mark.parametrize("count", [None, 30, 100])

@@ -20,6 +20,7 @@ from skorch import NeuralNet
 from ..nn.encoder import TransformerEncoder
 from ..nn.models import PretrainedEncoder
 from ..tokenizers import BaseTokenizer
+from ._inference import tokens_per_row
 from ._precision import PRECISIONS
 
 __all__ = [
@@ -150,8 +151,7 @@ def check_training_memory(estimator, data) -> None:
     estimator : TabFormerNet, with a fitted ``tokenizer_`` and ``resolved_params_``
     data : dict of ndarray (the training tokens) or a dataset
     """
-    arrays = [value for value in data.values() if getattr(value, "ndim", 0) == 2] if isinstance(data, dict) else []
-    n_tokens = getattr(estimator.tokenizer_, "n_tokens_", None) or max((a.shape[1] for a in arrays), default=1)
+    n_tokens = tokens_per_row(estimator, data) or 1
     settings = encoder_settings(estimator)
     batch_size = estimator._setting("batch_size")
     if batch_size == -1:
@@ -260,6 +260,10 @@ SHARED_PARAMS_DOC = """
         ``iterator_train__group_by_length=True`` batches rows of similar length
         together (shuffled within windows of 50 batches, or of the int given), so less
         of each training batch is padding; fits of short, varied texts run faster.
+        ``predict``, ``transform`` and the validation pass read larger batches where rows
+        are short (about 8,192 tokens, at most 512 rows, never fewer than ``batch_size``:
+        ``resolved_params_["iterator_valid__batch_size"]``); ``iterator_valid__batch_size``
+        sets it.
     validation_fraction : float or None, default=0.1
         Share of the training rows held out (stratified for classifiers) to monitor
         ``valid_loss`` for early stopping. Ignored when ``train_split`` is given.
