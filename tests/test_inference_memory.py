@@ -43,7 +43,7 @@ def test_inference_batches_are_larger_than_training_ones_for_short_rows():
     tiny = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, max_epochs=1, verbose=0, random_state=0)
     clf = TabFormerClassifier(batch_size=8, **tiny).fit(X, y)
     n_tokens = clf.tokenizer_.n_tokens_
-    expected = min(_inference.INFERENCE_MAX_ROWS, _inference.INFERENCE_TOKENS_PER_BATCH // (n_tokens + 1))
+    expected = min(_inference.INFERENCE_MAX_ROWS, _inference.INFERENCE_FLOATS_PER_BATCH // ((n_tokens + 1) * 16))
     assert expected > 8 and clf.resolved_params_["iterator_valid__batch_size"] == expected
     assert "iterator_valid__batch_size" not in clf.get_params()  # resolved, never written into the parameters
     batches = []

@@ -121,10 +121,40 @@ def test_text_predictions_equal_with_per_batch_trimming(monkeypatch):
         random_state=0,
         verbose=0,
     ).fit(texts, y)
-    net.set_params(batch_size=4)
+    net.set_params(iterator_valid__batch_size=4)  # several inference batches
     trimmed = net.predict_proba(texts)
     monkeypatch.setattr(_inference, "trim_padding", lambda batch: batch)
     np.testing.assert_allclose(trimmed, net.predict_proba(texts), rtol=1e-5, atol=1e-6)
+
+
+def test_text_is_batched_by_length_at_inference_and_outputs_keep_row_order(monkeypatch):
+    rng = np.random.default_rng(0)
+    words = ["good", "bad", "film", "plot", "long", "dull", "fine", "actor"]
+    texts = [" ".join(rng.choice(words, size=n)) for n in rng.integers(1, 12, size=30)]
+    y = ["pos" if "good" in t or "fine" in t else "neg" for t in texts]
+    net = TabFormerClassifier(
+        tokenizer__vocab_size=60,
+        encoder__d_model=16,
+        encoder__n_layers=1,
+        encoder__n_heads=2,
+        max_epochs=1,
+        batch_size=4,
+        iterator_valid__batch_size=4,
+        validation_fraction=None,
+        random_state=0,
+        verbose=0,
+    ).fit(texts, y)
+    widths = []
+    forward = net.module_.forward
+    net.module_.forward = lambda **inputs: widths.append(inputs["attention_mask"].shape[1]) or forward(**inputs)
+    sorted_proba = net.predict_proba(texts)
+    assert widths == sorted(widths) and len(widths) == 8  # shortest texts first, each batch trimmed
+    one_by_one = np.concatenate([net.predict_proba([text]) for text in texts])
+    np.testing.assert_allclose(sorted_proba, one_by_one, rtol=1e-5, atol=1e-6)  # back in row order
+    monkeypatch.setattr(_inference, "_length_order", lambda tokens: None)
+    widths.clear()
+    np.testing.assert_allclose(net.predict_proba(texts), sorted_proba, rtol=1e-5, atol=1e-6)
+    assert widths != sorted(widths)  # unsorted, the widths follow the rows
 
 
 def test_import_tabformer_is_lazy():

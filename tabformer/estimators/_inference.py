@@ -17,7 +17,7 @@ from .. import inspection
 from .._data import TensorDictDataset, trim_padding
 from .._stream import RowSource
 from ..nn.heads import mean_pool
-from ._util import num_samples
+from ._util import encoder_settings, num_samples
 from ._weights import without_weights
 
 __all__ = ["InferenceMixin", "POOLINGS"]
@@ -35,19 +35,22 @@ def tokens_per_row(estimator, data) -> int | None:
     return max((a.shape[1] for a in arrays), default=None)
 
 
-#: Tokens (rows x sequence length) per batch of predict, transform and the validation pass,
-#: and the most rows. Without gradients nothing is kept for backward, so these batches can be
-#: larger than training's; on a 15-column table (bench_scale's, d_model 32), 512 rows a batch
-#: predicted 3x faster than 32 (equal outputs within 1e-6). Capped so an image stem's
-#: activations stay a few hundred MiB.
-INFERENCE_TOKENS_PER_BATCH = 8192
+#: Activation floats (rows x tokens x d_model) per batch of predict, transform and the
+#: validation pass, and the most rows. Without gradients nothing is kept for backward, so
+#: short rows can go in larger batches than training's, but a batch whose activations
+#: outgrow the CPU caches gets slower per row. Measured, 1 thread: a 15-column table
+#: (d_model 32) predicted 3x faster at 512 rows a batch than at 32; MiniLM (d_model 384,
+#: texts sorted by length) was fastest at 32 (1.9 s for 256 texts, 2.2 s at 64, 2.9 s at 163,
+#: 4.8 s at 256). 2**19 floats (2 MiB) gives 512 rows for a 15-column table at d_model 64
+#: and the training batch for MiniLM. Capped so an image stem's activations stay small.
+INFERENCE_FLOATS_PER_BATCH = 2**19
 INFERENCE_MAX_ROWS = 512
 
 
 def inference_batch_size(estimator, data) -> int:
     """Rows per inference batch (``resolved_params_["iterator_valid__batch_size"]``): the training
-    ``batch_size``, raised to ``INFERENCE_TOKENS_PER_BATCH`` tokens when rows are short, at most
-    ``INFERENCE_MAX_ROWS`` rows (never below the training batch).
+    ``batch_size``, raised while a batch's activations (rows x tokens x ``d_model``) stay within
+    ``INFERENCE_FLOATS_PER_BATCH``, at most ``INFERENCE_MAX_ROWS`` rows (never below the training batch).
 
     Parameters
     ----------
@@ -63,7 +66,8 @@ def inference_batch_size(estimator, data) -> int:
     n_tokens = tokens_per_row(estimator, data)
     if batch_size == -1 or n_tokens is None:
         return batch_size
-    return max(int(batch_size), min(INFERENCE_MAX_ROWS, INFERENCE_TOKENS_PER_BATCH // (n_tokens + 1)))
+    rows = INFERENCE_FLOATS_PER_BATCH // ((n_tokens + 1) * int(encoder_settings(estimator)["d_model"]))
+    return max(int(batch_size), min(INFERENCE_MAX_ROWS, rows))
 
 
 class InferenceMixin:
@@ -87,12 +91,17 @@ class InferenceMixin:
             shape (batch, ...); its return value is yielded as is.
         trim : bool, default=False
             Cut text arrays to the longest text of each batch (``_data.trim_padding``),
-            for ``forward`` functions whose output has no per-token axis.
+            for ``forward`` functions whose output has no per-token axis and is an
+            ndarray with one row per input row. Text is then also batched by length:
+            each chunk's rows are sorted by their token count, so a batch pads to
+            texts of about its own length, and the chunk's outputs are put back in
+            row order before they are yielded (one array per chunk).
 
         Yields
         ------
-        what ``forward`` returns, batch by batch, in row order, computed without gradients
-        under the estimator's ``precision`` (``forward`` converts to float32 itself).
+        what ``forward`` returns, batch by batch (per chunk when text is sorted), in row
+        order, computed without gradients under the estimator's ``precision`` (``forward``
+        converts to float32 itself).
 
         Raises
         ------
@@ -105,18 +114,34 @@ class InferenceMixin:
         start = 0
         for chunk in _row_chunks(X, self.inference_chunk_rows):
             tokens = chunk if isinstance(chunk, (dict, Dataset)) else self.tokenize(chunk)
-            dataset = tokens if isinstance(tokens, Dataset) else TensorDictDataset(tokens)
-            with torch.no_grad():
-                for inputs, _ in self.get_iterator(dataset, training=False):
-                    # Entered per batch: the caller's code between batches runs outside autocast.
-                    inputs = without_weights(inputs)
-                    if trim:
-                        inputs = trim_padding(inputs)
-                    with self.autocast():
-                        result = forward({key: value.to(self.device) for key, value in inputs.items()})
-                    _check_finite(result, self, start)
-                    start += len(next(iter(inputs.values())))
-                    yield result
+            order = _length_order(tokens) if trim else None
+            if order is not None:
+                # Sorted by length, a batch of long texts no longer pads its short ones: with the
+                # larger inference batches, unsorted MiniLM batches spent most of their time on padding.
+                results = list(self._forward_batches({key: value[order] for key, value in tokens.items()}, forward, trim))
+                result = np.empty_like(results[0], shape=(len(order), *results[0].shape[1:]))
+                result[order] = np.concatenate(results)
+                _check_finite(result, self, start)
+                start += len(result)
+                yield result
+                continue
+            for result, rows in self._forward_batches(tokens, forward, trim, with_rows=True):
+                _check_finite(result, self, start)
+                start += rows
+                yield result
+
+    def _forward_batches(self, tokens, forward, trim: bool, with_rows: bool = False):
+        """``forward`` on each batch of one chunk's ``tokens`` (a dict of arrays or a Dataset), in order."""
+        dataset = tokens if isinstance(tokens, Dataset) else TensorDictDataset(tokens)
+        with torch.no_grad():
+            for inputs, _ in self.get_iterator(dataset, training=False):
+                # Entered per batch: the caller's code between batches runs outside autocast.
+                inputs = without_weights(inputs)
+                if trim:
+                    inputs = trim_padding(inputs)
+                with self.autocast():
+                    result = forward({key: value.to(self.device) for key, value in inputs.items()})
+                yield (result, len(next(iter(inputs.values())))) if with_rows else result
 
     def collect(self, X, forward, trim: bool = False):
         """``forward`` over every batch of ``X`` (as :meth:`iter_batches`), its per-row
@@ -224,6 +249,19 @@ class InferenceMixin:
         X, y : as :func:`tabformer.inspection.modality_ablation`, which this calls
         """
         return inspection.modality_ablation(self, X, y)
+
+
+def _length_order(tokens):
+    """Rows sorted by their text token count (stable), or None: no text, one row, or equal lengths."""
+    if not isinstance(tokens, dict):
+        return None
+    masks = [value for key, value in tokens.items() if key.endswith("attention_mask") and getattr(value, "ndim", 0) == 2]
+    if not masks or len(masks[0]) < 2:
+        return None
+    lengths = sum(np.count_nonzero(np.asarray(mask), axis=1) for mask in masks)
+    if lengths.min() == lengths.max():
+        return None
+    return np.argsort(lengths, kind="stable")
 
 
 def _check_finite(result, estimator, start: int) -> None:

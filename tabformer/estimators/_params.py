@@ -8,7 +8,6 @@ never validate (``check_set_params``), which is why every check lives here.
 
 from __future__ import annotations
 
-import inspect
 import os
 from numbers import Integral, Real
 
@@ -22,6 +21,7 @@ from ..nn.models import PretrainedEncoder
 from ..tokenizers import BaseTokenizer
 from ._inference import tokens_per_row
 from ._precision import PRECISIONS
+from ._util import encoder_settings
 
 __all__ = [
     "SHARED_CONSTRAINTS",
@@ -162,16 +162,6 @@ def check_training_memory(estimator, data) -> None:
         f"{n_tokens} tokens per row, {batch_size} rows per batch"
     )
     check_memory(estimator, training_bytes(settings, int(n_tokens), int(batch_size)), what)
-
-
-def encoder_settings(estimator) -> dict:
-    """The settings of the encoder ``fit`` will build: TransformerEncoder's defaults, then the routed ones."""
-    pretrained = estimator.encoder
-    config = getattr(getattr(pretrained, "encoder", pretrained), "config", None)
-    if isinstance(config, dict):
-        return dict(config)
-    defaults = {name: p.default for name, p in inspect.signature(TransformerEncoder).parameters.items()}
-    return {**defaults, **estimator.get_params_for("encoder")}
 
 
 def training_bytes(settings: dict, n_tokens: int, batch_size: int) -> float:

@@ -8,7 +8,9 @@ import inspect
 import numpy as np
 import torch
 
-__all__ = ["construct", "num_samples", "seeded_torch"]
+from ..nn.encoder import TransformerEncoder
+
+__all__ = ["construct", "encoder_settings", "num_samples", "seeded_torch"]
 
 
 def construct(cls, params: dict, prefix: str, *args):
@@ -42,3 +44,13 @@ def seeded_torch(fork, seed):
         if seed is not None:
             torch.manual_seed(seed)
         yield
+
+
+def encoder_settings(estimator) -> dict:
+    """The settings of the encoder ``fit`` will build: TransformerEncoder's defaults, then the routed ones."""
+    pretrained = estimator.encoder
+    config = getattr(getattr(pretrained, "encoder", pretrained), "config", None)
+    if isinstance(config, dict):
+        return dict(config)
+    defaults = {name: p.default for name, p in inspect.signature(TransformerEncoder).parameters.items()}
+    return {**defaults, **estimator.get_params_for("encoder")}
