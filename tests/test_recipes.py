@@ -177,6 +177,17 @@ def test_a_collapsed_fit_warns():
         TabFormerRegressor(**SMALL).fit(X, np.arange(64.0))
 
 
+def test_the_collapse_check_reads_rows_from_all_of_the_data_not_its_first_ones():
+    # sorted by class: the first 2,250 rows are all "a"; a model that learned the threshold
+    # still predicts one class on them, so a check on the first rows would warn wrongly
+    x = np.linspace(-1, 1, 3000)
+    X, y = pd.DataFrame({"x": x}), np.where(x < 0.5, "a", "b")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf = TabFormerClassifier(**dict(SMALL, max_epochs=10)).fit(X, y)
+    assert set(clf.predict(X)) == {"a", "b"} and set(clf.predict(X.iloc[:2048])) == {"a"}
+
+
 def test_a_model_that_learns_does_not_warn(table):
     X, y = table
     with warnings.catch_warnings():

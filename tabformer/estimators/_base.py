@@ -380,8 +380,8 @@ class TabFormerNet(
         self.resolve_inference_batch_size(data)
         self.initialize()
         NeuralNet.partial_fit(self, data, y, _routing_method="fit", **fit_params)
-        if isinstance(data, dict):
-            self._warn_if_collapsed({key: value[:2048] for key, value in data.items()})
+        if isinstance(data, dict):  # 512 rows spread over the data: its first rows may all be one class
+            self._warn_if_collapsed({key: value[:: max(1, len(value) // 512)][:512] for key, value in data.items()})
 
     def fit_loop(self, X, y=None, epochs=None, **fit_params):
         """The training loop (the epochs left after a resumed checkpoint); Ctrl-C is logged and keeps the best weights."""

@@ -251,9 +251,9 @@ SHARED_PARAMS_DOC = """
         together (shuffled within windows of 50 batches, or of the int given), so less
         of each training batch is padding; fits of short, varied texts run faster.
         ``predict``, ``transform`` and the validation pass read larger batches where rows
-        are short (about 8,192 tokens, at most 512 rows, never fewer than ``batch_size``:
-        ``resolved_params_["iterator_valid__batch_size"]``); ``iterator_valid__batch_size``
-        sets it.
+        are short and narrow (rows x tokens x ``d_model`` up to 2**19, at most 512 rows,
+        never fewer than ``batch_size``: ``resolved_params_["iterator_valid__batch_size"]``;
+        ``iterator_valid__batch_size`` sets it), and sort text by length.
     validation_fraction : float or None, default=0.1
         Share of the training rows held out (stratified for classifiers) to monitor
         ``valid_loss`` for early stopping. Ignored when ``train_split`` is given.
