@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numbers
 import os
+from collections import Counter
 
 import numpy as np
 import pandas as pd
@@ -217,28 +218,36 @@ def infer_column_kind(values: pd.Series, max_categories: int = 100) -> str:
     present = [v for v in values.tolist() if not is_missing(v)]
     if not present:
         raise ValueError(f"column {name!r} holds only missing values: its kind cannot be detected; drop it or name its kind")
+    if all(isinstance(v, str) for v in present):
+        # The common case (categories, texts, image paths), decided on the distinct strings:
+        # a 4,096-row table's 8 string columns took 0.14 s value by value.
+        return _string_column_kind(Counter(present), len(present), max_categories)
     images = [_is_image_value(v) for v in present]
     if all(images):
         return "image"
-    strings = [isinstance(v, str) for v in present]
-    if not all(strings):
-        odd = next(v for v, is_str in zip(present, strings) if not is_str)
-        if any(images):
-            raise ValueError(f"column {name!r} mixes images with other values such as {odd!r}")
-        if any(strings):
-            raise ValueError(f"column {name!r} mixes strings with {type(odd).__name__} values such as {odd!r}")
-        unhashable = next((v for v in present if not _hashable(v)), None)
-        if unhashable is not None:
-            raise ValueError(
-                f"column {name!r} holds {type(unhashable).__name__} values such as {str(unhashable)[:40]!r}, which are "
-                "neither images (2-D/3-D arrays, PIL images, paths) nor categories; expand or drop it"
-            )
-        return "categorical"  # e.g. an object column of Python bools or tuples
-    distinct = len(set(present))
-    if distinct > max_categories:
+    strings = [isinstance(v, str) for v in present]  # not all: the all-strings case returned above
+    odd = next(v for v, is_str in zip(present, strings) if not is_str)
+    if any(images):
+        raise ValueError(f"column {name!r} mixes images with other values such as {odd!r}")
+    if any(strings):
+        raise ValueError(f"column {name!r} mixes strings with {type(odd).__name__} values such as {odd!r}")
+    unhashable = next((v for v in present if not _hashable(v)), None)
+    if unhashable is not None:
+        raise ValueError(
+            f"column {name!r} holds {type(unhashable).__name__} values such as {str(unhashable)[:40]!r}, which are "
+            "neither images (2-D/3-D arrays, PIL images, paths) nor categories; expand or drop it"
+        )
+    return "categorical"  # e.g. an object column of Python bools or tuples
+
+
+def _string_column_kind(counts: Counter, n_present: int, max_categories: int) -> str:
+    """The kind of a column of strings, from each distinct string's count."""
+    if all(is_path(value) for value in counts):
+        return "image"
+    if len(counts) > max_categories:
         return "text"
-    mean_words = float(np.mean([len(v.split()) for v in present]))
-    if distinct >= TEXT_DISTINCT_SHARE * len(present) and mean_words >= TEXT_MEAN_WORDS:
+    mean_words = sum(len(value.split()) * count for value, count in counts.items()) / n_present
+    if len(counts) >= TEXT_DISTINCT_SHARE * n_present and mean_words >= TEXT_MEAN_WORDS:
         return "text"
     return "categorical"
 
