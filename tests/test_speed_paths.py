@@ -107,20 +107,16 @@ def test_trim_padding_cuts_each_segment_to_its_longest_row():
     assert out["table/num_values"].shape == (2, 5)  # not a text array: left alone
 
 
+def _tiny_text_classifier(texts, y):
+    """A one-layer text classifier fitted for one epoch in batches of 4 (a fast fixture, not a model)."""
+    settings = dict(tokenizer__vocab_size=60, encoder__d_model=16, encoder__n_layers=1, encoder__n_heads=2, max_epochs=1)
+    return TabFormerClassifier(batch_size=4, validation_fraction=None, random_state=0, verbose=0, **settings).fit(texts, y)
+
+
 def test_text_predictions_equal_with_per_batch_trimming(monkeypatch):
     texts = ["a good film"] * 6 + ["bad"] * 6 + ["a very long and rather tedious film that goes on and on and on"] * 2
     y = ["pos"] * 6 + ["neg"] * 8
-    net = TabFormerClassifier(
-        tokenizer__vocab_size=60,
-        encoder__d_model=16,
-        encoder__n_layers=1,
-        encoder__n_heads=2,
-        max_epochs=1,
-        batch_size=4,
-        validation_fraction=None,
-        random_state=0,
-        verbose=0,
-    ).fit(texts, y)
+    net = _tiny_text_classifier(texts, y)
     net.set_params(iterator_valid__batch_size=4)  # several inference batches
     trimmed = net.predict_proba(texts)
     monkeypatch.setattr(_inference, "trim_padding", lambda batch: batch)
@@ -132,18 +128,8 @@ def test_text_is_batched_by_length_at_inference_and_outputs_keep_row_order(monke
     words = ["good", "bad", "film", "plot", "long", "dull", "fine", "actor"]
     texts = [" ".join(rng.choice(words, size=n)) for n in rng.integers(1, 12, size=30)]
     y = ["pos" if "good" in t or "fine" in t else "neg" for t in texts]
-    net = TabFormerClassifier(
-        tokenizer__vocab_size=60,
-        encoder__d_model=16,
-        encoder__n_layers=1,
-        encoder__n_heads=2,
-        max_epochs=1,
-        batch_size=4,
-        iterator_valid__batch_size=4,
-        validation_fraction=None,
-        random_state=0,
-        verbose=0,
-    ).fit(texts, y)
+    net = _tiny_text_classifier(texts, y)
+    net.set_params(iterator_valid__batch_size=4)
     widths = []
     forward = net.module_.forward
     net.module_.forward = lambda **inputs: widths.append(inputs["attention_mask"].shape[1]) or forward(**inputs)

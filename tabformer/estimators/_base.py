@@ -377,7 +377,7 @@ class TabFormerNet(
         elif "feature_names_in_" in vars(self):
             del self.feature_names_in_
         check_training_memory(self, data)
-        self.resolve_inference_batch_size(data)
+        self._resolve_inference_batch_size(data)
         self.initialize()
         NeuralNet.partial_fit(self, data, y, _routing_method="fit", **fit_params)
         if isinstance(data, dict):  # 512 rows spread over the data: its first rows may all be one class

@@ -118,20 +118,22 @@ class InferenceMixin:
             if order is not None:
                 # Sorted by length, a batch of long texts no longer pads its short ones: with the
                 # larger inference batches, unsorted MiniLM batches spent most of their time on padding.
-                results = list(self._forward_batches({key: value[order] for key, value in tokens.items()}, forward, trim))
+                sorted_tokens = {key: value[order] for key, value in tokens.items()}
+                results = [result for result, _ in self._forward_batches(sorted_tokens, forward, trim)]
                 result = np.empty_like(results[0], shape=(len(order), *results[0].shape[1:]))
                 result[order] = np.concatenate(results)
                 _check_finite(result, self, start)
                 start += len(result)
                 yield result
                 continue
-            for result, rows in self._forward_batches(tokens, forward, trim, with_rows=True):
+            for result, rows in self._forward_batches(tokens, forward, trim):
                 _check_finite(result, self, start)
                 start += rows
                 yield result
 
-    def _forward_batches(self, tokens, forward, trim: bool, with_rows: bool = False):
-        """``forward`` on each batch of one chunk's ``tokens`` (a dict of arrays or a Dataset), in order."""
+    def _forward_batches(self, tokens, forward, trim: bool):
+        """``(forward(batch), rows in the batch)`` for each batch of one chunk's ``tokens`` (a dict of
+        arrays or a Dataset), in order."""
         dataset = tokens if isinstance(tokens, Dataset) else TensorDictDataset(tokens)
         with torch.no_grad():
             for inputs, _ in self.get_iterator(dataset, training=False):
@@ -141,7 +143,7 @@ class InferenceMixin:
                     inputs = trim_padding(inputs)
                 with self.autocast():
                     result = forward({key: value.to(self.device) for key, value in inputs.items()})
-                yield (result, len(next(iter(inputs.values())))) if with_rows else result
+                yield result, len(next(iter(inputs.values())))
 
     def collect(self, X, forward, trim: bool = False):
         """``forward`` over every batch of ``X`` (as :meth:`iter_batches`), its per-row
@@ -185,8 +187,8 @@ class InferenceMixin:
             return _concatenate(parts)
         return _trim(out, filled)
 
-    def resolve_inference_batch_size(self, data) -> None:
-        """Record at ``fit`` the rows per inference batch (``_params.inference_batch_size``) in
+    def _resolve_inference_batch_size(self, data) -> None:
+        """Record at ``fit`` the rows per inference batch (:func:`inference_batch_size`) in
         ``resolved_params_["iterator_valid__batch_size"]``; a user's ``iterator_valid__batch_size`` wins.
 
         Parameters

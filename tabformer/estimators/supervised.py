@@ -94,7 +94,7 @@ class _CLSHeadNet(StreamingMixin, FineTuningNet):
 
     def _auto_fusion(self) -> str:
         # Late fusion led early fusion on both image + text sets at 3 seeds on validation
-        # (emoji +0.9 points, desktop icons +2.9) and trailed it on table + text (tweets);
+        # (emoji +0.9 points, desktop icons about +4) and was level with it on table + text (tweets);
         # it needs fresh encoders (one per modality), so a warm start or a freeze keeps early.
         tokenizer = getattr(self, "tokenizer_", None)
         if not hasattr(tokenizer, "segment_kind") or self.encoder is not None or self.freeze_encoder or self.freeze_embedder:

@@ -166,7 +166,8 @@ class MixedEmbedder(nn.Module):
         grouped = {name: [] for name in self.names}
         start = 0
         for name, tokens, mask in self.forward_segments(**batch):
-            grouped[name].append((tokens, mask, torch.arange(start, start + tokens.shape[1], device=tokens.device)))
+            where = torch.arange(start, start + tokens.shape[1], device=tokens.device) if return_positions else None
+            grouped[name].append((tokens, mask, where))
             start += tokens.shape[1]
         groups = []
         for parts in grouped.values():
