@@ -35,6 +35,7 @@ from ..nn.models import PretrainedEncoder
 from ..persistence import save_estimator
 from ..tokenizers import make_tokenizer
 from ._categories import continue_with_categories
+from ._collapse import ValidationAnswerSpread, spread_rows
 from ._distributed import DistributedMixin
 from ._inference import POOLINGS, InferenceMixin
 from ._params import (
@@ -210,7 +211,7 @@ class TabFormerNet(
     def get_default_callbacks(self):
         """skorch's callbacks, the non-finite guard, the resolved ``lr_schedule``'s scheduler and early stopping."""
         callbacks = list(super().get_default_callbacks())
-        callbacks.append(("nonfinite", NonFiniteGuard()))
+        callbacks += [("nonfinite", NonFiniteGuard()), ("collapse", ValidationAnswerSpread())]
         lr_schedule, max_epochs, patience = (self._setting(name) for name in ("lr_schedule", "max_epochs", "patience"))
         if lr_schedule == "cosine" and max_epochs != AUTO:
             # Decays to 0 at max_epochs: a fit that runs to the end finishes with small, refining steps.
@@ -380,8 +381,8 @@ class TabFormerNet(
         self._resolve_inference_batch_size(data)
         self.initialize()
         NeuralNet.partial_fit(self, data, y, _routing_method="fit", **fit_params)
-        if isinstance(data, dict):  # 512 rows spread over the data: its first rows may all be one class
-            self._warn_if_collapsed({key: value[:: max(1, len(value) // 512)][:512] for key, value in data.items()})
+        if isinstance(data, dict) and hasattr(self, "_warn_if_collapsed"):  # classifiers and regressors (``_collapse``)
+            self._warn_if_collapsed(spread_rows(data))
 
     def fit_loop(self, X, y=None, epochs=None, **fit_params):
         """The training loop (the epochs left after a resumed checkpoint); Ctrl-C is logged and keeps the best weights."""
@@ -390,9 +391,6 @@ class TabFormerNet(
         except KeyboardInterrupt as interrupt:
             log_user_interrupt(self, interrupt)
             raise
-
-    def _warn_if_collapsed(self, tokens: dict) -> None:
-        """Warn when the fitted model answers the same for every row (subclasses check)."""
 
     def partial_fit(self, X, y=None, classes=None, sample_weight=None, **fit_params):
         """Continue training on ``X`` with the fitted tokenizer (fits everything if unfitted).

@@ -25,6 +25,7 @@ from .._validation import check_target
 from ..nn.heads import ClassificationHead, RegressionHead
 from ._base import construct
 from ._categories import NEW_CATEGORIES_CONSTRAINT, NEW_CATEGORIES_PARAM_DOC
+from ._collapse import is_constant, kept_epoch_answers_vary
 from ._finetuning import FineTuningNet
 from ._params import (
     CLASS_WEIGHT_CONSTRAINT,
@@ -66,6 +67,15 @@ class _CLSHeadNet(StreamingMixin, FineTuningNet):
             f"try more epochs (max_epochs; resolved: {self._setting('max_epochs')}), another learning rate "
             f"(lr; resolved: {self._setting('lr')}), or check that the features carry signal"
         )
+
+    def _constant_answers(self, tokens: dict):
+        """The answers on ``tokens`` (rows, k) when every row gets the same, else None (see ``_collapse``)."""
+        if kept_epoch_answers_vary(self):  # the validation pass already showed two answers: no forward needed
+            return None
+        forward = lambda inputs: self._collapse_answers(self.module_(**inputs).float()).cpu().numpy()  # noqa: E731
+        answers = self.collect(tokens, forward, trim=True).astype(np.float64)
+        answers = answers.reshape(len(answers), -1)
+        return answers if is_constant(len(answers), answers.sum(0), np.square(answers).sum(0)) else None
 
     def fusion_mode(self):
         """The ``fusion`` fit uses: ``"early"``, ``"late"`` or an int of modality-only layers.
@@ -183,25 +193,26 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
         weights = class_weights_of(self.class_weight, self.classes_, y_encoded)[y_encoded]
         return weights if sample_weight is None else weights * sample_weight
 
-    def _warn_if_collapsed(self, tokens: dict) -> None:
-        proba = self.predict_proba(tokens)
+    def _collapse_answers(self, outputs: torch.Tensor) -> torch.Tensor:
+        """What the collapse check compares across rows: one-hot predicted classes, or 0/1 labels (multi-label)."""
         if self._multilabel:
-            if len(np.unique(proba >= 0.5, axis=0)) == 1:
-                warnings.warn(
-                    f"{type(self).__name__} predicts the same labels for every training row it was checked on: "
-                    f"it has not learned beyond a constant answer; {self._collapse_advice()}",
-                    ConvergenceWarning,
-                    stacklevel=4,
-                )
+            return (outputs >= 0).float()  # a sigmoid of at least 0.5
+        return torch.nn.functional.one_hot(outputs.argmax(-1), outputs.shape[-1]).float()
+
+    def _warn_if_collapsed(self, tokens: dict) -> None:
+        answers = self._constant_answers(tokens)
+        if answers is None:
             return
-        predicted = np.unique(proba.argmax(axis=1))
-        if len(predicted) == 1:
-            warnings.warn(
-                f"{type(self).__name__} predicts one class ({self.classes_[predicted[0]]!r}) for every training row "
-                f"it was checked on: it has not learned beyond a constant answer; {self._collapse_advice()}",
-                ConvergenceWarning,
-                stacklevel=4,
-            )
+        if self._multilabel:
+            what = "the same labels"
+        else:
+            what = f"one class ({self.classes_[int(answers[0].argmax())]!r})"
+        warnings.warn(
+            f"{type(self).__name__} predicts {what} for every training row it was checked on: "
+            f"it has not learned beyond a constant answer; {self._collapse_advice()}",
+            ConvergenceWarning,
+            stacklevel=4,
+        )
 
     @property
     def classes_(self):
@@ -395,9 +406,12 @@ class TabFormerRegressor(_CLSHeadNet, NeuralNetRegressor):
         y = scaled * self.target_scale_ + self.target_mean_
         return y.ravel() if self.target_ndim_ == 1 else y
 
+    def _collapse_answers(self, outputs: torch.Tensor) -> torch.Tensor:
+        """What the collapse check compares across rows: the standardised predicted values."""
+        return outputs.float().reshape(len(outputs), -1)
+
     def _warn_if_collapsed(self, tokens: dict) -> None:
-        outputs = self.collect(tokens, lambda inputs: self.module_(**inputs).float().cpu().numpy())
-        if np.all(np.std(outputs, axis=0) < 1e-4):  # the targets were standardised to std 1
+        if self._constant_answers(tokens) is not None:
             warnings.warn(
                 f"{type(self).__name__} predicts the same value for every training row it was checked on: "
                 f"it has not learned beyond a constant; {self._collapse_advice()}",

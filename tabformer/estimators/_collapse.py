@@ -1,0 +1,128 @@
+"""The collapse check: a fit that ends answering the same for every row is never silent.
+
+After a fit, a classifier that predicts one class for every row (or a regressor one value)
+warns (``ConvergenceWarning``). The check reads the answers of the validation pass that the
+fit already ran, for the epoch whose weights the estimator keeps (early stopping's best
+epoch, else the last), so a fit with a validation split pays nothing for it. Only when
+there is no such pass, or its answers were all the same (a small validation split can be
+one class by chance), does the estimator run its kept weights over up to 512 training rows
+spread across the data and warn from those.
+
+The answers are what the estimator returns, in a form whose spread is measurable: a
+one-hot row of the predicted class, the 0/1 row of predicted labels (multi-label), or the
+standardised predicted value. They count as constant when every column's standard
+deviation is under :data:`CONSTANT_STD` (the regressor's targets are standardised to 1).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from skorch.callbacks import Callback, EarlyStopping
+
+from ..callbacks import NonFiniteGuard
+
+__all__ = ["CONSTANT_STD", "CHECK_ROWS", "ValidationAnswerSpread", "is_constant", "kept_epoch_answers_vary", "spread_rows"]
+
+#: answers whose every column has a smaller standard deviation are "constant"
+CONSTANT_STD = 1e-4
+#: training rows read when the validation pass cannot settle it
+CHECK_ROWS = 512
+
+
+def is_constant(count: int, total: np.ndarray, squares: np.ndarray) -> bool:
+    """Whether answers summed to ``total`` and ``squares`` over ``count`` rows have every column's std under :data:`CONSTANT_STD`.
+
+    Parameters
+    ----------
+    count : int
+    total, squares : ndarray of shape (k,)
+        Per-column sums of the answers and of their squares (float64).
+
+    Returns
+    -------
+    bool
+    """
+    mean = total / count
+    variance = np.maximum(squares / count - mean**2, 0.0)
+    return bool(np.all(np.sqrt(variance) < CONSTANT_STD))
+
+
+def spread_rows(tokens: dict, n_rows: int = CHECK_ROWS) -> dict:
+    """Up to ``n_rows`` rows spread evenly over ``tokens`` (data sorted by class has one class first)."""
+    return {key: value[:: max(1, len(value) // n_rows)][:n_rows] for key, value in tokens.items()}
+
+
+class ValidationAnswerSpread(Callback):
+    """Sum the validation pass's answers per epoch (callback ``"collapse"``, on by default).
+
+    Keeps, for every epoch, the number of validation rows and the per-column sums of the
+    estimator's answers and of their squares (``net._collapse_answers(y_pred)``, where the estimator defines it), enough to
+    tell afterwards whether the kept epoch answered the same for every row without a second
+    forward pass. Costs one small reduction per validation batch.
+
+    Attributes
+    ----------
+    sums_ : dict of int to [int, ndarray, ndarray]
+        Epoch number (skorch's history) -> ``[rows, sum, sum of squares]``.
+    """
+
+    def initialize(self):
+        """Start empty (skorch hook); returns ``self``."""
+        self.sums_ = {}
+        return self
+
+    def on_train_begin(self, net, **kwargs):
+        """Forget the sums of earlier fits (skorch hook)."""
+        self.sums_ = {}
+
+    def on_batch_end(self, net, training=False, y_pred=None, **kwargs):
+        """Add a validation batch's answers to its epoch's sums (skorch hook)."""
+        answer = getattr(net, "_collapse_answers", None)  # classifiers and regressors define it
+        if training or answer is None or not isinstance(y_pred, torch.Tensor):
+            return
+        answers = answer(y_pred.detach())
+        if len(answers) == 0:
+            return
+        answers = answers.to(torch.float64).reshape(len(answers), -1)
+        count, total, squares = self.sums_.setdefault(net.history[-1, "epoch"], [0, 0.0, 0.0])
+        self.sums_[net.history[-1, "epoch"]] = [
+            count + len(answers),
+            total + answers.sum(0).cpu().numpy(),
+            squares + answers.square().sum(0).cpu().numpy(),
+        ]
+
+
+def _kept_epoch(net):
+    """The epoch whose weights ``net`` ends with: early stopping's best when it restores them, else the last."""
+    for _, callback in getattr(net, "callbacks_", ()):
+        if isinstance(callback, NonFiniteGuard) and callback.failure_ is not None:
+            return None  # restored to an epoch before the failure; do not guess which
+    for _, callback in getattr(net, "callbacks_", ()):
+        restores = isinstance(callback, EarlyStopping) and callback.load_best
+        if restores and getattr(callback, "best_model_weights_", None) is not None:
+            return callback.best_epoch_
+    return net.history[-1, "epoch"] if len(net.history) else None
+
+
+def kept_epoch_answers_vary(net) -> bool:
+    """True when the validation pass of the kept epoch gave at least two different answers.
+
+    False when it did not, or when there is nothing to read (no validation split, no
+    ``"collapse"`` callback, a fit stopped by the non-finite guard): the caller then checks
+    training rows itself.
+
+    Parameters
+    ----------
+    net : a fitted tabformer estimator
+
+    Returns
+    -------
+    bool
+    """
+    spread = dict(getattr(net, "callbacks_", ())).get("collapse")
+    epoch = _kept_epoch(net)
+    if not isinstance(spread, ValidationAnswerSpread) or epoch is None or epoch not in spread.sums_:
+        return False
+    count, total, squares = spread.sums_[epoch]
+    return count >= 2 and not is_constant(count, total, squares)

@@ -1,0 +1,95 @@
+"""The collapse check reads the validation pass it already has before it runs any rows itself."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from tabformer import TabFormerClassifier, TabFormerRegressor
+from tabformer.estimators._collapse import ValidationAnswerSpread, is_constant, kept_epoch_answers_vary, spread_rows
+
+FAST = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, random_state=0, verbose=0)
+
+
+def _threshold_data(n=400):
+    x = np.random.default_rng(0).uniform(-1, 1, n)
+    return pd.DataFrame({"x": x}), np.where(x < 0, "a", "b"), 3 * x
+
+
+@pytest.fixture
+def count_collects(monkeypatch):
+    calls = []
+    for cls in (TabFormerClassifier, TabFormerRegressor):
+        original = cls.collect
+        monkeypatch.setattr(cls, "collect", lambda self, *a, _original=original, **k: calls.append(1) or _original(self, *a, **k))
+    return calls
+
+
+def test_is_constant_is_a_per_column_std_threshold():
+    one_hot = np.zeros((10_000, 2))
+    one_hot[:, 0] = 1
+    assert is_constant(len(one_hot), one_hot.sum(0), (one_hot**2).sum(0))
+    one_hot[17] = [0, 1]  # one row in 10,000 with the other class is two answers
+    assert not is_constant(len(one_hot), one_hot.sum(0), (one_hot**2).sum(0))
+    values = np.full((100, 1), 3.0) + np.linspace(0, 5e-5, 100)[:, None]
+    assert is_constant(100, values.sum(0), (values**2).sum(0))
+    values[:50] += 1e-3
+    assert not is_constant(100, values.sum(0), (values**2).sum(0))
+
+
+def test_spread_rows_covers_the_whole_data():
+    tokens = {"ids": np.arange(5000)}
+    rows = spread_rows(tokens, 512)["ids"]
+    assert len(rows) == 512 and rows[0] == 0 and rows[-1] >= 4500
+    assert len(spread_rows({"ids": np.arange(10)})["ids"]) == 10
+
+
+@pytest.mark.parametrize("cls", [TabFormerClassifier, TabFormerRegressor])
+def test_a_fit_with_validation_checks_without_a_forward_over_training_rows(cls, count_collects):
+    X, labels, values = _threshold_data()
+    y = labels if cls is TabFormerClassifier else values
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model = cls(max_epochs=8, **FAST).fit(X, y)
+    assert count_collects == []  # the kept epoch's validation answers already differed
+    assert kept_epoch_answers_vary(model)
+    spread = dict(model.callbacks_)["collapse"]
+    assert isinstance(spread, ValidationAnswerSpread)
+    assert set(spread.sums_) == set(model.history[:, "epoch"])
+    assert all(count == 40 for count, _, _ in spread.sums_.values())  # 10% of 400 rows each epoch
+
+
+def test_without_validation_the_check_runs_the_training_rows(count_collects):
+    X, y, _ = _threshold_data()
+    model = TabFormerClassifier(max_epochs=2, validation_fraction=None, **FAST).fit(X, y)
+    assert len(count_collects) == 1 and not kept_epoch_answers_vary(model)
+
+
+def test_constant_validation_answers_are_confirmed_on_training_rows_before_warning(count_collects):
+    # one feature that carries nothing: the validation pass answers one class, and so do the training rows
+    X = pd.DataFrame({"constant": np.ones(200)})
+    with pytest.warns(ConvergenceWarning, match="predicts one class .* for every training row"):
+        TabFormerClassifier(max_epochs=2, **FAST).fit(X, np.array(["a", "b"] * 100))
+    assert len(count_collects) == 1
+
+
+def test_the_kept_epoch_is_early_stoppings_best_not_the_last(monkeypatch):
+    X, y, _ = _threshold_data()
+    model = TabFormerClassifier(max_epochs=6, **FAST).fit(X, y)
+    stopping = dict(model.callbacks_)["early_stopping"]
+    spread = dict(model.callbacks_)["collapse"]
+    best = stopping.best_epoch_
+    constant = [40, np.array([40.0, 0.0]), np.array([40.0, 0.0])]
+    varied = [40, np.array([20.0, 20.0]), np.array([20.0, 20.0])]
+    spread.sums_ = {epoch: (varied if epoch == best else constant) for epoch in spread.sums_}
+    assert kept_epoch_answers_vary(model)
+    spread.sums_[best] = constant
+    spread.sums_.update({epoch: varied for epoch in spread.sums_ if epoch != best})
+    assert not kept_epoch_answers_vary(model)
+    # without early stopping's restored weights, the last epoch is the kept one
+    monkeypatch.setattr(stopping, "best_model_weights_", None)
+    last = model.history[-1, "epoch"]
+    spread.sums_[last] = varied if last != best else constant
+    assert kept_epoch_answers_vary(model) is (last != best)
