@@ -220,6 +220,27 @@ def _tokenizer(folder: str, max_length: int):
     )
 
 
+def _build_modules(settings, tokenizer, n_positions, dropout, attention_dropout):
+    """The post-LN encoder and the tokenizer's embedder shaped as ``settings`` say, weights not yet loaded."""
+    encoder = TransformerEncoder(
+        d_model=settings["d_model"],
+        n_layers=settings["n_layers"],
+        n_heads=settings["n_heads"],
+        d_ff=settings["d_ff"],
+        dropout=settings.get("dropout", 0.1) if dropout is None else dropout,
+        attention_dropout=settings.get("attention_dropout", 0.1) if attention_dropout is None else attention_dropout,
+        activation=_ACTIVATIONS[settings.get("activation", "gelu")],
+        norm_first=False,
+        positions="learned",
+        max_length=n_positions,
+        embedding_norm=True,
+        layer_norm_eps=settings["layer_norm_eps"],
+        embedding_size=settings.get("embedding_size"),
+    )
+    embedder = tokenizer.build_embedder(encoder.embedding_size)
+    return encoder, embedder
+
+
 def load_text_folder(
     path, max_length: int | None = None, dropout: float | None = None, attention_dropout: float | None = None
 ) -> PretrainedEncoder:
@@ -265,22 +286,11 @@ def load_text_folder(
     if max_length is not None and max_length > n_positions:
         raise ValueError(f"max_length={max_length} exceeds the {n_positions} positions of the {model_type} weights")
     tokenizer = _tokenizer(folder, int(max_length or min(128, n_positions)))
-    encoder = TransformerEncoder(
-        d_model=settings["d_model"],
-        n_layers=settings["n_layers"],
-        n_heads=settings["n_heads"],
-        d_ff=settings["d_ff"],
-        dropout=settings.get("dropout", 0.1) if dropout is None else dropout,
-        attention_dropout=settings.get("attention_dropout", 0.1) if attention_dropout is None else attention_dropout,
-        activation=_ACTIVATIONS[settings.get("activation", "gelu")],
-        norm_first=False,
-        positions="learned",
-        max_length=n_positions,
-        embedding_norm=True,
-        layer_norm_eps=settings["layer_norm_eps"],
-        embedding_size=settings.get("embedding_size"),
-    )
-    embedder = tokenizer.build_embedder(encoder.embedding_size)
+    # On the meta device: no memory and no random initial weights, all of which the checkpoint
+    # replaces below (load_state_dict(assign=True); a parameter it misses raises). For MiniLM,
+    # drawing them was a fifth of the load time. Hugging Face skips them the same way.
+    with torch.device("meta"):
+        encoder, embedder = _build_modules(settings, tokenizer, n_positions, dropout, attention_dropout)
     words = state.pop(family.embeddings["words"])
     source = torch.as_tensor(np.asarray(tokenizer.source_ids_))
     if int(source.max()) >= words.shape[0]:
@@ -312,7 +322,8 @@ def load_text_folder(
     if leftover:
         raise ValueError(f"unexpected {model_type} weights not mapped onto tabformer: {leftover[:5]}")
     pretrained = PretrainedEncoder(tokenizer, embedder, encoder)
-    missing, unexpected = pretrained.load_state_dict(target, strict=False)
+    target = {key: value.to(torch.float32).contiguous() for key, value in target.items()}  # fp32 whatever the file holds
+    missing, unexpected = pretrained.load_state_dict(target, strict=False, assign=True)
     unloaded = [key for key in missing if not key.startswith("tokenizer")]
     if unloaded or unexpected:  # pragma: no cover - guards the mapping above
         raise RuntimeError(f"{model_type} mapping incomplete: missing {unloaded}, unexpected {unexpected}")

@@ -297,3 +297,13 @@ def test_check_target_returns_the_values_in_the_right_dtype():
     with pytest.raises(ValueError, match=r"^y holds 1 missing label\(s\) \(first at row 2\)$"):
         check_target([1.0, 2.0, np.nan], 3, numeric=False)  # whole floats are labels; the NaN is a missing one
     np.testing.assert_array_equal(check_target(["x", "y"], 2, numeric=False), np.array(["x", "y"]))
+
+
+def test_a_huge_but_finite_gradient_is_no_failure():
+    # the fast L2 screen overflows on it; the max norm, which decides, does not
+    guard = NonFiniteGuard().initialize()
+    weight = torch.nn.Parameter(torch.zeros(4))
+    weight.grad = torch.full((4,), 1e30)
+    assert not torch.isfinite(torch._foreach_norm([weight.grad], 2)[0])
+    guard.on_grad_computed(SimpleNamespace(grad_scaler_=None, accelerator_=None), [("weight", weight)], training=True)
+    assert guard.failure_ is None
