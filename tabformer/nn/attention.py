@@ -116,7 +116,8 @@ def attention_bias_from_mask(mask: torch.Tensor | None, dtype: torch.dtype) -> t
         return None
     if mask.dtype != torch.bool:
         raise TypeError(f"mask must be a bool tensor (True = real token), got {mask.dtype}")
-    if bool(mask.all()):
+    # Under torch.compile the data-dependent branch would break the graph; an all-zero bias is equivalent.
+    if not torch.compiler.is_compiling() and bool(mask.all()):
         return None
     bias = torch.zeros(mask.shape, dtype=dtype, device=mask.device)
     bias.masked_fill_(~mask, torch.finfo(dtype).min)
