@@ -8,7 +8,13 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from tabformer import TabFormerClassifier, TabFormerRegressor
-from tabformer.estimators._collapse import ValidationAnswerSpread, is_constant, kept_epoch_answers_vary, spread_rows
+from tabformer.estimators._collapse import (
+    ValidationAnswerSpread,
+    class_rows,
+    is_constant,
+    kept_epoch_answers_vary,
+    spread_rows,
+)
 
 FAST = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, random_state=0, verbose=0)
 
@@ -42,8 +48,33 @@ def test_is_constant_is_a_per_column_std_threshold():
 def test_spread_rows_covers_the_whole_data():
     tokens = {"ids": np.arange(5000)}
     rows = spread_rows(tokens, 512)["ids"]
-    assert len(rows) == 512 and rows[0] == 0 and rows[-1] >= 4500
+    assert len(rows) == 512 and rows[0] == 0 and rows[-1] == 4999
     assert len(spread_rows({"ids": np.arange(10)})["ids"]) == 10
+
+
+def test_class_rows_take_every_class_even_a_rare_one():
+    labels = np.zeros(10_000, dtype=np.int64)
+    labels[::500] = 1  # 20 rows of class 1, far fewer than 512 spread rows would hold (1)
+    rows = class_rows(labels)
+    assert np.all(np.diff(rows) > 0)
+    assert np.bincount(labels[rows]).tolist() == [64, 20]
+    assert rows[labels[rows] == 0].max() > 9000  # spread over the class, not its first rows
+    many = np.arange(2000) % 100  # 100 classes: 5 rows each, 500 in all
+    assert np.bincount(many[class_rows(many)]).tolist() == [5] * 100
+    spread = class_rows(np.arange(1000))  # more classes than rows to read: rows spread over all
+    assert len(spread) == 512 and spread[0] == 0 and spread[-1] == 999
+
+
+def test_a_rare_class_the_model_predicts_is_no_collapse():
+    # 2% of the rows are "b" and the feature gives them away; without validation the check
+    # reads the training rows, and a spread sample of 512 would hold about 10 of them
+    rng = np.random.default_rng(0)
+    x = rng.uniform(0, 1, 3000)
+    y = np.where(x > 0.98, "b", "a")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf = TabFormerClassifier(max_epochs=15, validation_fraction=None, **FAST).fit(pd.DataFrame({"x": x}), y)
+    assert set(clf.predict(pd.DataFrame({"x": [0.1, 0.999]}))) == {"a", "b"}
 
 
 @pytest.mark.parametrize("cls", [TabFormerClassifier, TabFormerRegressor])

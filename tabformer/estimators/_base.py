@@ -35,7 +35,7 @@ from ..nn.models import PretrainedEncoder
 from ..persistence import save_estimator
 from ..tokenizers import make_tokenizer
 from ._categories import continue_with_categories
-from ._collapse import ValidationAnswerSpread, spread_rows
+from ._collapse import ValidationAnswerSpread
 from ._distributed import DistributedMixin
 from ._inference import POOLINGS, InferenceMixin
 from ._params import (
@@ -382,7 +382,7 @@ class TabFormerNet(
         self.initialize()
         NeuralNet.partial_fit(self, data, y, _routing_method="fit", **fit_params)
         if isinstance(data, dict) and hasattr(self, "_warn_if_collapsed"):  # classifiers and regressors (``_collapse``)
-            self._warn_if_collapsed(spread_rows(data))
+            self._warn_if_collapsed(data, y)
 
     def fit_loop(self, X, y=None, epochs=None, **fit_params):
         """The training loop (the epochs left after a resumed checkpoint); Ctrl-C is logged and keeps the best weights."""

@@ -5,8 +5,9 @@ warns (``ConvergenceWarning``). The check reads the answers of the validation pa
 fit already ran, for the epoch whose weights the estimator keeps (early stopping's best
 epoch, else the last), so a fit with a validation split pays nothing for it. Only when
 there is no such pass, or its answers were all the same (a small validation split can be
-one class by chance), does the estimator run its kept weights over up to 512 training rows
-spread across the data and warn from those.
+one class by chance), does the estimator run its kept weights over training rows and warn
+from those: up to 64 rows of every class for a classifier (a rare class is never left out),
+512 rows spread over the data for a regressor or a multi-label classifier.
 
 The answers are what the estimator returns, in a form whose spread is measurable: a
 one-hot row of the predicted class, the 0/1 row of predicted labels (multi-label), or the
@@ -22,12 +23,23 @@ from skorch.callbacks import Callback, EarlyStopping
 
 from ..callbacks import NonFiniteGuard
 
-__all__ = ["CONSTANT_STD", "CHECK_ROWS", "ValidationAnswerSpread", "is_constant", "kept_epoch_answers_vary", "spread_rows"]
+__all__ = [
+    "CONSTANT_STD",
+    "CHECK_ROWS",
+    "PER_CLASS",
+    "ValidationAnswerSpread",
+    "class_rows",
+    "is_constant",
+    "kept_epoch_answers_vary",
+    "spread_rows",
+]
 
 #: answers whose every column has a smaller standard deviation are "constant"
 CONSTANT_STD = 1e-4
 #: training rows read when the validation pass cannot settle it
 CHECK_ROWS = 512
+#: training rows of each class a classifier is checked on (fewer with many classes)
+PER_CLASS = 64
 
 
 def is_constant(count: int, total: np.ndarray, squares: np.ndarray) -> bool:
@@ -48,9 +60,43 @@ def is_constant(count: int, total: np.ndarray, squares: np.ndarray) -> bool:
     return bool(np.all(np.sqrt(variance) < CONSTANT_STD))
 
 
+def _spread(n: int, k: int) -> np.ndarray:
+    """``min(n, k)`` sorted indices spread evenly over ``range(n)``, first and last included."""
+    return np.unique(np.linspace(0, n - 1, min(n, k)).round().astype(np.int64)) if n else np.zeros(0, np.int64)
+
+
 def spread_rows(tokens: dict, n_rows: int = CHECK_ROWS) -> dict:
     """Up to ``n_rows`` rows spread evenly over ``tokens`` (data sorted by class has one class first)."""
-    return {key: value[:: max(1, len(value) // n_rows)][:n_rows] for key, value in tokens.items()}
+    rows = _spread(len(next(iter(tokens.values()))), n_rows)
+    return {key: value[rows] for key, value in tokens.items()}
+
+
+def class_rows(labels: np.ndarray, per_class: int = PER_CLASS, n_rows: int = CHECK_ROWS) -> np.ndarray:
+    """Sorted row indices: up to ``per_class`` rows of every class, spread over that class's rows.
+
+    A classifier is checked on its classes' rows rather than on rows spread over the data:
+    with a rare class, spread rows may hold few of it, and a model that does predict it
+    would read as collapsed. For two classes this is also a quarter of the 512 rows.
+
+    Parameters
+    ----------
+    labels : ndarray of shape (n_samples,)
+        Encoded class ids.
+    per_class : int, default=PER_CLASS
+        Fewer where ``n_rows`` would be exceeded (at least 1 a class).
+    n_rows : int, default=CHECK_ROWS
+
+    Returns
+    -------
+    ndarray of int
+    """
+    order = np.argsort(labels, kind="stable")
+    _, starts, counts = np.unique(labels[order], return_index=True, return_counts=True)
+    if len(counts) > n_rows:
+        return _spread(len(labels), n_rows)
+    take = max(1, min(per_class, n_rows // len(counts)))
+    parts = [order[start : start + count][_spread(count, take)] for start, count in zip(starts, counts)]
+    return np.sort(np.concatenate(parts))
 
 
 class ValidationAnswerSpread(Callback):

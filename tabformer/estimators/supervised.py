@@ -25,7 +25,7 @@ from .._validation import check_target
 from ..nn.heads import ClassificationHead, RegressionHead
 from ._base import construct
 from ._categories import NEW_CATEGORIES_CONSTRAINT, NEW_CATEGORIES_PARAM_DOC
-from ._collapse import is_constant, kept_epoch_answers_vary
+from ._collapse import class_rows, is_constant, kept_epoch_answers_vary, spread_rows
 from ._finetuning import FineTuningNet
 from ._params import (
     CLASS_WEIGHT_CONSTRAINT,
@@ -70,8 +70,6 @@ class _CLSHeadNet(StreamingMixin, FineTuningNet):
 
     def _constant_answers(self, tokens: dict):
         """The answers on ``tokens`` (rows, k) when every row gets the same, else None (see ``_collapse``)."""
-        if kept_epoch_answers_vary(self):  # the validation pass already showed two answers: no forward needed
-            return None
         forward = lambda inputs: self._collapse_answers(self.module_(**inputs).float()).cpu().numpy()  # noqa: E731
         answers = self.collect(tokens, forward, trim=True).astype(np.float64)
         answers = answers.reshape(len(answers), -1)
@@ -199,7 +197,14 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
             return (outputs >= 0).float()  # a sigmoid of at least 0.5
         return torch.nn.functional.one_hot(outputs.argmax(-1), outputs.shape[-1]).float()
 
-    def _warn_if_collapsed(self, tokens: dict) -> None:
+    def _warn_if_collapsed(self, data: dict, y) -> None:
+        if kept_epoch_answers_vary(self):  # the validation pass already showed two answers: no forward needed
+            return
+        if self._multilabel:
+            tokens = spread_rows(data)
+        else:
+            rows = class_rows(np.asarray(y))
+            tokens = {key: value[rows] for key, value in data.items()}
         answers = self._constant_answers(tokens)
         if answers is None:
             return
@@ -410,8 +415,8 @@ class TabFormerRegressor(_CLSHeadNet, NeuralNetRegressor):
         """What the collapse check compares across rows: the standardised predicted values."""
         return outputs.float().reshape(len(outputs), -1)
 
-    def _warn_if_collapsed(self, tokens: dict) -> None:
-        if self._constant_answers(tokens) is not None:
+    def _warn_if_collapsed(self, data: dict, y) -> None:
+        if not kept_epoch_answers_vary(self) and self._constant_answers(spread_rows(data)) is not None:
             warnings.warn(
                 f"{type(self).__name__} predicts the same value for every training row it was checked on: "
                 f"it has not learned beyond a constant; {self._collapse_advice()}",
