@@ -15,6 +15,7 @@ both are printed. One table per kind, then a summary of the targets of docs/defa
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -54,7 +55,20 @@ def _estimator(task: Task, **params):
     return cls(verbose=0, **params)
 
 
-def run_task(task: Task, seed: int, quick: bool) -> list[dict]:
+def parse_variant(text: str) -> tuple[str, dict]:
+    """``"name:key=value,key=value"`` -> ``(name, {key: value})``; values read as JSON where they parse."""
+    name, _, settings = text.partition(":")
+    params = {}
+    for item in filter(None, settings.split(",")):
+        key, _, value = item.partition("=")
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
+    return name, params
+
+
+def run_task(task: Task, seed: int, quick: bool, variants=(), train_seeds=None) -> list[dict]:
     X, y = task.load(quick)
     splits = three_way(X, y, seed, stratify=task.target == "clf")
     X_train, X_valid, X_test, y_train, y_valid, y_test = splits
@@ -79,7 +93,16 @@ def run_task(task: Task, seed: int, quick: bool) -> list[dict]:
         )
 
     extra = task.estimator_params() if task.estimator_params else {}
-    record("tabformer defaults", _estimator(task, random_state=seed, **extra), lambda m: m.fit(X_train, y_train))
+    for train_seed in train_seeds or [seed]:
+        suffix = "" if train_seeds is None else f" (seed {train_seed})"
+        record(
+            f"tabformer defaults{suffix}", _estimator(task, random_state=train_seed, **extra), lambda m: m.fit(X_train, y_train)
+        )
+        for name, params in variants:
+            model = _estimator(task, random_state=train_seed, **extra, **params)
+            record(f"tabformer {name}{suffix}", model, lambda m: m.fit(X_train, y_train))
+    if train_seeds is not None:  # a validation probe: the variants only
+        return rows
     if task.tuned is not None:
         record(
             "tabformer tuned recipe",
@@ -120,7 +143,20 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default=None, help="also write every row to this CSV")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help="an extra tabformer row, 'name:key=value,...' (repeatable), e.g. 'freq0.3:tokenizer__frequency_scale=0.3'",
+    )
+    parser.add_argument(
+        "--train-seeds",
+        default=None,
+        help="comma-separated training seeds for the tabformer rows (split stays --seed); skips baselines",
+    )
     args = parser.parse_args(argv)
+    variants = [parse_variant(text) for text in args.variant]
+    train_seeds = None if args.train_seeds is None else [int(s) for s in args.train_seeds.split(",")]
     torch.set_num_threads(args.threads)
     rows = []
     for kind in args.kinds.split(","):
@@ -129,7 +165,8 @@ def main(argv=None):
             if args.tasks and task.name not in args.tasks.split(","):
                 continue
             try:
-                rows += [dict(row, kind=kind) for row in run_task(task, args.seed, args.quick)]
+                found = run_task(task, args.seed, args.quick, variants, train_seeds)
+                rows += [dict(row, kind=kind) for row in found]
             except ImportError as error:  # a data package is missing: say so, go on
                 print(f"  {task.name}: skipped ({error})", flush=True)
     frame = pd.DataFrame(rows)
@@ -139,7 +176,15 @@ def main(argv=None):
         print(f"\n### {kind}\n")
         print(part.drop(columns="kind").to_string(index=False, float_format="{:.4f}".format))
         print()
-        print(summarise(part).to_string(index=False, float_format="{:.4f}".format))
+        if train_seeds is None:
+            print(summarise(part).to_string(index=False, float_format="{:.4f}".format))
+        else:  # the probe's answer: validation mean and std over the training seeds
+            setting = part["model"].str.replace(r" \(seed \d+\)$", "", regex=True)
+            print(
+                part.groupby(["task", setting], sort=False)["valid"]
+                .agg(["mean", "std", "count"])
+                .to_string(float_format="{:.4f}".format)
+            )
     return frame
 
 

@@ -5,7 +5,7 @@ import pandas as pd
 from conftest import make_table
 from sklearn.dummy import DummyClassifier
 
-from bench_defaults import run_task, summarise, three_way
+from bench_defaults import parse_variant, run_task, summarise, three_way
 from suites import KIND_TASKS, Task
 
 
@@ -41,3 +41,26 @@ def test_run_task_scores_defaults_tuned_and_baselines_on_validation_and_test():
     summary = summarise(pd.DataFrame(rows))
     assert summary.loc[0, "baseline"] == "majority"
     assert np.isclose(summary.loc[0, "gap_to_baseline"], rows[0]["test"] - rows[2]["test"])
+
+
+def test_a_validation_probe_runs_variants_per_training_seed_without_baselines():
+    assert parse_variant("wide:encoder__d_model=32,lr_schedule=cosine,lr=3e-4") == (
+        "wide",
+        {"encoder__d_model": 32, "lr_schedule": "cosine", "lr": 3e-4},
+    )
+    X, y = make_table(n=160)
+    task = Task(
+        "tiny",
+        "clf",
+        "accuracy",
+        lambda quick: (X, pd.Series(y)),
+        baselines={"majority": lambda: DummyClassifier()},
+        estimator_params=lambda: dict(max_epochs=1, encoder__d_model=16, encoder__n_heads=2),
+    )
+    rows = run_task(task, seed=0, quick=True, variants=[parse_variant("slow:lr=1e-5")], train_seeds=[0, 1])
+    assert [row["model"] for row in rows] == [
+        "tabformer defaults (seed 0)",
+        "tabformer slow (seed 0)",
+        "tabformer defaults (seed 1)",
+        "tabformer slow (seed 1)",
+    ]
