@@ -407,7 +407,10 @@ def _import_seconds(module):
 
 
 def import_memory_mib():
-    return int(_python("import resource, tabformer; print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)")) / 1024
+    # VmHWM, not ru_maxrss: Linux carries ru_maxrss across exec, so a child forked from
+    # this (large) process would report this process's peak, not its own.
+    code = "import tabformer; print(next(l.split()[1] for l in open('/proc/self/status') if l.startswith('VmHWM')))"
+    return int(_python(code)) / 1024
 
 
 # ---------------------------------------------------------------- the run
