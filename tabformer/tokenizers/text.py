@@ -14,12 +14,12 @@ Ids follow the shared special layout of :mod:`tabformer.tokenizers.base` (``[PAD
 from __future__ import annotations
 
 import numbers
-import os
 
 import numpy as np
 import pandas as pd
 from sklearn.utils.validation import check_is_fitted
 
+from ._vocab import canonical_vocab, continuing_pieces, read_vocab
 from .base import MASK, PAD, SEP, SPECIAL_TOKENS, UNK, BaseTokenizer, register_tokenizer
 from .detect import is_missing
 
@@ -219,7 +219,7 @@ class WordPieceTokenizer(BaseTokenizer):
         first, second, pretokenized = self._parts(X, fitting=True)
         self.n_features_in_ = 1 if second is None else 2
         if self.vocab_file is not None:
-            vocab, self.source_ids_ = _read_vocab(self.vocab_file)
+            vocab, self.source_ids_ = read_vocab(self.vocab_file)
             backend = self._new_backend(vocab)
         else:
             if not isinstance(self.vocab_size, numbers.Integral) or self.vocab_size <= len(SPECIAL_TOKENS):
@@ -227,19 +227,22 @@ class WordPieceTokenizer(BaseTokenizer):
             from tokenizers import trainers
 
             backend = self._new_backend()
+            texts = [" ".join(w) for w in first] if pretokenized else first + (second or [])
+            # The trainer gives the "##c" pieces ids in hash-map order as it meets them, and
+            # those ids break ties between equally frequent merges, so the token set itself
+            # changed from one fit to the next (huggingface/tokenizers#1794; 10 different
+            # vocabularies in 10 fits of 300 reviews). Declared up front, sorted, they get
+            # fixed ids; the trainer would have made the same pieces.
             trainer = trainers.WordPieceTrainer(
                 vocab_size=int(self.vocab_size),
                 min_frequency=int(self.min_frequency),
-                special_tokens=_SPECIALS_IN_ORDER,
+                special_tokens=_SPECIALS_IN_ORDER + continuing_pieces(backend, texts),
                 show_progress=False,
             )
-            texts = [" ".join(w) for w in first] if pretokenized else first + (second or [])
             backend.train_from_iterator(texts, trainer=trainer)
-            # The trainer numbers tokens in hash-map order, which differs from one call to
-            # the next (huggingface/tokenizers#1794): renumber, specials first, then the
-            # rest sorted, so equal vocabularies get equal ids. Ties between equally
-            # frequent merges can still change the token set itself; see save_vocabulary.
-            backend = self._new_backend(_canonical_vocab(backend.get_vocab()))
+            # Renumbered, specials first, then the rest sorted; rebuilt from the plain
+            # vocabulary, so the "##c" pieces are ordinary tokens again, not special ones.
+            backend = self._new_backend(canonical_vocab(backend.get_vocab()))
             self.source_ids_ = None
         for token, wanted in SPECIAL_TOKENS.items():
             if backend.token_to_id(token) != wanted:  # pragma: no cover - guards the id contract
@@ -336,9 +339,8 @@ class WordPieceTokenizer(BaseTokenizer):
     def save_vocabulary(self, path) -> str:
         """Write the fitted vocabulary as a BERT ``vocab.txt`` (one token per line, in id order).
 
-        ``WordPieceTokenizer(vocab_file=path)`` then reproduces these exact ids. The ``tokenizers`` trainer
-        breaks ties between equally frequent merges in hash-map order (huggingface/tokenizers#1794), so two
-        fits on the same texts can differ in a few tokens; a saved vocabulary is how a text pipeline repeats exactly.
+        ``WordPieceTokenizer(vocab_file=path)`` then reproduces these exact ids, whatever version of
+        ``tokenizers`` trains vocabularies later (fits on the same texts give the same vocabulary).
 
         Parameters
         ----------
@@ -417,33 +419,3 @@ def _pair(a: list, b: list, budget: int):
     while len(a) + len(b) > budget:
         (a if len(a) >= len(b) else b).pop()
     return a + [SEP] + b + [SEP], [0] * (len(a) + 1) + [1] * (len(b) + 1)
-
-
-def _read_vocab(path):
-    """Read ``vocab.txt`` (one token per line) into the tabformer special layout."""
-    if os.path.isdir(path):
-        path = os.path.join(path, "vocab.txt")
-    with open(path, encoding="utf-8") as handle:
-        tokens = [line.rstrip("\n") for line in handle]
-    while tokens and tokens[-1] == "":
-        tokens.pop()
-    position = {token: i for i, token in enumerate(tokens)}
-    missing = [t for t in SPECIAL_TOKENS if t not in position]
-    if missing:
-        raise ValueError(f"{path} lacks the special token(s) {missing}")
-    order = list(range(len(tokens)))  # tabformer id -> vocab.txt line
-    where = list(range(len(tokens)))  # vocab.txt line -> tabformer id
-    for token, wanted in SPECIAL_TOKENS.items():
-        current = where[position[token]]
-        if current != wanted:
-            line_at_wanted = order[wanted]
-            order[wanted], order[current] = position[token], line_at_wanted
-            where[position[token]], where[line_at_wanted] = wanted, current
-    vocab = {tokens[line]: new_id for new_id, line in enumerate(order)}
-    return vocab, np.asarray(order, dtype=np.int64)
-
-
-def _canonical_vocab(vocab: dict) -> dict:
-    """``vocab`` renumbered: special tokens at their shared ids, then the others sorted."""
-    rest = sorted(token for token in vocab if token not in SPECIAL_TOKENS)
-    return {**SPECIAL_TOKENS, **{token: len(SPECIAL_TOKENS) + i for i, token in enumerate(rest)}}

@@ -1,0 +1,64 @@
+"""WordPiece vocabularies: read from a ``vocab.txt``, or made reproducible after training.
+
+``tokenizers``' trainer is not deterministic on its own (huggingface/tokenizers#1794): it
+numbers the ``##c`` continuation pieces in hash-map order as it meets them, and those ids
+break ties between equally frequent merges, so the token set could change from one fit to
+the next. :func:`continuing_pieces` lists them for the trainer up front, sorted, and
+:func:`canonical_vocab` renumbers the result, so equal texts give equal vocabularies with
+equal ids.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+from .base import SPECIAL_TOKENS
+
+__all__ = ["canonical_vocab", "continuing_pieces", "read_vocab"]
+
+
+def read_vocab(path):
+    """Read ``vocab.txt`` (one token per line) into the tabformer special layout."""
+    if os.path.isdir(path):
+        path = os.path.join(path, "vocab.txt")
+    with open(path, encoding="utf-8") as handle:
+        tokens = [line.rstrip("\n") for line in handle]
+    while tokens and tokens[-1] == "":
+        tokens.pop()
+    position = {token: i for i, token in enumerate(tokens)}
+    missing = [t for t in SPECIAL_TOKENS if t not in position]
+    if missing:
+        raise ValueError(f"{path} lacks the special token(s) {missing}")
+    order = list(range(len(tokens)))  # tabformer id -> vocab.txt line
+    where = list(range(len(tokens)))  # vocab.txt line -> tabformer id
+    for token, wanted in SPECIAL_TOKENS.items():
+        current = where[position[token]]
+        if current != wanted:
+            line_at_wanted = order[wanted]
+            order[wanted], order[current] = position[token], line_at_wanted
+            where[position[token]], where[line_at_wanted] = wanted, current
+    vocab = {tokens[line]: new_id for new_id, line in enumerate(order)}
+    return vocab, np.asarray(order, dtype=np.int64)
+
+
+def continuing_pieces(backend, texts) -> list:
+    """Sorted ``"##c"`` for every character ``c`` of ``texts`` that can continue a word.
+
+    The characters are the texts' distinct ones after ``backend``'s normalizer; one
+    continues a word unless the pre-tokenizer splits it off (punctuation, CJK), tested as
+    ``"a" + c + "a"``. Per distinct character, not per text: a few hundred calls.
+    """
+    pieces = set()
+    for raw in set().union(*texts) if texts else ():
+        normalized = backend.normalizer.normalize_str(f"a{raw}a")
+        if len(backend.pre_tokenizer.pre_tokenize_str(normalized)) == 1:
+            pieces.update(normalized[1:-1])
+    return ["##" + character for character in sorted(pieces)]
+
+
+def canonical_vocab(vocab: dict) -> dict:
+    """``vocab`` renumbered: special tokens at their shared ids, then the others sorted."""
+    rest = sorted(token for token in vocab if token not in SPECIAL_TOKENS)
+    return {**SPECIAL_TOKENS, **{token: len(SPECIAL_TOKENS) + i for i, token in enumerate(rest)}}
