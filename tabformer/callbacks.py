@@ -232,9 +232,9 @@ class NonFiniteGuard(Callback):
         # The L2 norm is non-finite whenever an element is, and on the CPU it runs ~10x faster
         # than the max norm (MiniLM: 8 ms against 78 ms a step). It can also overflow on huge
         # finite gradients, so only the max norm, which cannot, decides a failure.
-        if bool(torch.isfinite(torch.stack([norm.float() for norm in torch._foreach_norm(grads, 2)])).all()):
+        if bool(_finite_norms(grads, 2).all()):
             return
-        finite = torch.isfinite(torch.stack([norm.float() for norm in torch._foreach_norm(grads, float("inf"))]))
+        finite = _finite_norms(grads, float("inf"))
         if not bool(finite.all()):
             first = named[int((~finite).nonzero()[0])][0]
             self._fail(net, f"a non-finite gradient (first in {first!r})", training=True)
@@ -273,6 +273,11 @@ class NonFiniteGuard(Callback):
         warnings.warn(message, RuntimeWarning, stacklevel=2)
         # skorch ends fit quietly on KeyboardInterrupt (that is how EarlyStopping stops it).
         raise KeyboardInterrupt
+
+
+def _finite_norms(grads: list, order: float) -> torch.Tensor:
+    """Bool tensor, one per gradient: is its ``order``-norm finite."""
+    return torch.isfinite(torch.stack([norm.float() for norm in torch._foreach_norm(grads, order)]))
 
 
 def _scales_losses(net) -> bool:

@@ -24,17 +24,21 @@ def test_three_way_split_is_disjoint_and_fixed():
     assert all(np.array_equal(a, b) for a, b in zip(first, again))
 
 
-def test_run_task_scores_defaults_tuned_and_baselines_on_validation_and_test():
+def _tiny_task(max_epochs, **task_options):
     X, y = make_table(n=160)
-    task = Task(
+    return Task(
         "tiny",
         "clf",
         "accuracy",
         lambda quick: (X, pd.Series(y)),
-        tuned=dict(lr=3e-3),
         baselines={"majority": lambda: DummyClassifier()},
-        estimator_params=lambda: dict(max_epochs=2, encoder__d_model=16, encoder__n_heads=2),
+        estimator_params=lambda: dict(max_epochs=max_epochs, encoder__d_model=16, encoder__n_heads=2),
+        **task_options,
     )
+
+
+def test_run_task_scores_defaults_tuned_and_baselines_on_validation_and_test():
+    task = _tiny_task(2, tuned=dict(lr=3e-3))
     rows = run_task(task, seed=0, quick=True)
     assert [row["model"] for row in rows] == ["tabformer defaults", "tabformer tuned recipe", "majority"]
     assert all(0 <= row["valid"] <= 1 and 0 <= row["test"] <= 1 for row in rows)
@@ -48,15 +52,7 @@ def test_a_validation_probe_runs_variants_per_training_seed_without_baselines():
         "wide",
         {"encoder__d_model": 32, "lr_schedule": "cosine", "lr": 3e-4},
     )
-    X, y = make_table(n=160)
-    task = Task(
-        "tiny",
-        "clf",
-        "accuracy",
-        lambda quick: (X, pd.Series(y)),
-        baselines={"majority": lambda: DummyClassifier()},
-        estimator_params=lambda: dict(max_epochs=1, encoder__d_model=16, encoder__n_heads=2),
-    )
+    task = _tiny_task(1)
     rows = run_task(task, seed=0, quick=True, variants=[parse_variant("slow:lr=1e-5")], train_seeds=[0, 1])
     assert [row["model"] for row in rows] == [
         "tabformer defaults (seed 0)",

@@ -109,8 +109,9 @@ class ValidationAnswerSpread(Callback):
 
     Attributes
     ----------
-    sums_ : dict of int to [int, ndarray, ndarray]
-        Epoch number (skorch's history) -> ``[rows, sum, sum of squares]``.
+    sums_ : dict of int to [int, Tensor, Tensor]
+        Epoch number (skorch's history) -> ``[rows, sum, sum of squares]``, the sums float64
+        on the outputs' device.
     """
 
     def initialize(self):
@@ -131,12 +132,9 @@ class ValidationAnswerSpread(Callback):
         if len(answers) == 0:
             return
         answers = answers.to(torch.float64).reshape(len(answers), -1)
-        count, total, squares = self.sums_.setdefault(net.history[-1, "epoch"], [0, 0.0, 0.0])
-        self.sums_[net.history[-1, "epoch"]] = [
-            count + len(answers),
-            total + answers.sum(0).cpu().numpy(),
-            squares + answers.square().sum(0).cpu().numpy(),
-        ]
+        # Summed where the outputs live: no device-to-host copy per validation batch.
+        count, total, squares = self.sums_.get(net.history[-1, "epoch"], (0, 0.0, 0.0))
+        self.sums_[net.history[-1, "epoch"]] = [count + len(answers), total + answers.sum(0), squares + answers.square().sum(0)]
 
 
 def _kept_epoch(net):
@@ -170,5 +168,5 @@ def kept_epoch_answers_vary(net) -> bool:
     epoch = _kept_epoch(net)
     if not isinstance(spread, ValidationAnswerSpread) or epoch is None or epoch not in spread.sums_:
         return False
-    count, total, squares = spread.sums_[epoch]
-    return count >= 2 and not is_constant(count, total, squares)
+    count, total, squares = (torch.as_tensor(value).cpu().numpy() for value in spread.sums_[epoch])
+    return count >= 2 and not is_constant(int(count), total, squares)
