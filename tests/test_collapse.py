@@ -9,7 +9,9 @@ from sklearn.exceptions import ConvergenceWarning
 
 from tabformer import TabFormerClassifier, TabFormerRegressor
 from tabformer.estimators._collapse import (
+    FIRST_LOOK,
     ValidationAnswerSpread,
+    check_samples,
     class_rows,
     is_constant,
     kept_epoch_answers_vary,
@@ -92,10 +94,39 @@ def test_a_fit_with_validation_checks_without_a_forward_over_training_rows(cls, 
     assert all(count == 40 for count, _, _ in spread.sums_.values())  # 10% of 400 rows each epoch
 
 
-def test_without_validation_the_check_runs_the_training_rows(count_collects):
+def test_check_samples_look_at_a_few_rows_before_the_full_sample():
+    labels = np.repeat([0, 1, 2], [1000, 30, 5])
+    tokens = {"ids": np.arange(len(labels)), "mask": np.ones((len(labels), 3))}
+    first, full = check_samples(tokens, labels)
+    assert np.bincount(labels[first["ids"]]).tolist() == [FIRST_LOOK, FIRST_LOOK, 5]
+    assert np.bincount(labels[full["ids"]]).tolist() == [64, 30, 5]
+    assert first["mask"].shape == (len(first["ids"]), 3)
+    first, full = check_samples({"ids": np.arange(5000)})  # no labels: rows spread over the data
+    assert len(first["ids"]) == 4 * FIRST_LOOK and first["ids"][-1] == 4999 and len(full["ids"]) == 512
+
+
+def test_without_validation_the_check_runs_a_few_training_rows(count_collects, monkeypatch):
     X, y, _ = _threshold_data()
-    model = TabFormerClassifier(max_epochs=2, validation_fraction=None, **FAST).fit(X, y)
-    assert len(count_collects) == 1 and not kept_epoch_answers_vary(model)
+    read = []
+    original = TabFormerClassifier.collect
+    monkeypatch.setattr(
+        TabFormerClassifier,
+        "collect",
+        lambda self, tokens, *a, **k: read.append(len(tokens["num_values"])) or original(self, tokens, *a, **k),
+    )
+    model = TabFormerClassifier(max_epochs=4, validation_fraction=None, **FAST).fit(X, y)
+    assert read == [2 * FIRST_LOOK] and not kept_epoch_answers_vary(model)  # the first look varied: no full sample
+
+
+def test_a_constant_first_look_reads_the_full_sample_before_it_warns(monkeypatch):
+    X, y, _ = _threshold_data()
+    model = TabFormerClassifier(max_epochs=4, validation_fraction=None, **FAST).fit(X, y)
+    looks = iter([np.tile([1.0, 0.0], (16, 1)), np.eye(2)[np.arange(128) % 2]])  # constant first look, then two answers
+    monkeypatch.setattr(TabFormerClassifier, "collect", lambda self, tokens, *a, **k: next(looks))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        model._warn_if_collapsed(model.tokenizer_.transform(X), model.label_encoder_.transform(y))
+    assert next(looks, None) is None  # both looks were read
 
 
 def test_constant_validation_answers_are_confirmed_on_training_rows_before_warning(count_collects):
@@ -103,7 +134,7 @@ def test_constant_validation_answers_are_confirmed_on_training_rows_before_warni
     X = pd.DataFrame({"constant": np.ones(200)})
     with pytest.warns(ConvergenceWarning, match="predicts one class .* for every training row"):
         TabFormerClassifier(max_epochs=2, **FAST).fit(X, np.array(["a", "b"] * 100))
-    assert len(count_collects) == 1
+    assert len(count_collects) == 2  # the first look, then the full sample
 
 
 def test_the_kept_epoch_is_early_stoppings_best_not_the_last(monkeypatch):

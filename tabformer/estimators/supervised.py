@@ -25,7 +25,7 @@ from .._validation import check_target
 from ..nn.heads import ClassificationHead, RegressionHead
 from ._base import construct
 from ._categories import NEW_CATEGORIES_CONSTRAINT, NEW_CATEGORIES_PARAM_DOC
-from ._collapse import class_rows, is_constant, kept_epoch_answers_vary, spread_rows
+from ._collapse import check_samples, is_constant, kept_epoch_answers_vary
 from ._finetuning import FineTuningNet
 from ._params import (
     CLASS_WEIGHT_CONSTRAINT,
@@ -68,12 +68,19 @@ class _CLSHeadNet(StreamingMixin, FineTuningNet):
             f"(lr; resolved: {self._setting('lr')}), or check that the features carry signal"
         )
 
-    def _constant_answers(self, tokens: dict):
-        """The answers on ``tokens`` (rows, k) when every row gets the same, else None (see ``_collapse``)."""
+    def _constant_answers(self, data: dict, labels=None):
+        """The answers (rows, k) on the check's full sample of ``data`` when every row gets the same, else None.
+
+        Reads a first look of a few rows before the full sample (``_collapse.check_samples``):
+        the first look that varies ends the check.
+        """
         forward = lambda inputs: self._collapse_answers(self.module_(**inputs).float()).cpu().numpy()  # noqa: E731
-        answers = self.collect(tokens, forward, trim=True).astype(np.float64)
-        answers = answers.reshape(len(answers), -1)
-        return answers if is_constant(len(answers), answers.sum(0), np.square(answers).sum(0)) else None
+        for tokens in check_samples(data, labels):
+            answers = self.collect(tokens, forward, trim=True).astype(np.float64)
+            answers = answers.reshape(len(answers), -1)
+            if not is_constant(len(answers), answers.sum(0), np.square(answers).sum(0)):
+                return None
+        return answers
 
     def fusion_mode(self):
         """The ``fusion`` fit uses: ``"early"``, ``"late"`` or an int of modality-only layers.
@@ -200,12 +207,7 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
     def _warn_if_collapsed(self, data: dict, y) -> None:
         if kept_epoch_answers_vary(self):  # the validation pass already showed two answers: no forward needed
             return
-        if self._multilabel:
-            tokens = spread_rows(data)
-        else:
-            rows = class_rows(np.asarray(y))
-            tokens = {key: value[rows] for key, value in data.items()}
-        answers = self._constant_answers(tokens)
+        answers = self._constant_answers(data, None if self._multilabel else np.asarray(y))
         if answers is None:
             return
         if self._multilabel:
@@ -416,7 +418,7 @@ class TabFormerRegressor(_CLSHeadNet, NeuralNetRegressor):
         return outputs.float().reshape(len(outputs), -1)
 
     def _warn_if_collapsed(self, data: dict, y) -> None:
-        if not kept_epoch_answers_vary(self) and self._constant_answers(spread_rows(data)) is not None:
+        if not kept_epoch_answers_vary(self) and self._constant_answers(data) is not None:
             warnings.warn(
                 f"{type(self).__name__} predicts the same value for every training row it was checked on: "
                 f"it has not learned beyond a constant; {self._collapse_advice()}",
