@@ -15,6 +15,11 @@ last epoch that trained finitely and raises :class:`NonFiniteTrainingError` nami
 epoch and batch (``callbacks__nonfinite__action="warn"`` warns and stops instead), so a
 diverged fit never returns a model that predicts NaN.
 
+``EarlyStopping`` is skorch's, except that ``lower_is_better`` defaults to what the
+monitored name says (``valid_loss`` lower, ``valid_acc`` higher), so that
+``callbacks__early_stopping__monitor="valid_loss"`` alone on a recipe that watched accuracy
+does not keep the epoch with the worst loss.
+
 ``TrainingCheckpoint`` (in ``tabformer._checkpoint``) writes the training state at every
 epoch end, so a crashed ``fit`` run again resumes where it stopped.
 """
@@ -28,10 +33,12 @@ from collections import OrderedDict
 
 import torch
 from skorch.callbacks import Callback
+from skorch.callbacks import EarlyStopping as _SkorchEarlyStopping
 
 from ._checkpoint import TrainingCheckpoint, _max_epochs
 
 __all__ = [
+    "EarlyStopping",
     "WarmupLinearLR",
     "MixedPrecision",
     "NonFiniteGuard",
@@ -39,6 +46,103 @@ __all__ = [
     "TrainingCheckpoint",
     "log_user_interrupt",
 ]
+
+
+# Parts of a history key that say which way is better; a key with neither is refused.
+_HIGHER_IS_BETTER = ("acc", "f1", "auc", "r2", "score", "precision", "recall")
+_LOWER_IS_BETTER = ("loss", "error", "mse", "mae", "rmse")
+
+
+def higher_is_better(monitor: str) -> bool:
+    """Whether a larger value of the history key ``monitor`` is better, read from its name.
+
+    Parameters
+    ----------
+    monitor : str
+        E.g. ``"valid_loss"`` (False) or ``"valid_acc"`` (True).
+
+    Returns
+    -------
+    bool
+
+    Raises
+    ------
+    ValueError
+        When the name says neither (e.g. ``"valid_mcc"``): pass ``lower_is_better``.
+    """
+    parts = str(monitor).lower().replace("-", "_").split("_")
+    if any(part in _LOWER_IS_BETTER for part in parts):
+        return False
+    if any(part in _HIGHER_IS_BETTER for part in parts):
+        return True
+    raise ValueError(
+        f"cannot tell from its name whether a larger {monitor!r} is better: "
+        "set callbacks__early_stopping__lower_is_better=True or False"
+    )
+
+
+class EarlyStopping(_SkorchEarlyStopping):
+    """skorch's ``EarlyStopping``, with ``lower_is_better="auto"`` read from the monitored name.
+
+    The estimators install it as the callback ``"early_stopping"`` watching the recipe's
+    ``monitor``; changing only ``callbacks__early_stopping__monitor`` then flips the
+    direction with it (skorch's own keeps the direction it was built with).
+
+    Parameters
+    ----------
+    monitor : str, default="valid_loss"
+    patience : int, default=5
+    threshold : float, default=1e-4
+    threshold_mode : {"rel", "abs"}, default="rel"
+    lower_is_better : bool or "auto", default="auto"
+        ``"auto"``: :func:`higher_is_better` decides from ``monitor``'s name at the start
+        of training (a name it cannot read raises, asking for this setting).
+    sink : callable, default=print
+    load_best : bool, default=False
+
+    Attributes
+    ----------
+    lower_is_better_ : bool
+        The direction this fit used.
+    """
+
+    def __init__(
+        self,
+        monitor="valid_loss",
+        patience=5,
+        threshold=1e-4,
+        threshold_mode="rel",
+        lower_is_better="auto",
+        sink=print,
+        load_best=False,
+    ):
+        super().__init__(
+            monitor=monitor,
+            patience=patience,
+            threshold=threshold,
+            threshold_mode=threshold_mode,
+            lower_is_better=lower_is_better,
+            sink=sink,
+            load_best=load_best,
+        )
+
+    def on_train_begin(self, net, **kwargs):
+        """Resolve the direction, then skorch's reset (skorch hook)."""
+        if isinstance(self.lower_is_better, str):
+            if self.lower_is_better != "auto":
+                raise ValueError(f"lower_is_better must be True, False or 'auto', got {self.lower_is_better!r}")
+            self.lower_is_better_ = not higher_is_better(self.monitor)
+        else:
+            self.lower_is_better_ = bool(self.lower_is_better)
+        super().on_train_begin(net, **kwargs)
+        self.dynamic_threshold_ = float("inf") if self.lower_is_better_ else float("-inf")
+
+    def _is_score_improved(self, score):
+        return score < self.dynamic_threshold_ if self.lower_is_better_ else score > self.dynamic_threshold_
+
+    def _calc_new_threshold(self, score):
+        change = self.threshold * score if self.threshold_mode == "rel" else self.threshold
+        return score - change if self.lower_is_better_ else score + change
 
 
 class WarmupLinearLR(Callback):

@@ -101,6 +101,31 @@ def test_early_stopping_can_watch_accuracy(table):
     assert net.history[best, "valid_acc_best"]
 
 
+def test_early_stopping_reads_the_direction_from_the_monitored_name(table):
+    from tabformer.callbacks import higher_is_better
+
+    assert [higher_is_better(name) for name in ("valid_acc", "valid_f1", "valid_r2", "train_loss", "valid_mse")] == [
+        True, True, True, False, False
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="'valid_mcc'.*lower_is_better"):
+        higher_is_better("valid_mcc")
+    X, y = table
+    # a text recipe watches accuracy; naming only the loss must not keep the worst-loss epoch
+    net = _small(max_epochs=6, patience=2, lr=3e-3, callbacks__early_stopping__monitor="valid_acc").fit(X, y)
+    assert dict(net.callbacks_)["early_stopping"].lower_is_better_ is False
+    net.set_params(callbacks__early_stopping__monitor="valid_loss").fit(X, y)
+    stopper = dict(net.callbacks_)["early_stopping"]
+    assert stopper.lower_is_better_ is True
+    losses = net.history[:, "valid_loss"]
+    assert stopper.best_epoch_ == int(np.argmin(losses)) + 1
+    net.set_params(callbacks__early_stopping__monitor="valid_mcc")
+    with pytest.raises(ValueError, match="valid_mcc"):
+        net.fit(X, y)
+    net.set_params(callbacks__early_stopping__monitor="valid_loss", callbacks__early_stopping__lower_is_better=False)
+    net.fit(X, y)  # an explicit direction wins, even a strange one
+    assert dict(net.callbacks_)["early_stopping"].lower_is_better_ is False
+
+
 # ------------------------------------------------------------------ length grouping
 def test_length_grouped_batches_cover_every_row_once():
     import torch

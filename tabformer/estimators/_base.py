@@ -20,14 +20,14 @@ import torch
 from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
-from skorch.callbacks import EarlyStopping, LRScheduler
+from skorch.callbacks import LRScheduler
 from torch.optim.lr_scheduler import CosineAnnealingLR
 from torch.utils.data import Dataset, Subset
 
 from .._checkpoint import epochs_left
 from .._data import LengthGroupedBatchSampler, TensorDictDataset, collate_batched, sequence_lengths
 from .._validation import check_target
-from ..callbacks import NonFiniteGuard, WarmupLinearLR, log_user_interrupt
+from ..callbacks import EarlyStopping, NonFiniteGuard, WarmupLinearLR, log_user_interrupt
 from ..export import export_onnx
 from ..hub import load_for_estimator, load_pretrained
 from ..nn.encoder import TransformerEncoder
@@ -221,9 +221,7 @@ class TabFormerNet(
         # Other values are refused by fit (check_params): skorch builds callbacks in set_params, which must not validate.
         if patience is not None and patience != AUTO and self._uses_validation():
             monitor = self._setting("monitor") if hasattr(self, "resolved_params_") else "valid_loss"
-            stopping = EarlyStopping(
-                monitor=monitor, lower_is_better=monitor != "valid_acc", patience=patience, load_best=True, sink=self._sink
-            )
+            stopping = EarlyStopping(monitor=monitor, patience=patience, load_best=True, sink=self._sink)
             callbacks.append(("early_stopping", stopping))
         return callbacks
 
