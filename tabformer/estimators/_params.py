@@ -318,7 +318,7 @@ RECIPES_NOTES_DOC = """
     text, pretrained        5e-5, warmup_linear    3 (pat. 2)    32             mean pooling,
                                                                                 length grouping,
                                                                                 watch valid_acc
-    text, from scratch      3e-4, warmup_linear    40 (pat. 4)   64             30k WordPiece,
+    text, from scratch      3e-4, warmup_linear    15 (no stop)  64             30k WordPiece,
                                                                                 d_model 256, 2
                                                                                 layers, dropout
                                                                                 0.3, word dropout
