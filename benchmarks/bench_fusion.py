@@ -5,6 +5,8 @@ alone and the classic baselines.
     python benchmarks/bench_fusion.py --dataset tweets --seeds 1
     python benchmarks/bench_fusion.py --dataset emoji --only early image
     python benchmarks/bench_fusion.py --dataset icons --split valid   # the split defaults are chosen on
+    python benchmarks/bench_fusion.py --dataset icons --split valid --only "fusion='auto'" \
+        --variant "narrow:encoder__d_model=64"                          # a candidate beside the defaults
 
 - Rendered emoji (32x32 colour image + Unicode name) -> group (9 classes), accuracy.
 - Desktop icons of the Oxygen and MATE themes (48x48 picture + hyphenated name) -> context
@@ -48,6 +50,7 @@ from sklearn.model_selection import StratifiedGroupKFold, train_test_split  # no
 from sklearn.pipeline import make_pipeline  # noqa: E402
 from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler  # noqa: E402
 
+from bench_defaults import parse_variant  # noqa: E402
 from splits import emoji_split, icons_split, lending_club_split, tweets_split  # noqa: E402
 from tabformer import TabFormerClassifier, TabFormerRegressor  # noqa: E402
 
@@ -213,7 +216,7 @@ def validation_split(dataset, X_train, y_train):
     return X_train.iloc[fit], X_train.iloc[held], y_train[fit], y_train[held]
 
 
-def run(dataset, seeds, epochs, limit, only=None, classic=True, split="test"):
+def run(dataset, seeds, epochs, limit, only=None, classic=True, split="test", extra_variants=()):
     load, task, spec = DATASETS[dataset]
     X_train, X_test, y_train, y_test = load()
     if split == "valid":
@@ -231,7 +234,8 @@ def run(dataset, seeds, epochs, limit, only=None, classic=True, split="test"):
         ("tabformer, mid fusion (fusion=1)", every, {"fusion": 1}, None),
         ("tabformer, late fusion (fusion='late')", every, {"fusion": "late"}, None),
     ] + [(f"tabformer defaults, {name} only", cols, {}, name) for name, cols in modalities.items()]
-    rows = tabformer_rows(task, _selected(variants, only), X_train, X_test, y_train, y_test, seeds, epochs)
+    variants = _selected(variants, only) + [(f"tabformer, {name}", every, params, None) for name, params in extra_variants]
+    rows = tabformer_rows(task, variants, X_train, X_test, y_train, y_test, seeds, epochs)
     if classic:
         rows += classic_rows(task, modalities, X_train, X_test, y_train, y_test)
     return rows
@@ -263,13 +267,28 @@ def main(argv=None):
     parser.add_argument("--no-classic", action="store_true", help="skip the scikit-learn baselines")
     parser.add_argument("--split", choices=["test", "valid"], default="test", help="valid: score on 25%% of the training rows")
     parser.add_argument("--only", nargs="+", default=None, help="only the tabformer rows whose label holds one of these words")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        help='an extra all-columns row, "name:key=value,key=value" (estimator settings; values read as JSON)',
+    )
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
     names = list(DATASETS) if args.dataset == "all" else [args.dataset]
     results = []
     for name in names:
-        rows = run(name, args.seeds, args.epochs, args.limit, args.only, classic=not args.no_classic, split=args.split)
+        rows = run(
+            name,
+            args.seeds,
+            args.epochs,
+            args.limit,
+            args.only,
+            classic=not args.no_classic,
+            split=args.split,
+            extra_variants=[parse_variant(text) for text in args.variant],
+        )
         title, metric = TITLES[name]
         results.append((title.replace("test", "validation") if args.split == "valid" else title, metric, rows))
     for title, metric, rows in results:

@@ -36,3 +36,15 @@ def test_bench_fusion_prints_every_row(capsys):
         assert all(np.isfinite(row[1]) for row in rows)
     out = capsys.readouterr().out
     assert "| tabformer, early fusion (fusion='early') |" in out and "R²" in out
+
+
+def test_bench_fusion_adds_a_variant_row_beside_the_selected_ones():
+    bench = _bench()
+    argv = ["--dataset", "tweets", "--limit", "120", "--seeds", "1", "--epochs", "1", "--no-classic"]
+    try:
+        results = bench.main([*argv, "--only", "fusion='auto'", "--variant", "narrow:encoder__d_model=16,encoder__n_heads=2"])
+    except MissingDatasetError as error:
+        pytest.skip(str(error))
+    ((_, _, rows),) = results
+    assert [row[0] for row in rows] == ["tabformer defaults (fusion='auto': early)", "tabformer, narrow"]
+    assert all(np.isfinite(row[1]) for row in rows)

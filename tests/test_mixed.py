@@ -282,6 +282,25 @@ def test_auto_fusion_is_late_with_an_image_and_early_otherwise(mixed):
     assert table.resolved_params_["fusion"] == "early"
 
 
+def test_late_fusion_gets_its_own_recipe_and_early_fusion_the_table_one(mixed):
+    X, y = mixed
+    late = TabFormerClassifier(max_epochs=1, verbose=0, random_state=0).fit(X, y)
+    settings = late.resolved_params_
+    assert settings["fusion"] == "late" and settings["lr"] == 3e-4 and settings["patience"] is None
+    assert settings["encoder__d_model"] == 256 and late.module_.encoders[0].d_model == 256
+    assert late.get_params()["lr"] == "auto" and "encoder__d_model" not in late.get_params()
+    # The user's settings win over the recipe's.
+    mine = TabFormerClassifier(lr=1e-3, encoder__d_model=32, max_epochs=1, verbose=0, random_state=0).fit(X, y)
+    assert mine.resolved_params_["lr"] == 1e-3 and mine.module_.encoders[0].d_model == 32
+    assert mine.resolved_params_["encoder__attention_dropout"] == 0.0  # the rest of the recipe still applies
+    # Early fusion, asked for or resolved (text + table), keeps the table recipe.
+    early = TabFormerClassifier(fusion="early", max_epochs=1, verbose=0, random_state=0).fit(X, y)
+    text_and_table = TabFormerClassifier(max_epochs=1, verbose=0, random_state=0).fit(X[["title", "brand", "price"]], y)
+    for model in (early, text_and_table):
+        assert model.resolved_params_["lr"] == 1e-3 and model.resolved_params_["patience"] == 8
+        assert "encoder__d_model" not in model.resolved_params_
+
+
 def test_auto_fusion_keeps_one_encoder_to_warm_start(mixed):
     X, y = mixed
     pretrained = TabFormerPretrainer(**dict(TINY, max_epochs=1)).fit(X).encoder_

@@ -36,6 +36,7 @@ from ._params import (
     RECIPES_NOTES_DOC,
     SHARED_PARAMS_DOC,
 )
+from ._recipes import late_fusion_suits
 from ._streaming import STREAMING_PARAM_DOC, StreamingMixin
 from ._weights import class_weights_of
 
@@ -114,8 +115,7 @@ class _CLSHeadNet(StreamingMixin, FineTuningNet):
         tokenizer = getattr(self, "tokenizer_", None)
         if not hasattr(tokenizer, "segment_kind") or self.encoder is not None or self.freeze_encoder or self.freeze_embedder:
             return "early"
-        kinds = [tokenizer.segment_kind(sub) for _, sub, _ in tokenizer.transformers_]
-        return "late" if "image" in kinds and len(kinds) > 1 else "early"
+        return "late" if late_fusion_suits([tokenizer.segment_kind(sub) for _, sub, _ in tokenizer.transformers_]) else "early"
 
 
 class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
