@@ -282,7 +282,7 @@ def test_auto_fusion_is_late_with_an_image_and_early_otherwise(mixed):
     assert table.resolved_params_["fusion"] == "early"
 
 
-def test_late_fusion_gets_its_own_recipe_and_early_fusion_the_table_one(mixed):
+def test_an_image_fused_late_gets_its_own_recipe_and_other_mixes_the_table_one(mixed):
     X, y = mixed
     late = TabFormerClassifier(max_epochs=1, verbose=0, random_state=0).fit(X, y)
     settings = late.resolved_params_
@@ -293,10 +293,12 @@ def test_late_fusion_gets_its_own_recipe_and_early_fusion_the_table_one(mixed):
     mine = TabFormerClassifier(lr=1e-3, encoder__d_model=32, max_epochs=1, verbose=0, random_state=0).fit(X, y)
     assert mine.resolved_params_["lr"] == 1e-3 and mine.module_.encoders[0].d_model == 32
     assert mine.resolved_params_["encoder__attention_dropout"] == 0.0  # the rest of the recipe still applies
-    # Early fusion, asked for or resolved (text + table), keeps the table recipe.
+    # Early fusion, asked for or resolved (text + table), and late fusion without an image keep the table recipe.
     early = TabFormerClassifier(fusion="early", max_epochs=1, verbose=0, random_state=0).fit(X, y)
     text_and_table = TabFormerClassifier(max_epochs=1, verbose=0, random_state=0).fit(X[["title", "brand", "price"]], y)
-    for model in (early, text_and_table):
+    late_without_image = TabFormerClassifier(fusion="late", max_epochs=1, verbose=0).fit(X[["title", "brand", "price"]], y)
+    assert isinstance(late_without_image.module_, LateFusionModel)
+    for model in (early, text_and_table, late_without_image):
         assert model.resolved_params_["lr"] == 1e-3 and model.resolved_params_["patience"] == 8
         assert "encoder__d_model" not in model.resolved_params_
 

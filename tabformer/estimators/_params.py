@@ -315,7 +315,7 @@ RECIPES_NOTES_DOC = """
     input (estimator)       lr, schedule           max_epochs    batch_size     also
     ======================  =====================  ============  =============  =================
     table, mixed            1e-3, cosine           40 (pat. 8)   32 steps/ep    d_model 64 etc.
-    mixed, late fusion      3e-4, warmup_linear    15 (no stop)  32 steps/ep    d_model 256, 2
+    image + other, late     3e-4, warmup_linear    15 (no stop)  32 steps/ep    d_model 256, 2
                                                                                 layers, weight
                                                                                 decay 0.05
     text, pretrained        5e-5, warmup_linear    3 (pat. 2)    32             mean pooling,
@@ -366,9 +366,9 @@ FUSION_PARAM_DOC = """    fusion : {"auto", "early", "late"} or int, default="au
         ``k`` layers tokens attend within their own modality only (CLS reads all);
         ``0`` is early fusion. ``"late"``: one encoder per modality (same
         ``encoder__*`` settings), CLS vectors concatenated and projected before the
-        head; the usual multimodal baseline. Late fusion from scratch gets its own
-        recipe (the table in the Notes): wider encoders trained 15 epochs to the end of
-        their decay.
+        head; the usual multimodal baseline. An image fused late with another
+        modality, from scratch, gets its own recipe (the table in the Notes): wider
+        encoders trained 15 epochs to the end of their decay.
 """
 
 #: the classifier's and the tagger's ``class_weight``

@@ -102,8 +102,8 @@ _IMAGE_SCRATCH = dict(
 )
 # Late fusion (an image beside a name: one encoder per modality) from scratch: wider and
 # shorter than the table recipe, decayed to 0 and kept. Validation, 3 seeds (docs/mixed.md):
-# emoji 0.868 -> 0.882, desktop icons 0.849 -> 0.865; the same on text + table (tweets,
-# early fusion) cost 3 points, so it stays with late fusion.
+# emoji 0.868 -> 0.882, desktop icons 0.849 -> 0.865. The same on text + table (tweets,
+# early fusion) cost 3 points, so it stays with what it was chosen on: an image fused late.
 _MIXED_LATE = dict(
     lr=3e-4,
     lr_schedule="warmup_linear",
@@ -234,14 +234,13 @@ def late_fusion_suits(kinds) -> bool:
     return "image" in kinds and len(kinds) > 1
 
 
-def _fuses_late(estimator, tokenizer, X, pretrained: bool) -> bool:
-    """Whether ``fit`` will fuse late: ``fusion="late"``, or ``"auto"`` on a frame that suits it."""
+def _fuses_image_late(estimator, tokenizer, X, pretrained: bool) -> bool:
+    """Whether ``fit`` will fuse an image with another modality late, the case ``_MIXED_LATE``
+    was chosen on: ``fusion="late"``, or ``"auto"`` with fresh, trainable encoders."""
     fusion = getattr(estimator, "fusion", None)
-    if not isinstance(fusion, str) or fusion not in ("auto", "late"):
+    if pretrained or not isinstance(fusion, str) or fusion not in ("auto", "late"):
         return False
-    if fusion == "late":
-        return True
-    if pretrained or estimator.freeze_encoder or estimator.freeze_embedder:
+    if fusion == "auto" and (estimator.freeze_encoder or estimator.freeze_embedder):
         return False
     try:
         routing = tokenizer._routing(tokenizer._check_frame(X))  # what fit will build, before fitting
@@ -263,7 +262,7 @@ def _base_recipe(estimator, kind: str, pretrained: bool) -> dict:
     elif kind == "table":
         # No attention dropout: it forces PyTorch's unfused attention, 1.36x slower (issue 18)
         recipe = dict(_TABLE, encoder__attention_dropout=0.0)
-    else:  # early-fused mixed inputs: the table recipe (the late-fusion one cost 3 points on tweets)
+    else:  # other mixed inputs: the table recipe (the late-fusion one cost 3 points on tweets)
         recipe = dict(_TABLE)
     return recipe
 
@@ -293,7 +292,7 @@ def resolve_recipe(estimator, tokenizer, X, n_rows: int, pretrained: bool) -> di
         # A frame of text columns only (a review as df[["review"]], or title + body) is text:
         # the text recipe, its tokenizer settings routed to the mixed tokenizer's text template.
         recipe = {_text_slot(key): value for key, value in _base_recipe(estimator, "text", pretrained).items()}
-    elif kind == "mixed" and not pretrained and _fuses_late(estimator, tokenizer, X, pretrained):
+    elif kind == "mixed" and _fuses_image_late(estimator, tokenizer, X, pretrained):
         recipe = dict(_MIXED_LATE)
     else:
         recipe = _base_recipe(estimator, kind, pretrained)
