@@ -29,7 +29,8 @@ def objective(trial, X_train, y_train, X_valid, y_valid, max_epochs=10, **params
     ----------
     trial : optuna.trial.Trial
     X_train, y_train : the rows to fit on (10% of them held out for the per-epoch
-        validation loss the pruner reads)
+        validation loss the pruner reads, even where ``patience=None`` turns early
+        stopping off and with it the default holdout)
     X_valid, y_valid : the rows the trial is scored on
     max_epochs : int, default=10
     **params : further fixed estimator parameters
@@ -45,7 +46,7 @@ def objective(trial, X_train, y_train, X_valid, y_valid, max_epochs=10, **params
         encoder__n_layers=trial.suggest_int("n_layers", 1, 3),
         max_epochs=max_epochs,
         callbacks=[("prune", SkorchPruningCallback(trial, "valid_loss"))],
-        **{"random_state": 0, "verbose": 0, **params},
+        **{"random_state": 0, "verbose": 0, "validation_fraction": 0.1, **params},
     )
     clf.fit(X_train, y_train)
     return clf.score(X_valid, y_valid)

@@ -33,6 +33,7 @@ def test_table_recipe_resolves_at_fit_and_leaves_params_alone(table):
     assert resolved["lr"] == 1e-3 and resolved["lr_schedule"] == "cosine" and resolved["patience"] == 8
     assert resolved["batch_size"] == auto_batch_size(len(X)) and resolved["max_epochs"] == 2  # the user's
     assert clf.optimizer_.param_groups[0]["lr"] < 1e-3  # cosine-decayed from the resolved 1e-3
+    assert resolved["validation_fraction"] == 0.1 and "valid_loss" in clf.history_[-1]  # a holdout for early stopping
     assert clf.get_params()["lr"] == "auto" and clf.get_params()["max_epochs"] == 2  # never rewritten
     twin = clone(clf)
     assert not hasattr(twin, "resolved_params_") and twin.get_params()["lr"] == "auto"
@@ -44,6 +45,11 @@ def test_explicit_settings_win(table):
     assert clf.optimizer_.param_groups[0]["lr"] == 0.01
     assert clf.resolved_params_["batch_size"] == 40 and clf.resolved_params_["patience"] is None
     assert "early_stopping" not in dict(clf.callbacks_) and "lr_scheduler" not in dict(clf.callbacks_)
+    # no early stopping: "auto" holds out no row; a fraction the user sets is kept either way
+    assert clf.resolved_params_["validation_fraction"] is None and "valid_loss" not in clf.history_[-1]
+    kept = TabFormerClassifier(patience=None, validation_fraction=0.25, **SMALL).fit(X, y)
+    assert kept.resolved_params_["validation_fraction"] == 0.25 and "valid_loss" in kept.history_[-1]
+    assert kept.get_params()["validation_fraction"] == 0.25 and clf.get_params()["validation_fraction"] == "auto"
 
 
 def _texts(n=60, seed=0):
@@ -63,6 +69,7 @@ def test_text_from_scratch_and_from_pretrained_get_their_recipes():
     assert scratch.get_params()["tokenizer"] == "auto" and "tokenizer__vocab_size" not in scratch.get_params()
     # 15 epochs to the end of the decay, no early stopping on a small holdout
     assert r["max_epochs"] == 1 and r["patience"] is None and "early_stopping" not in dict(scratch.callbacks_)
+    assert r["validation_fraction"] is None and "valid_acc" not in scratch.history_[-1]  # every row trains
     # a pretrained encoder switches to BERT's fine-tuning recipe
     pre = TabFormerPretrainer(max_epochs=1, validation_fraction=None, **{k: v for k, v in SMALL.items() if k != "max_epochs"})
     encoder = pre.fit(texts).encoder_

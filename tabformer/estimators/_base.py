@@ -83,7 +83,7 @@ class TabFormerNet(
         batch_size="auto",
         lr_schedule="auto",
         train_split="auto",
-        validation_fraction=0.1,
+        validation_fraction="auto",
         patience="auto",
         random_state=None,
         dataset=TensorDictDataset,
@@ -231,7 +231,7 @@ class TabFormerNet(
 
     def _uses_validation(self) -> bool:
         if self.train_split == "auto":
-            return bool(self.validation_fraction)
+            return bool(self._validation_fraction())
         return self.train_split is not None
 
     # ------------------------------------------------------------- data
@@ -240,18 +240,19 @@ class TabFormerNet(
         if self.train_split != "auto":
             return super().get_split_datasets(X, y, **fit_params)
         dataset = self.get_dataset(X, y)
-        if not self.validation_fraction:
+        fraction = self._validation_fraction()
+        if not fraction:
             return dataset, None
         indices = np.arange(len(dataset))
-        n_valid = int(np.ceil(self.validation_fraction * len(dataset))) if self.validation_fraction < 1 else 0
+        n_valid = int(np.ceil(fraction * len(dataset))) if fraction < 1 else 0
         if not 0 < n_valid < len(dataset):
             raise ValueError(
-                f"validation_fraction={self.validation_fraction} of n_samples={len(dataset)} leaves no row to "
+                f"validation_fraction={fraction} of n_samples={len(dataset)} leaves no row to "
                 f"{'train on' if n_valid else 'validate on'}; pass more rows, or validation_fraction=None to train "
                 "on every row without early stopping"
             )
         train_idx, valid_idx = train_test_split(
-            indices, test_size=self.validation_fraction, random_state=self._split_seed(), stratify=self._stratify_labels(y)
+            indices, test_size=fraction, random_state=self._split_seed(), stratify=self._stratify_labels(y)
         )
         return Subset(dataset, train_idx), Subset(dataset, valid_idx)
 

@@ -47,7 +47,7 @@ SHARED_CONSTRAINTS = {
     "batch_size": [Interval(Integral, 1, None, closed="left"), Options(Integral, {-1}), StrOptions({"auto"})],
     "lr_schedule": [StrOptions({"cosine", "warmup_linear", "auto"}), None],
     "train_split": [StrOptions({"auto"}), callable, None],
-    "validation_fraction": [Interval(Real, 0, 1, closed="left"), None],
+    "validation_fraction": [Interval(Real, 0, 1, closed="left"), StrOptions({"auto"}), None],
     "patience": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}), None],
     "random_state": [Interval(Integral, 0, 2**32 - 1, closed="both"), np.random.RandomState, None],
     "verbose": ["verbose"],
@@ -254,10 +254,14 @@ SHARED_PARAMS_DOC = """
         are short and narrow (rows x tokens x ``d_model`` up to 2**19, at most 512 rows,
         never fewer than ``batch_size``: ``resolved_params_["iterator_valid__batch_size"]``;
         ``iterator_valid__batch_size`` sets it), and sort text by length.
-    validation_fraction : float or None, default=0.1
+    validation_fraction : float, "auto" or None, default="auto"
         Share of the training rows held out (stratified for classifiers) to monitor
         ``valid_loss`` for early stopping. Ignored when ``train_split`` is given.
-        ``None`` or ``0`` trains on every row for ``max_epochs``.
+        ``None`` or ``0`` trains on every row for ``max_epochs``. ``"auto"`` resolves
+        (``resolved_params_["validation_fraction"]``) to 0.1 when early stopping is on
+        (``patience`` not None) and to ``None`` when it is off (text from scratch, an
+        image fused late): a holdout that decides nothing is data the model does not
+        learn from. Set a fraction to see validation scores in ``history_`` anyway.
     patience : int, "auto" or None, default="auto"
         Stop after this many epochs without a better validation score, and restore the
         best weights. ``None`` disables early stopping. What is watched is the recipe's
@@ -335,6 +339,9 @@ RECIPES_NOTES_DOC = """
                                                                                 WordPiece, d 256
     pretrainer              1e-3, cosine           20 (pat. 5)   128
     ======================  =====================  ============  =============  =================
+
+    "no stop": no early stopping, the last epoch is kept, and ``validation_fraction="auto"``
+    holds out no row (elsewhere 10%, for early stopping).
 
     A DataFrame whose columns are all text is text: it gets the text recipes, their
     tokenizer settings routed to the mixed tokenizer's text template

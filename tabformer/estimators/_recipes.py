@@ -42,9 +42,20 @@ from ..nn.embedders.feature_cache import caching_frozen_features
 from ..nn.encoder import TransformerEncoder
 from ..tokenizers.detect import infer_column_kind
 
-__all__ = ["AUTO", "TOP_LEVEL", "RecipeMixin", "resolve_recipe", "auto_batch_size", "auto_patch_size", "late_fusion_suits"]
+__all__ = [
+    "AUTO",
+    "DEFAULT_VALIDATION_FRACTION",
+    "TOP_LEVEL",
+    "RecipeMixin",
+    "resolve_recipe",
+    "auto_batch_size",
+    "auto_patch_size",
+    "late_fusion_suits",
+]
 
 AUTO = "auto"
+#: the holdout ``validation_fraction="auto"`` resolves to when the recipe stops early
+DEFAULT_VALIDATION_FRACTION = 0.1
 #: the estimator parameters that take "auto"
 TOP_LEVEL = ("lr", "max_epochs", "batch_size", "lr_schedule", "patience")
 
@@ -319,6 +330,11 @@ def resolve_recipe(estimator, tokenizer, X, n_rows: int, pretrained: bool) -> di
         value = getattr(estimator, name)
         resolved[name] = recipe[name] if isinstance(value, str) and value == AUTO else value
     resolved["monitor"] = recipe["monitor"] if estimator._recipe_role == "classifier" else "valid_loss"
+    fraction = estimator.validation_fraction
+    if isinstance(fraction, str) and fraction == AUTO:
+        # Without early stopping nothing is decided on the holdout: train on every row.
+        fraction = DEFAULT_VALIDATION_FRACTION if resolved["patience"] is not None else None
+    resolved["validation_fraction"] = fraction
     resolved["precision"] = estimator._resolve_precision_setting()
     for key, value in recipe.items():
         if "__" not in key or key in user or not _applies(estimator, tokenizer, key, pretrained, user):
@@ -356,6 +372,16 @@ class RecipeMixin:
         if resolved is not None and name in resolved:
             return resolved[name]
         return getattr(self, name)
+
+    def _validation_fraction(self):
+        """The holdout ``fit`` uses: the user's ``validation_fraction``, or what ``"auto"`` resolved to.
+
+        ``"auto"`` holds out 10% when the recipe stops early and no row otherwise: a holdout
+        that decides nothing is data the model does not learn from (scikit-learn's gradient
+        boosting holds none out without early stopping either). Before ``fit``: 10%.
+        """
+        value = self._setting("validation_fraction")
+        return DEFAULT_VALIDATION_FRACTION if isinstance(value, str) else value
 
     def get_params_for(self, prefix):
         """Routed ``prefix__*`` settings: the user's, over the recipe's for what the user left open."""

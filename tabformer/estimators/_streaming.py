@@ -132,17 +132,16 @@ class StreamingMixin:
             if self.train_split is None:
                 return X, None
             raise ValueError("streamed input splits its validation rows itself: use train_split='auto' or None")
-        if not self.validation_fraction:
+        fraction = self._validation_fraction()
+        if not fraction:
             return X, None
         n_rows = X.source.n_rows
-        n_valid = int(np.ceil(self.validation_fraction * n_rows)) if self.validation_fraction < 1 else 0
+        n_valid = int(np.ceil(fraction * n_rows)) if fraction < 1 else 0
         if not 0 < n_valid < n_rows:
-            raise ValueError(
-                f"validation_fraction={self.validation_fraction} of {n_rows} rows leaves no row to train or validate on"
-            )
+            raise ValueError(f"validation_fraction={fraction} of {n_rows} rows leaves no row to train or validate on")
         _, valid_idx = train_test_split(
             np.arange(n_rows),
-            test_size=self.validation_fraction,
+            test_size=fraction,
             random_state=self._split_seed(),
             stratify=self._stratify_labels(y),
         )

@@ -62,8 +62,9 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         ``"auto"`` resolves to ``"cosine"``.
     batch_size : int or "auto", default="auto"
         Rows per training step (``-1``: all rows); ``"auto"`` resolves to 128.
-    validation_fraction : float or None, default=0.1
-        Rows held out to watch the objective's loss for early stopping.
+    validation_fraction : float, "auto" or None, default="auto"
+        Rows held out to watch the objective's loss for early stopping; ``"auto"``: 0.1
+        with early stopping (the default ``patience``), none without it.
     patience : int, "auto" or None, default="auto"
         Epochs without a lower validation loss before stopping (the best weights are
         restored); ``None`` disables early stopping. ``"auto"`` resolves to 5.

@@ -269,7 +269,8 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
         if self._multilabel:
             return None
         counts = np.bincount(np.asarray(y))
-        n_valid = int(np.ceil(self.validation_fraction * len(y))) if self.validation_fraction < 1 else self.validation_fraction
+        fraction = self._validation_fraction()
+        n_valid = int(np.ceil(fraction * len(y))) if fraction < 1 else fraction
         # Stratifying needs two rows of every class and room for every class in the holdout.
         return y if counts.min() >= 2 and n_valid >= len(counts) else None
 
