@@ -244,7 +244,7 @@ class TabFormerNet(
         if not fraction:
             return dataset, None
         indices = np.arange(len(dataset))
-        n_valid = int(np.ceil(fraction * len(dataset))) if fraction < 1 else 0
+        n_valid = self._validation_rows(len(dataset))
         if not 0 < n_valid < len(dataset):
             raise ValueError(
                 f"validation_fraction={fraction} of n_samples={len(dataset)} leaves no row to "

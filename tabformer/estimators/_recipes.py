@@ -383,6 +383,11 @@ class RecipeMixin:
         value = self._setting("validation_fraction")
         return DEFAULT_VALIDATION_FRACTION if isinstance(value, str) else value
 
+    def _validation_rows(self, n_rows: int) -> int:
+        """Rows the holdout takes out of ``n_rows`` (rounded up; 0 without a holdout)."""
+        fraction = self._validation_fraction()
+        return int(math.ceil(fraction * n_rows)) if fraction and fraction < 1 else 0
+
     def get_params_for(self, prefix):
         """Routed ``prefix__*`` settings: the user's, over the recipe's for what the user left open."""
         params = super().get_params_for(prefix)

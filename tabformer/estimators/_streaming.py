@@ -136,7 +136,7 @@ class StreamingMixin:
         if not fraction:
             return X, None
         n_rows = X.source.n_rows
-        n_valid = int(np.ceil(fraction * n_rows)) if fraction < 1 else 0
+        n_valid = self._validation_rows(n_rows)
         if not 0 < n_valid < n_rows:
             raise ValueError(f"validation_fraction={fraction} of {n_rows} rows leaves no row to train or validate on")
         _, valid_idx = train_test_split(

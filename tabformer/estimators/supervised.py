@@ -269,8 +269,7 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
         if self._multilabel:
             return None
         counts = np.bincount(np.asarray(y))
-        fraction = self._validation_fraction()
-        n_valid = int(np.ceil(fraction * len(y))) if fraction < 1 else fraction
+        n_valid = self._validation_rows(len(y))
         # Stratifying needs two rows of every class and room for every class in the holdout.
         return y if counts.min() >= 2 and n_valid >= len(counts) else None
 
