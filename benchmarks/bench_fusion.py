@@ -25,7 +25,9 @@ build: logistic regression (or ridge) on TF-IDF, on frozen ImageNet EfficientNet
 features (global average pool, images at 64 px, as the default stem sees them), on
 one-hot/standardised columns, and on all of them side by side (late fusion of frozen
 features); HistGradientBoosting on the same. Fixed splits (``splits.py``, seed 0); the
-tabformer rows report mean ± std over ``--seeds`` training seeds (3: seeds 0, 1, 2).
+tabformer rows report mean ± std over ``--seeds`` training seeds (3: seeds 0, 1, 2). The std
+is the population one (``np.std``, ddof 0), as in every figure docs/mixed.md quotes from this
+script; ``bench_defaults.py`` prints the sample std (ddof 1), larger by sqrt(n / (n - 1)).
 """
 
 from __future__ import annotations
