@@ -84,6 +84,21 @@ def test_text_from_scratch_and_from_pretrained_get_their_recipes():
     assert cls.module_.head.pooling == "cls"
 
 
+def test_a_text_regressor_from_scratch_still_stops_early_on_a_holdout():
+    texts, _ = _texts()
+    target = np.array([float(len(t)) for t in texts])
+    reg = TabFormerRegressor(max_epochs=1, verbose=0, random_state=0).fit(texts, target)
+    r = reg.resolved_params_
+    # the classifier's text recipe, but patience 4 on a 10% holdout (a text regression overfits early)
+    assert r["lr"] == 3e-4 and reg.module_.encoder.d_model == 256
+    assert r["patience"] == 4 and r["validation_fraction"] == 0.1 and r["monitor"] == "valid_loss"
+    assert "early_stopping" in dict(reg.callbacks_) and "valid_loss" in reg.history_[-1]
+    assert reg.get_params()["patience"] == "auto" and reg.get_params()["validation_fraction"] == "auto"
+    # the user's choice still wins
+    kept = TabFormerRegressor(max_epochs=1, patience=None, verbose=0, random_state=0).fit(texts, target)
+    assert kept.resolved_params_["patience"] is None and kept.resolved_params_["validation_fraction"] is None
+
+
 def test_a_frame_of_text_columns_gets_the_text_recipe():
     texts, labels = _texts()
     small = dict(max_epochs=1, verbose=0, random_state=0, encoder__d_model=16, encoder__n_heads=2)
