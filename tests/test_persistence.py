@@ -140,6 +140,12 @@ def test_image_classifier_patch(digits, tmp_path):
     loaded = round_trip(clf, tmp_path / "img")
     np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
     np.testing.assert_array_equal(loaded.tokenizer_.mean_, clf.tokenizer_.mean_)
+    # 8x8 images get the conv stem: its BatchNorm statistics travel too
+    assert loaded.tokenizer_.conv_stem == clf.tokenizer_.conv_stem == (32, 64)
+    stats = [(name, buffer) for name, buffer in clf.module_.embedder.stem.named_buffers() if "running_mean" in name]
+    assert len(stats) == 2 and all(buffer.abs().sum() > 0 for _, buffer in stats)
+    for name, buffer in stats:
+        np.testing.assert_array_equal(loaded.module_.embedder.stem.get_buffer(name).numpy(), buffer.numpy())
 
 
 def test_hybrid_image_classifier_loads_without_reading_the_stem_weights(digits, tmp_path):

@@ -12,7 +12,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from tabformer import PretrainedEncoder, TabFormerClassifier, TabFormerPretrainer, TabFormerRegressor, TabFormerTagger
 from tabformer.callbacks import WarmupLinearLR
-from tabformer.estimators._recipes import auto_batch_size, auto_patch_size
+from tabformer.estimators._recipes import STEM, auto_batch_size, auto_patch_size
 
 SMALL = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, max_epochs=2, verbose=0, random_state=0)
 
@@ -149,7 +149,13 @@ def test_image_recipe_picks_patches_and_shifts():
     assert clf.module_.encoder.norm_first and clf.resolved_params_["lr_schedule"] == "warmup_linear"
     digits = load_digits()
     small = TabFormerClassifier(max_epochs=1, verbose=0).fit(digits.images[:60], digits.target[:60])
-    assert small.tokenizer_.patch_size == 2 and small.tokenizer_.random_shift == 0  # no shifts on 8x8 digits
+    # images under 16 px through patches (here: no stem weights): a conv stem, 2x2 patches, +-1-pixel shifts
+    assert (small.tokenizer_.patch_size, small.tokenizer_.conv_stem, small.tokenizer_.random_shift) == (2, (32, 64), 1)
+    assert [type(layer).__name__ for layer in small.module_.embedder.stem][:3] == ["Conv2d", "BatchNorm2d", "GELU"]
+    assert small.get_params()["tokenizer"] == "auto" and "tokenizer__conv_stem" not in small.get_params()
+    # without the conv stem (the user's choice) tiny images get no shift: 1 pixel cost plain patches 14 points
+    plain = TabFormerClassifier(tokenizer__conv_stem=(), max_epochs=1, verbose=0).fit(digits.images[:60], digits.target[:60])
+    assert (plain.tokenizer_.conv_stem, plain.tokenizer_.random_shift, len(plain.module_.embedder.stem)) == ((), 0, 0)
     # explicit tokenizer settings, and tokenizer instances, are the user's
     mine = TabFormerClassifier(tokenizer="patch", tokenizer__patch_size=4, max_epochs=1, verbose=0).fit(images, labels)
     assert mine.tokenizer_.patch_size == 4 and mine.tokenizer_.random_shift == 2
@@ -178,6 +184,13 @@ def test_image_recipe_picks_the_pretrained_stem_when_installed():
     assert mixed.resolved_params_["tokenizer__image__backbone"] == "tf_efficientnet_lite0"
     image_tokenizer = dict((name, tok) for name, tok, _ in mixed.tokenizer_.transformers_)["image"]
     assert image_tokenizer.grid_shape_ == (2, 2)
+    # 8x8 images keep the ImageNet stem (upscaled, no shift, no conv stem): it wins on 8 px emoji
+    digits = load_digits()
+    small = TabFormerClassifier(max_epochs=1, verbose=0).fit(digits.images[:32], digits.target[:32])
+    assert (small.tokenizer_.backbone, small.tokenizer_.conv_stem, small.tokenizer_.random_shift) == (STEM, (), 0)
+    # ... and 8x8 patches, asked for, get the conv stem
+    patches = TabFormerClassifier(tokenizer__patch_size=2, max_epochs=1, verbose=0).fit(digits.images[:32], digits.target[:32])
+    assert (patches.tokenizer_.backbone, patches.tokenizer_.conv_stem, patches.tokenizer_.random_shift) == (None, (32, 64), 1)
 
 
 def test_image_recipe_falls_back_to_patches_without_the_stem_weights():

@@ -332,7 +332,9 @@ RECIPES_NOTES_DOC = """
                                                                                 0.1, mean pooling
     image, from scratch     1e-3, warmup_linear    40 (pat. 8)   64             ~16 patches, +-2
                                                                                 pixel shifts,
-                                                                                pre-LN, 4 layers
+                                                                                pre-LN, 4 layers;
+                                                                                under 16 px a
+                                                                                conv stem, +-1
     image, pretrained       3e-4, warmup_linear    40 (pat. 8)   64
     tagger, pretrained      1e-4, cosine           3 (pat. 2)    32
     tagger, from scratch    1e-3, cosine           40 (pat. 3)   32             cased 30k
@@ -349,6 +351,8 @@ RECIPES_NOTES_DOC = """
     (``tokenizer__text__vocab_size``...). Images, and the image columns of a mixed
     DataFrame, go through a frozen ImageNet EfficientNet-Lite0 stem when its weights are
     installed (docs/defaults.md), unless you set ``tokenizer__patch_size`` or a backbone.
+    Patches of images under 16 px follow a small conv stem trained with the model
+    (``tokenizer__conv_stem=(32, 64)``; 2x2 patches on 8x8 digits: 0.98 test, 0.90 without it).
 
     "32 steps/ep": the largest power of two in [16, 256] that leaves an epoch at least
     32 steps. See :mod:`tabformer.estimators._recipes` and docs/defaults.md.

@@ -1,5 +1,6 @@
-"""Images as tokens: normalise, cut ``P x P`` patches with a strided convolution (ViT) or
-take the cells of a CNN feature map (hybrid ViT), and add learned 2-D grid positions."""
+"""Images as tokens: normalise, cut ``P x P`` patches with a strided convolution (ViT),
+optionally after a small convolutional stem trained with the model, or take the cells of a
+pretrained CNN's feature map (hybrid ViT), and add learned 2-D grid positions."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from ..positions import GridPositions
 from .backbone import load_backbone
 from .feature_cache import FrozenFeatureCache
 
-__all__ = ["PatchEmbedder", "HybridEmbedder", "PixelNorm", "shift_images"]
+__all__ = ["PatchEmbedder", "HybridEmbedder", "PixelNorm", "make_conv_stem", "shift_images"]
 
 
 # ----------------------------------------------------------------------------- embedders
@@ -59,8 +60,36 @@ def shift_images(pixels: torch.Tensor, max_shift: int) -> torch.Tensor:
     return padded.permute(0, 2, 3, 1)[index, rows[:, :, None], cols[:, None, :]].permute(0, 3, 1, 2)
 
 
+def make_conv_stem(n_channels: int, widths) -> nn.Sequential:
+    """3x3 convolution, BatchNorm and GELU layers at full resolution, one per width.
+
+    The convolutional stem of Xiao et al. (2021), "Early convolutions help transformers
+    see better", with one departure: their stem strides by 2 at each layer down to the
+    patch grid, while this one keeps every pixel (stride 1) and leaves the down-sampling to
+    the patch projection after it, because the images it is meant for are tiny (8x8
+    digits: 2x2 patches; a stride-2 layer would leave a 4x4 map before any patch is cut).
+
+    Parameters
+    ----------
+    n_channels : int
+        Input channels ``C``.
+    widths : sequence of int
+        Output channels of each layer; empty gives an identity (no layer, no parameter).
+
+    Returns
+    -------
+    stem : nn.Sequential
+        ``(B, C, H, W)`` -> ``(B, widths[-1], H, W)``.
+    """
+    layers = []
+    for width in widths:
+        layers += [nn.Conv2d(n_channels, width, 3, padding=1, bias=False), nn.BatchNorm2d(width), nn.GELU()]
+        n_channels = width
+    return nn.Sequential(*layers)
+
+
 class PatchEmbedder(nn.Module):
-    """Normalise, cut ``P x P`` patches with a strided conv, add 2-D positions.
+    """Normalise, optionally run a small conv stem, cut ``P x P`` patches with a strided conv, add 2-D positions.
 
     ``forward(pixels)`` with ``pixels`` of shape (B, C, H, W) in ``[0, 1]`` returns
     ``(tokens (B, h*w, D), None)``: images have no padding.
@@ -79,15 +108,20 @@ class PatchEmbedder(nn.Module):
         Per-channel pixel statistics (see :class:`PixelNorm`).
     random_shift : int, default=0
         Training only: shift each image by up to this many pixels (:func:`shift_images`).
+    conv_stem : sequence of int, default=()
+        Widths of the :func:`make_conv_stem` layers run before the patches are cut; empty: the
+        plain ViT projection of the pixels.
     """
 
-    def __init__(self, n_channels, image_size, patch_size, d_model, mean, std, random_shift=0):
+    def __init__(self, n_channels, image_size, patch_size, d_model, mean, std, random_shift=0, conv_stem=()):
         super().__init__()
         self.image_size = tuple(image_size)
         self.random_shift = random_shift
         self.patch_size = patch_size
         self.norm = PixelNorm(mean, std)
-        self.projection = nn.Conv2d(n_channels, d_model, kernel_size=patch_size, stride=patch_size)
+        widths = [int(width) for width in conv_stem]
+        self.stem = make_conv_stem(n_channels, widths)
+        self.projection = nn.Conv2d(widths[-1] if widths else n_channels, d_model, kernel_size=patch_size, stride=patch_size)
         self.positions = GridPositions((image_size[0] // patch_size, image_size[1] // patch_size), d_model)
 
     def forward(self, pixels, **ignored):
@@ -99,7 +133,7 @@ class PatchEmbedder(nn.Module):
             raise ValueError(f"pixels are {tuple(pixels.shape[-2:])}, the embedder expects {self.image_size}")
         if self.training:
             pixels = shift_images(pixels, self.random_shift)
-        return self.positions(self.projection(self.norm(pixels))), None
+        return self.positions(self.projection(self.stem(self.norm(pixels)))), None
 
 
 class HybridEmbedder(nn.Module):

@@ -1,0 +1,74 @@
+"""Reading images for :class:`~tabformer.tokenizers.PatchTokenizer`: numpy arrays, tensors,
+PIL images or file paths become ``(H, W, C)`` arrays, and every error names the image."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from .detect import is_pil
+
+__all__ = ["read_images"]
+
+
+def _pil_to_array(image, colour: bool | None) -> np.ndarray:
+    """(H, W, C) uint8; ``colour=None`` keeps grey images grey and colour ones RGB."""
+    if colour is None:
+        colour = image.mode not in ("1", "L", "LA", "I", "I;16", "F")
+    return np.asarray(image.convert("RGB" if colour else "L")).reshape(image.height, image.width, -1)
+
+
+def _read_item(item, index: int, colour: bool | None) -> np.ndarray:
+    """One image as an (H, W, C) array of its native dtype; errors name the item."""
+    if is_pil(item):
+        return _pil_to_array(item, colour)
+    if isinstance(item, (str, os.PathLike)):
+        from PIL import Image, UnidentifiedImageError
+
+        path = Path(item)
+        try:
+            with Image.open(path) as image:
+                image.load()
+                return _pil_to_array(image, colour)
+        except FileNotFoundError:
+            raise ValueError(f"image {index}: file {str(path)!r} does not exist") from None
+        except (UnidentifiedImageError, OSError) as error:
+            raise ValueError(f"image {index}: file {str(path)!r} cannot be read as an image ({error})") from None
+    array = item.detach().cpu().numpy() if isinstance(item, torch.Tensor) else np.asarray(item)
+    if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
+        raise ValueError(f"image {index} is not numeric (dtype {array.dtype}); expected pixels, a PIL image or a file path")
+    if array.ndim == 2:
+        return array[:, :, None]
+    if array.ndim == 3 and array.shape[-1] in (1, 3):
+        return array
+    raise ValueError(f"image {index} has shape {array.shape}; expected (H, W) grey or (H, W, C) with C = 1 or 3, channels last")
+
+
+def read_images(X, colour: bool | None = None):
+    """Return an (N, H, W, C) array when ``X`` is one, else a list of (H, W, C) arrays."""
+    if isinstance(X, torch.Tensor):
+        X = X.detach().cpu().numpy()
+    if hasattr(X, "tolist") and not isinstance(X, np.ndarray):
+        X = X.tolist()  # pandas Series of paths or images
+    if isinstance(X, np.ndarray) and X.dtype != object:
+        if X.ndim == 3:
+            return X[..., None]
+        if X.ndim == 4:
+            if X.shape[-1] in (1, 3):
+                return X
+            hint = " It looks channels-first: pass X.transpose(0, 2, 3, 1)." if X.shape[1] in (1, 3) else ""
+            raise ValueError(
+                f"images must be (N, H, W) grey or (N, H, W, C) with C = 1 or 3 channels last; got shape {X.shape}.{hint}"
+            )
+        what = " (a table? flat pixel rows must be reshaped to (N, H, W))" if X.ndim == 2 else ""
+        raise ValueError(f"images must be a 3-D (N, H, W) or 4-D (N, H, W, C) array; got shape {X.shape}{what}")
+    if isinstance(X, np.ndarray):
+        X = list(X)
+    if not isinstance(X, (list, tuple)):
+        raise TypeError(f"images must be a numpy array, a list of arrays, PIL images or file paths; got {type(X).__name__}")
+    if not X:
+        raise ValueError("got 0 images; at least 1 is required")
+    return [_read_item(item, index, colour) for index, item in enumerate(X)]
