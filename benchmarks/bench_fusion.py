@@ -120,7 +120,7 @@ def frozen_image_features(images, size=64):
     """Globally pooled ImageNet EfficientNet-Lite0 features (1280) of uint8 ``(H, W, 3)`` images."""
     import timm
 
-    from tabformer.estimators._recipes import STEM
+    from tabformer.estimators._image_recipes import STEM
     from tabformer.nn.embedders.backbone import _package_weights
 
     if "model" not in _IMAGE_FEATURES:

@@ -30,9 +30,9 @@ def _patches_unless_stem_tested(request, monkeypatch):
     unit tests of everything else keep the patch default; tests marked ``pretrained_stem``
     check the stem default itself."""
     if request.node.get_closest_marker("pretrained_stem") is None:
-        from tabformer.estimators import _recipes
+        from tabformer.estimators import _image_recipes
 
-        monkeypatch.setattr(_recipes, "stem_available", lambda: False)
+        monkeypatch.setattr(_image_recipes, "stem_available", lambda: False)
 
 
 @pytest.fixture

