@@ -52,6 +52,11 @@ def test_a_validation_probe_runs_variants_per_training_seed_without_baselines():
         "wide",
         {"encoder__d_model": 32, "lr_schedule": "cosine", "lr": 3e-4},
     )
+    # commas inside [..] belong to a JSON list value
+    assert parse_variant("conv:tokenizer__conv_stem=[32,64],tokenizer__patch_size=2") == (
+        "conv",
+        {"tokenizer__conv_stem": [32, 64], "tokenizer__patch_size": 2},
+    )
     task = _tiny_task(1)
     rows = run_task(task, seed=0, quick=True, variants=[parse_variant("slow:lr=1e-5")], train_seeds=[0, 1])
     assert [row["model"] for row in rows] == [

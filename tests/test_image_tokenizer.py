@@ -142,10 +142,23 @@ def test_conv_stem_lets_a_token_see_the_pixels_around_its_patch(grey):
     assert len(PatchTokenizer(patch_size=4).fit(grey).build_embedder(16).stem) == 0  # () is the plain ViT
 
 
-@pytest.mark.parametrize("conv_stem", [(0, 8), "32", (8.0,), 16])
+@pytest.mark.parametrize("conv_stem", [(0, 8), "32", (8.0,), 16, (True,), None])
 def test_conv_stem_widths_must_be_positive_ints(conv_stem, grey):
     with pytest.raises(ValueError, match="conv_stem must be a tuple of positive ints"):
         PatchTokenizer(patch_size=4, conv_stem=conv_stem).fit(grey)
+
+
+def test_a_patch_model_pickled_before_conv_stems_still_predicts(grey):
+    """Pickles of 0.x models lack the ``stem`` module and the ``conv_stem`` parameter."""
+    import pickle
+
+    tok = PatchTokenizer(patch_size=4).fit(grey)
+    embedder = tok.build_embedder(8).eval()
+    expected = embedder(pixels=torch.from_numpy(tok.transform(grey)["pixels"]))[0]
+    del embedder._modules["stem"], tok.__dict__["conv_stem"]  # what an old pickle restores
+    tok, embedder = pickle.loads(pickle.dumps(tok)), pickle.loads(pickle.dumps(embedder))
+    assert tok.get_params()["conv_stem"] == () and tok.embedder_spec()["conv_stem"] == []
+    torch.testing.assert_close(embedder(pixels=torch.from_numpy(tok.transform(grey)["pixels"]))[0], expected)
 
 
 def test_conv_stem_and_backbone_are_two_stems():

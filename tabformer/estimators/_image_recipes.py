@@ -8,6 +8,9 @@ import math
 
 import numpy as np
 
+from ..tokenizers._image_io import GREY_MODES
+from ..tokenizers.detect import is_pil
+
 __all__ = [
     "CONV_STEM",
     "SMALL_IMAGE_SIDE",
@@ -34,13 +37,22 @@ def auto_patch_size(height: int, width: int) -> int | None:
 
 
 def image_shape(X):
-    """``(H, W, C)`` of the first image of an array or a list of arrays, or ``None`` (PIL images, paths)."""
+    """``(H, W, C)`` of the first image of an array or tensor, a list or Series of arrays or of PIL images, or
+    ``None`` (paths: not opened here). ``C`` is 1 only when every image is grey, as the tokenizer decides."""
     shape = getattr(X, "shape", None)
-    if shape is not None and len(shape) in (3, 4) and getattr(getattr(X, "dtype", None), "kind", "O") != "O":
+    numeric = (isinstance(X, np.ndarray) and X.dtype.kind != "O") or type(X).__module__.startswith("torch")
+    if numeric and len(shape) in (3, 4):
         return int(shape[1]), int(shape[2]), int(shape[3]) if len(shape) == 4 else 1
-    if isinstance(X, (list, tuple)) and X and isinstance(X[0], np.ndarray) and X[0].ndim in (2, 3):
-        first = X[0].shape
-        return int(first[0]), int(first[1]), int(first[2]) if len(first) == 3 else 1
+    if hasattr(X, "tolist") and not isinstance(X, np.ndarray):
+        X = X.tolist()  # a pandas Series of images
+    if not isinstance(X, (list, tuple)) or not X:
+        return None
+    if all(isinstance(image, np.ndarray) and image.ndim in (2, 3) for image in X):
+        grey = all(image.ndim == 2 or image.shape[2] == 1 for image in X)
+        return int(X[0].shape[0]), int(X[0].shape[1]), 1 if grey else 3
+    if all(is_pil(image) for image in X):
+        grey = all(image.mode in GREY_MODES for image in X)
+        return int(X[0].height), int(X[0].width), 1 if grey else 3
     return None
 
 
@@ -73,8 +85,8 @@ def stem_available() -> bool:
 
 
 def wants_stem(user: set, prefix: str) -> bool:
-    """The stem is the default unless its weights are missing or the user chose patches or a backbone."""
-    chosen = {f"{prefix}{name}" for name in ("patch_size", "backbone", "backbone_blocks", "backbone_weights")}
+    """The stem is the default unless its weights are missing or the user chose patches, a backbone or a conv stem."""
+    chosen = {f"{prefix}{name}" for name in ("patch_size", "backbone", "backbone_blocks", "backbone_weights", "conv_stem")}
     return not (chosen & user) and stem_available()
 
 

@@ -226,8 +226,9 @@ SHARED_PARAMS_DOC = """
         Images (alone, or the image columns of a DataFrame) go through a frozen
         ImageNet EfficientNet-Lite0 stem when its weights package is installed
         (upscaled to 64 px, about 2x2 deep tokens per image), unless you set
-        ``tokenizer__patch_size`` or a backbone, or they are grey and under 16 px
-        (a conv stem trained from scratch, then patches); the resolved settings are in
+        ``tokenizer__patch_size``, a backbone or a conv stem, or they are grey, under
+        16 px and given alone, not as a DataFrame column (a conv stem trained from
+        scratch, then patches); the resolved settings are in
         ``resolved_params_`` (docs/defaults.md).
     encoder : None, TransformerEncoder, PretrainedEncoder or path, default=None
         ``None`` builds a fresh :class:`~tabformer.nn.TransformerEncoder` from the
@@ -352,7 +353,7 @@ RECIPES_NOTES_DOC = """
     (``tokenizer__text__vocab_size``...). Images, and the image columns of a mixed
     DataFrame, go through a frozen ImageNet EfficientNet-Lite0 stem when its weights are
     installed (docs/defaults.md), unless you set ``tokenizer__patch_size`` or a backbone.
-    Grey images under 16 px go through a small conv stem trained with the model instead,
+    Grey images under 16 px given alone go through a small conv stem trained with the model instead,
     then patches (``tokenizer__conv_stem=(32, 64)``, +-1-pixel shifts; 8x8 digits: 0.98
     test, 0.93 with the ImageNet stem, 0.91 with plain patches); so do the patches of any
     image under 16 px.

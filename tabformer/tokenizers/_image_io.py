@@ -11,13 +11,16 @@ import torch
 
 from .detect import is_pil
 
-__all__ = ["read_images"]
+__all__ = ["GREY_MODES", "read_images"]
+
+#: PIL modes read as one grey channel; any other mode is read as RGB
+GREY_MODES = ("1", "L", "LA", "I", "I;16", "F")
 
 
 def _pil_to_array(image, colour: bool | None) -> np.ndarray:
     """(H, W, C) uint8; ``colour=None`` keeps grey images grey and colour ones RGB."""
     if colour is None:
-        colour = image.mode not in ("1", "L", "LA", "I", "I;16", "F")
+        colour = image.mode not in GREY_MODES
     return np.asarray(image.convert("RGB" if colour else "L")).reshape(image.height, image.width, -1)
 
 

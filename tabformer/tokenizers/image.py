@@ -230,6 +230,11 @@ class PatchTokenizer(BaseTokenizer):
         check_pixels(images, kind, self.pixel_scale_ if kind == "float" else None)
         return {"pixels": self._to_tensor(images).numpy()}
 
+    def __setstate__(self, state):
+        # A tokenizer pickled before conv stems existed: the plain ViT it was fitted as.
+        state.setdefault("conv_stem", ())
+        self.__dict__.update(state)
+
     def _check_params(self):
         if not isinstance(self.patch_size, (int, np.integer)) or self.patch_size < 1:
             raise ValueError(f"patch_size must be a positive int, got {self.patch_size!r}")
@@ -240,7 +245,10 @@ class PatchTokenizer(BaseTokenizer):
         if not isinstance(self.random_shift, (int, np.integer)) or self.random_shift < 0:
             raise ValueError(f"random_shift must be a non-negative int, got {self.random_shift!r}")
         widths = self.conv_stem
-        if not isinstance(widths, (tuple, list)) or not all(isinstance(w, (int, np.integer)) and w > 0 for w in widths):
+        valid = isinstance(widths, (tuple, list)) and all(
+            isinstance(w, (int, np.integer)) and not isinstance(w, bool) and w > 0 for w in widths
+        )
+        if not valid:
             raise ValueError(f"conv_stem must be a tuple of positive ints (layer widths), got {widths!r}")
         if self.backbone is not None:
             check_backbone(self.backbone)

@@ -133,7 +133,11 @@ class PatchEmbedder(nn.Module):
             raise ValueError(f"pixels are {tuple(pixels.shape[-2:])}, the embedder expects {self.image_size}")
         if self.training:
             pixels = shift_images(pixels, self.random_shift)
-        return self.positions(self.projection(self.stem(self.norm(pixels)))), None
+        pixels = self.norm(pixels)
+        stem = getattr(self, "stem", None)  # None in a PatchEmbedder pickled before conv stems existed
+        if stem is not None:
+            pixels = stem(pixels)
+        return self.positions(self.projection(pixels)), None
 
 
 class HybridEmbedder(nn.Module):
