@@ -133,11 +133,12 @@ class PatchEmbedder(nn.Module):
             raise ValueError(f"pixels are {tuple(pixels.shape[-2:])}, the embedder expects {self.image_size}")
         if self.training:
             pixels = shift_images(pixels, self.random_shift)
-        pixels = self.norm(pixels)
-        stem = getattr(self, "stem", None)  # None in a PatchEmbedder pickled before conv stems existed
-        if stem is not None:
-            pixels = stem(pixels)
-        return self.positions(self.projection(pixels)), None
+        return self.positions(self.projection(self.stem(self.norm(pixels)))), None
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        if "stem" not in self._modules:  # pickled before conv stems existed: the plain ViT it was
+            self._modules["stem"] = nn.Sequential()
 
 
 class HybridEmbedder(nn.Module):
