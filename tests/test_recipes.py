@@ -96,6 +96,16 @@ def test_a_text_regressor_from_scratch_still_stops_early_on_a_holdout():
     assert r["patience"] == 4 and r["validation_fraction"] == 0.1 and r["monitor"] == "valid_loss"
     assert "early_stopping" in dict(reg.callbacks_) and "valid_loss" in reg.history_[-1]
     assert reg.get_params()["patience"] == "auto" and reg.get_params()["validation_fraction"] == "auto"
+    # and no dropout anywhere (the classifier keeps its 0.3 / 0.3 / 0.1)
+    assert r["encoder__dropout"] == r["head__dropout"] == r["tokenizer__token_dropout"] == 0.0
+    assert not [m for m in reg.module_.modules() if isinstance(m, torch.nn.Dropout) and m.p > 0]
+    assert reg.tokenizer_.token_dropout == 0.0
+    clf = TabFormerClassifier(max_epochs=1, verbose=0, random_state=0).fit(texts, target > np.median(target))
+    assert clf.resolved_params_["head__dropout"] == 0.3 and clf.resolved_params_["tokenizer__token_dropout"] == 0.1
+    # a user's dropout still wins
+    mine = TabFormerRegressor(max_epochs=1, head__dropout=0.2, verbose=0, random_state=0).fit(texts, target)
+    assert [m.p for m in mine.module_.head.modules() if isinstance(m, torch.nn.Dropout)] == [0.2]
+    assert mine.resolved_params_["encoder__dropout"] == 0.0
     # the user's choice still wins
     kept = TabFormerRegressor(max_epochs=1, patience=None, verbose=0, random_state=0).fit(texts, target)
     assert kept.resolved_params_["patience"] is None and kept.resolved_params_["validation_fraction"] is None

@@ -346,7 +346,9 @@ RECIPES_NOTES_DOC = """
 
     "no stop": no early stopping, the last epoch is kept, and ``validation_fraction="auto"``
     holds out no row (elsewhere 10%, for early stopping). The regressor on text from
-    scratch is the exception: it stops early (patience 4) on a 10% holdout.
+    scratch is the exception: it stops early (patience 4) on a 10% holdout, and trains
+    without dropout (``encoder__dropout``, ``head__dropout`` and
+    ``tokenizer__token_dropout`` 0).
 
     A DataFrame whose columns are all text is text: it gets the text recipes, their
     tokenizer settings routed to the mixed tokenizer's text template
