@@ -256,18 +256,21 @@ def _lending_titles(quick):
 
 
 def _tweets(quick):
-    """Trump's own tweets (no retweets), 2009-2018: the text -> log(1 + favourites).
+    """Trump's tweets (dslabs), 2009-2018: the text -> log(1 + favourites).
 
     Favourites grew with the account's audience, so the text carries time (topics,
-    hashtags, style) as well as appeal; TF-IDF + ridge explains about 0.4 of the variance.
+    hashtags, link style) as well as appeal. (The set's ``is_retweet`` is False on every
+    row; 25 hand-typed "RT @" tweets remain.)
     """
     frame = _rdata("dslabs", "trump_tweets")
-    frame = frame[~frame["is_retweet"].astype(bool)].reset_index(drop=True)
     return _slice(frame["text"].tolist(), np.log1p(frame["favorite_count"].to_numpy(float)), 1500 if quick else 3000)
 
 
 def _tate(quick):
-    """Tate artworks (modeldata): "title; medium" -> the year made (1990-2012)."""
+    """Tate artworks (modeldata): "title; medium" -> the year made (1990-2012).
+
+    About 100 of the 4,284 titles name their year (within one), for every model alike.
+    """
     frame = _rdata("modeldata", "tate_text")
     texts = (frame["title"].astype(str) + "; " + frame["medium"].astype(str)).tolist()
     return _slice(texts, frame["year"].to_numpy(float), 1500 if quick else None)

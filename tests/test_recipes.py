@@ -106,6 +106,9 @@ def test_a_text_regressor_from_scratch_still_stops_early_on_a_holdout():
     mine = TabFormerRegressor(max_epochs=1, head__dropout=0.2, verbose=0, random_state=0).fit(texts, target)
     assert [m.p for m in mine.module_.head.modules() if isinstance(m, torch.nn.Dropout)] == [0.2]
     assert mine.resolved_params_["encoder__dropout"] == 0.0
+    # a frame of text columns gets it too, the word dropout routed to the text template
+    frame = TabFormerRegressor(max_epochs=1, verbose=0, random_state=0).fit(pd.DataFrame({"a": texts, "b": texts[::-1]}), target)
+    assert frame.resolved_params_["tokenizer__text__token_dropout"] == 0.0 and frame.resolved_params_["head__dropout"] == 0.0
     # the user's choice still wins
     kept = TabFormerRegressor(max_epochs=1, patience=None, verbose=0, random_state=0).fit(texts, target)
     assert kept.resolved_params_["patience"] is None and kept.resolved_params_["validation_fraction"] is None

@@ -331,7 +331,9 @@ RECIPES_NOTES_DOC = """
                                                                                 d_model 256, 2
                                                                                 layers, dropout
                                                                                 0.3, word dropout
-                                                                                0.1, mean pooling
+                                                                                0.1 (regressors:
+                                                                                no dropout),
+                                                                                mean pooling
     image, from scratch     1e-3, warmup_linear    40 (pat. 8)   64             ~16 patches, +-2
                                                                                 pixel shifts,
                                                                                 pre-LN, 4 layers;
