@@ -233,7 +233,7 @@ class PatchTokenizer(BaseTokenizer):
     def __setstate__(self, state):
         # A tokenizer pickled before conv stems existed: the plain ViT it was fitted as.
         state.setdefault("conv_stem", ())
-        self.__dict__.update(state)
+        super().__setstate__(state)
 
     def _check_params(self):
         if not isinstance(self.patch_size, (int, np.integer)) or self.patch_size < 1:
