@@ -35,6 +35,25 @@ def _patches_unless_stem_tested(request, monkeypatch):
         monkeypatch.setattr(_image_recipes, "stem_available", lambda: False)
 
 
+_CUDA_IS_AVAILABLE = torch.cuda.is_available
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _cpu_by_default():
+    """``device="auto"`` is the CPU in every test not marked ``cuda``, so the suite reads the
+    same on a machine with a GPU (its tests compare with CPU tensors and exact CPU outputs).
+    Session-wide, so that module-scoped fixtures fit on the CPU too."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(torch.cuda, "is_available", lambda: False)
+        yield
+
+
+@pytest.fixture(autouse=True)
+def _gpu_for_cuda_tests(request, monkeypatch):
+    if request.node.get_closest_marker("cuda") is not None:
+        monkeypatch.setattr(torch.cuda, "is_available", _CUDA_IS_AVAILABLE)
+
+
 @pytest.fixture
 def tiny():
     """Settings that keep a fit to well under a second."""

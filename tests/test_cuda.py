@@ -192,7 +192,7 @@ def test_cuda_forward_matches_cpu_with_padding():
     # padding mask exactly as the CPU path does.
     import copy
 
-    clf = TabFormerClassifier(max_epochs=1, **TEXT_TINY).fit(TEXTS, TEXT_LABELS)
+    clf = TabFormerClassifier(device="cpu", max_epochs=1, **TEXT_TINY).fit(TEXTS, TEXT_LABELS)
     texts = ["great", "the film was truly rather not great and the cast was dull " * 2]
     batch = clf.tokenize(texts)
     module = clf.module_.eval()

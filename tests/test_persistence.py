@@ -372,7 +372,8 @@ def test_save_overwrites_a_folder_and_refuses_a_file(classifier, tmp_path):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_cuda_model_loads_on_the_cpu_and_back(table, tmp_path):
     X, y = table
-    clf = TabFormerClassifier(device="cuda", random_state=0, **TINY).fit(X, y)
+    # fp32: "auto" would predict in bf16 on the GPU and in fp32 on the CPU (7e-4 apart)
+    clf = TabFormerClassifier(device="cuda", precision="fp32", random_state=0, **TINY).fit(X, y)
     clf.save(tmp_path / "m")
     on_cpu = tabformer.load(tmp_path / "m", device="cpu")
     assert next(on_cpu.module_.parameters()).device.type == "cpu"
