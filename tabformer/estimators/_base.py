@@ -25,7 +25,7 @@ from torch.optim.lr_scheduler import CosineAnnealingLR
 from torch.utils.data import Dataset, Subset
 
 from .._checkpoint import epochs_left
-from .._data import LengthGroupedBatchSampler, TensorDictDataset, collate_batched, sequence_lengths
+from .._data import TensorDictDataset
 from .._validation import check_target
 from ..callbacks import EarlyStopping, NonFiniteGuard, WarmupLinearLR, log_user_interrupt
 from ..export import export_onnx
@@ -37,6 +37,7 @@ from ..tokenizers import make_tokenizer
 from ._categories import continue_with_categories
 from ._collapse import ValidationAnswerSpread
 from ._distributed import DistributedMixin
+from ._epoch import EpochMixin
 from ._inference import POOLINGS, InferenceMixin
 from ._params import (
     SHARED_CONSTRAINTS,
@@ -55,7 +56,14 @@ __all__ = ["TabFormerNet", "construct", "num_samples", "POOLINGS"]
 
 
 class TabFormerNet(
-    InferenceMixin, RecipeMixin, WeightedLossMixin, DeferredCallbacksMixin, DistributedMixin, PrecisionMixin, NeuralNet
+    InferenceMixin,
+    RecipeMixin,
+    WeightedLossMixin,
+    DeferredCallbacksMixin,
+    EpochMixin,
+    DistributedMixin,
+    PrecisionMixin,
+    NeuralNet,
 ):
     """Base of every tabformer estimator; not meant to be used directly.
 
@@ -268,35 +276,6 @@ class TabFormerNet(
         if isinstance(self.random_state, np.random.RandomState):
             return getattr(self, "_drawn_seed", None)
         return None if self.random_state is None else int(self.random_state)
-
-    def get_iterator(self, dataset, training=False):
-        """skorch's DataLoader, with the resolved ``batch_size`` and optional length grouping."""
-        prefix = "iterator_train" if training else "iterator_valid"
-        kwargs = self.get_params_for(prefix)
-        kwargs.setdefault("batch_size", self._setting("batch_size"))
-        if kwargs["batch_size"] == -1:
-            kwargs["batch_size"] = len(dataset)
-        group_by_length = kwargs.pop("group_by_length", False)
-        if training:
-            kwargs.setdefault("shuffle", True)
-            if self._drop_last_in_training() and len(dataset) > kwargs["batch_size"]:
-                kwargs.setdefault("drop_last", True)
-            if group_by_length:
-                # iterator_train__group_by_length=True: batches of similar text length.
-                window = 50 if group_by_length is True else int(group_by_length)
-                kwargs["batch_sampler"] = LengthGroupedBatchSampler(
-                    sequence_lengths(dataset), kwargs.pop("batch_size"), kwargs.pop("drop_last", False), window
-                )
-                kwargs.pop("shuffle")
-        inner = dataset.dataset if isinstance(dataset, Subset) else dataset
-        if isinstance(inner, TensorDictDataset):
-            kwargs.setdefault("collate_fn", collate_batched)
-        iterator = self.iterator_train if training else self.iterator_valid
-        return self._shard(iterator(dataset, **kwargs), training)
-
-    def _drop_last_in_training(self) -> bool:
-        """Whether training should skip the last, smaller batch (subclasses decide)."""
-        return False
 
     def tokenize(self, X) -> dict:
         """Tokenize ``X`` with the fitted tokenizer.
