@@ -1,5 +1,9 @@
 """``NonFiniteGuard``: stop a fit at the first non-finite loss or gradient and restore the
-last good weights (public as :mod:`tabformer.callbacks`' ``NonFiniteGuard``)."""
+last good weights (public as :mod:`tabformer.callbacks`' ``NonFiniteGuard``).
+
+Its checks read values back from the device. On a GPU each read waits for every launched
+kernel, so on an accelerator it defers them to the end of each phase (``defer="auto"``).
+"""
 
 from __future__ import annotations
 
@@ -34,6 +38,15 @@ class NonFiniteGuard(Callback):
         the estimator with the restored weights.
     check_gradients : bool, default=True
         Also check the gradients (one reduction per parameter and batch).
+    defer : {"auto", True, False}, default="auto"
+        Check once per phase (after the training batches, after the validation batches)
+        instead of after every batch. Each check reads a value back from the device, and
+        on a GPU every read waits for the launched kernels to finish, so the next batch's
+        Python work stops overlapping them. ``"auto"``: deferred unless the module is on
+        the CPU, where a read costs nothing. Deferred, gradients are not checked batch by
+        batch (a non-finite gradient shows in the next loss, or in the weights, which are
+        checked after the training batches) and the rest of the phase runs before the
+        failure is raised; the weights are restored all the same.
 
     Attributes
     ----------
@@ -51,9 +64,10 @@ class NonFiniteGuard(Callback):
     >>> clf = TabFormerClassifier(callbacks__nonfinite__action="warn")
     """
 
-    def __init__(self, action: str = "raise", check_gradients: bool = True):
+    def __init__(self, action: str = "raise", check_gradients: bool = True, defer="auto"):
         self.action = action
         self.check_gradients = check_gradients
+        self.defer = defer
 
     def initialize(self):
         """Check ``action`` (skorch hook); returns ``self``."""
@@ -61,6 +75,7 @@ class NonFiniteGuard(Callback):
             raise ValueError(f"NonFiniteGuard action must be 'raise' or 'warn', got {self.action!r}")
         self._good = None
         self.failure_ = None
+        self._pending, self._deferred = {True: [], False: []}, False
         return self
 
     def on_train_begin(self, net, **kwargs):
@@ -71,14 +86,24 @@ class NonFiniteGuard(Callback):
     def on_epoch_begin(self, net, **kwargs):
         """Restart the batch count (skorch hook)."""
         self._batch = {True: 0, False: 0}
+        self._pending = {True: [], False: []}
+        self._deferred = self._defers(net)
+
+    def _defers(self, net) -> bool:
+        if self.defer != "auto":
+            return bool(self.defer)
+        parameter = next(net.module_.parameters(), None) if getattr(net, "module_", None) is not None else None
+        return parameter is not None and parameter.device.type != "cpu"
 
     def on_batch_begin(self, net, training=False, **kwargs):
-        """Count the batch (skorch hook)."""
+        """Count the batch; deferred, check the training batches when validation begins (skorch hook)."""
+        if not training and self._pending[True]:
+            self.check_pending(net, training=True)
         self._batch[bool(training)] += 1
 
     def on_grad_computed(self, net, named_parameters, training=False, **kwargs):
         """Check the gradients before the optimizer step uses them (skorch hook)."""
-        if not self.check_gradients or _scales_losses(net):
+        if not self.check_gradients or _scales_losses(net) or self._deferred:
             return
         named = [(name, param.grad) for name, param in named_parameters if param.grad is not None]
         if not named:
@@ -95,22 +120,60 @@ class NonFiniteGuard(Callback):
             self._fail(net, f"a non-finite gradient (first in {first!r})", training=True)
 
     def on_batch_end(self, net, training=False, loss=None, **kwargs):
-        """Check the batch loss (skorch hook)."""
+        """Check the batch loss, or keep it for :meth:`check_pending` (skorch hook)."""
         loss = None if loss is None else torch.as_tensor(loss).detach()
-        if loss is not None and not bool(torch.isfinite(loss).all()):
+        if loss is None:
+            return
+        if self._deferred:
+            self._pending[bool(training)].append(loss)
+        elif not bool(torch.isfinite(loss).all()):
             self._fail(net, f"a non-finite {'training' if training else 'validation'} loss ({float(loss)})", training)
+
+    def check_pending(self, net, training=None):
+        """Check the losses kept back since the last check (deferred mode) in one read-back;
+        after training batches, also the weights.
+
+        The estimators call it at the end of each phase, before any epoch-end callback
+        reads the history; :meth:`on_epoch_end` calls it too, for other nets.
+
+        Parameters
+        ----------
+        net : skorch NeuralNet
+        training : bool or None, default=None
+            Which phase's losses; ``None``: both.
+        """
+        for phase in (True, False) if training is None else (bool(training),):
+            losses = getattr(self, "_pending", {}).get(phase)
+            if not losses:
+                continue
+            self._pending[phase] = []
+            values = torch.stack([loss.float().reshape(-1).sum() for loss in losses])
+            checks = [torch.isfinite(values)]
+            if phase:  # a non-finite gradient of the last batch shows in no loss yet
+                weights = [p.detach() for p in net.module_.parameters() if p.numel()]  # no max of nothing
+                # The max norm: an L2 norm can overflow on huge but finite weights.
+                if weights:
+                    checks.append(_finite_norms(weights, float("inf")).all().reshape(1).to(values.device))
+            finite = torch.cat(checks).cpu()  # the one read-back
+            name = "training" if phase else "validation"
+            if not bool(finite[: len(losses)].all()):
+                first = int((~finite[: len(losses)]).nonzero()[0])
+                self._fail(net, f"a non-finite {name} loss ({float(values[first])})", phase, batch=first + 1)
+            if not bool(finite.all()):
+                self._fail(net, "non-finite weights after the last training batch (a non-finite gradient)", phase)
 
     def on_epoch_end(self, net, **kwargs):
         """Every batch was finite: these weights are the new last good ones (skorch hook)."""
+        self.check_pending(net)
         self._snapshot(net)
 
     def _snapshot(self, net):
         # On the CPU, so a guard on a big model does not double its GPU memory.
         self._good = OrderedDict((key, value.detach().to("cpu", copy=True)) for key, value in net.module_.state_dict().items())
 
-    def _fail(self, net, what: str, training: bool):
+    def _fail(self, net, what: str, training: bool, batch=None):
         epoch = len(net.history)
-        batch = self._batch[bool(training)]
+        batch = self._batch[bool(training)] if batch is None else batch
         lr = net.optimizer_.param_groups[0]["lr"] if getattr(net, "optimizer_", None) is not None else None
         lr_text = "" if lr is None else f"; the learning rate was {lr:g}"
         message = (

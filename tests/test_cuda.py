@@ -210,3 +210,32 @@ def test_cuda_fitted_model_pickles_and_predicts_the_same():
     clf = TabFormerClassifier(device="cuda", max_epochs=2, **TEXT_TINY).fit(TEXTS, TEXT_LABELS)
     loaded = pickle.loads(pickle.dumps(clf))
     np.testing.assert_allclose(loaded.predict_proba(TEXTS), clf.predict_proba(TEXTS), atol=1e-6)
+
+
+@needs_cuda
+@pytest.mark.cuda
+def test_cuda_fit_steps_fused_and_defers_the_guard_to_the_end_of_each_phase():
+    from skorch.callbacks import Callback as SkorchCallback
+
+    from tabformer.callbacks import NonFiniteTrainingError
+
+    clf = TabFormerClassifier(device="cuda", max_epochs=2, **TEXT_TINY).fit(TEXTS, TEXT_LABELS)
+    assert clf.resolved_params_["optimizer__fused"] is True and clf.optimizer_.defaults["fused"] is True
+    assert dict(clf.callbacks_)["nonfinite"]._deferred is True
+    assert all(type(row["train_loss"]) is float for row in clf.history[-1]["batches"])
+
+    class NaNAtThirdBatch(SkorchCallback):
+        def on_train_begin(self, net, **kwargs):
+            calls = []
+
+            def hook(module, args, out):
+                if module.training:
+                    calls.append(1)
+                return out * float("nan") if module.training and len(calls) == 3 else out
+
+            net.module_.register_forward_hook(hook)
+
+    with pytest.raises(NonFiniteTrainingError, match=r"non-finite training loss \(nan\) at epoch 1, training batch 3;"):
+        TabFormerClassifier(device="cuda", max_epochs=2, callbacks=[("nan", NaNAtThirdBatch())], **TEXT_TINY).fit(
+            TEXTS, TEXT_LABELS
+        )

@@ -39,6 +39,8 @@ from __future__ import annotations
 import inspect
 import math
 
+import torch
+
 from ..nn.embedders.feature_cache import caching_frozen_features
 from ..nn.encoder import TransformerEncoder
 from ..tokenizers.detect import infer_column_kind
@@ -49,6 +51,7 @@ from ._image_recipes import (
     stem_settings,
     wants_stem,
 )
+from ._precision import resolve_device
 
 __all__ = [
     "AUTO",
@@ -275,11 +278,21 @@ def resolve_recipe(estimator, tokenizer, X, n_rows: int, pretrained: bool) -> di
         fraction = DEFAULT_VALIDATION_FRACTION if resolved["patience"] is not None else None
     resolved["validation_fraction"] = fraction
     resolved["precision"] = estimator._resolve_precision_setting()
+    if _fuses_optimizer_step(estimator, user):
+        recipe["optimizer__fused"] = True
     for key, value in recipe.items():
         if "__" not in key or key in user or not _applies(estimator, tokenizer, key, pretrained, user):
             continue
         resolved[key] = value
     return resolved
+
+
+def _fuses_optimizer_step(estimator, user: set) -> bool:
+    """Adam(W) on a GPU steps with its fused kernel: a few launches per step instead of a
+    dozen per parameter group (the foreach step was 9% of a MiniLM-shaped step on an H200)."""
+    if estimator.optimizer not in (torch.optim.Adam, torch.optim.AdamW) or user & {"optimizer__fused", "optimizer__foreach"}:
+        return False
+    return torch.device(resolve_device(estimator.device)).type == "cuda"
 
 
 def _applies(estimator, tokenizer, key: str, pretrained: bool, user: set) -> bool:

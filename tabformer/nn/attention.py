@@ -105,7 +105,8 @@ def attention_bias_from_mask(mask: torch.Tensor | None, dtype: torch.dtype) -> t
     Returns
     -------
     bias : Tensor of shape (B, 1, 1, T), or None
-        ``None`` when every token is real, which lets SDPA pick its fastest kernel.
+        ``None`` when every token is real (checked on the CPU only), which lets SDPA pick
+        its fastest kernel.
 
     Raises
     ------
@@ -116,8 +117,9 @@ def attention_bias_from_mask(mask: torch.Tensor | None, dtype: torch.dtype) -> t
         return None
     if mask.dtype != torch.bool:
         raise TypeError(f"mask must be a bool tensor (True = real token), got {mask.dtype}")
-    # Under torch.compile the data-dependent branch would break the graph; an all-zero bias is equivalent.
-    if not torch.compiler.is_compiling() and bool(mask.all()):
+    # Under torch.compile the data-dependent branch would break the graph, and on a GPU reading
+    # the answer back would stall its queue every forward pass: an all-zero bias is equivalent.
+    if mask.device.type == "cpu" and not torch.compiler.is_compiling() and bool(mask.all()):
         return None
     bias = torch.zeros(mask.shape, dtype=dtype, device=mask.device)
     bias.masked_fill_(~mask, torch.finfo(dtype).min)

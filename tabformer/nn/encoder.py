@@ -405,9 +405,10 @@ class TransformerEncoder(nn.Module):
         """
         x, full_mask = self.prepend_cls(tokens, mask)
         if self.positions is not None:
+            length = None
             if position_ids is None:
-                position_ids = torch.arange(x.shape[1], device=x.device)[None, :]
-            x = x + self.positions(position_ids).to(x.dtype)
+                position_ids, length = torch.arange(x.shape[1], device=x.device)[None, :], x.shape[1]
+            x = x + self.positions(position_ids, length).to(x.dtype)
         if self.embedding_norm is not None:
             x = self.embedding_dropout(self.embedding_norm(x))
         if getattr(self, "embedding_projection", None) is not None:

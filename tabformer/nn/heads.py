@@ -193,6 +193,9 @@ class TokenCrossEntropy(nn.Module):
         target = target[:, : logits.shape[1]].long()
         if self.reduction == "none":
             return F.cross_entropy(logits.transpose(1, 2), target, ignore_index=IGNORE_INDEX, reduction="none")
-        if not bool((target != IGNORE_INDEX).any()):
-            return logits.sum() * 0.0  # a batch of empty sentences: no signal, no NaN
-        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1), ignore_index=IGNORE_INDEX)
+        # The mean over labelled tokens, written so that a batch of empty sentences gives 0
+        # (no signal, no NaN) without reading a count back from the device.
+        total = F.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]), target.reshape(-1), ignore_index=IGNORE_INDEX, reduction="sum"
+        )
+        return total / (target != IGNORE_INDEX).sum().clamp_min(1)

@@ -32,10 +32,13 @@ def sinusoidal_table(length: int, d_model: int) -> torch.Tensor:
     return table.float()
 
 
-def _check_length(position_ids: torch.Tensor, max_length: int) -> None:
-    if position_ids.max() >= max_length:
+def _check_length(position_ids: torch.Tensor, max_length: int, length: int | None) -> None:
+    # ``length``: the ids are 0..length-1, checked from the shape; reading the largest id
+    # back from a GPU would stall its queue on every forward pass.
+    largest = length - 1 if length is not None else position_ids.max()
+    if largest >= max_length:
         raise ValueError(
-            f"sequence needs position {int(position_ids.max())} but the encoder was built with "
+            f"sequence needs position {int(largest)} but the encoder was built with "
             f"max_length={max_length}; raise encoder__max_length"
         )
 
@@ -57,12 +60,13 @@ class LearnedPositions(nn.Module):
         self.embedding = nn.Embedding(max_length, d_model)
         nn.init.normal_(self.embedding.weight, std=0.02)
 
-    def forward(self, position_ids: torch.Tensor) -> torch.Tensor:
+    def forward(self, position_ids: torch.Tensor, length: int | None = None) -> torch.Tensor:
         """Look up positions: long ``(B, L)`` (or ``(1, L)``) ids -> ``(B, L, D)`` embeddings.
 
-        Raises ``ValueError`` when an id is ``>= max_length``.
+        ``length``: the ids are ``0 .. length-1`` (checked without reading them). Raises
+        ``ValueError`` when an id is ``>= max_length``.
         """
-        _check_length(position_ids, self.max_length)
+        _check_length(position_ids, self.max_length, length)
         return self.embedding(position_ids)
 
 
@@ -82,12 +86,13 @@ class SinusoidalPositions(nn.Module):
         self.max_length = max_length
         self.register_buffer("table", sinusoidal_table(max_length, d_model), persistent=False)
 
-    def forward(self, position_ids: torch.Tensor) -> torch.Tensor:
+    def forward(self, position_ids: torch.Tensor, length: int | None = None) -> torch.Tensor:
         """Look up positions: long ``(B, L)`` (or ``(1, L)``) ids -> ``(B, L, D)`` embeddings.
 
-        Raises ``ValueError`` when an id is ``>= max_length``.
+        ``length``: the ids are ``0 .. length-1`` (checked without reading them). Raises
+        ``ValueError`` when an id is ``>= max_length``.
         """
-        _check_length(position_ids, self.max_length)
+        _check_length(position_ids, self.max_length, length)
         return self.table[position_ids]
 
 

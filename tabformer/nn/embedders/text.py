@@ -58,14 +58,17 @@ class TextEmbedder(nn.Module):
         Returns
         -------
         tokens : Tensor of shape (B, T', D)
-            ``T' <= T``: while training, all-padding columns are cut off.
+            ``T' <= T``: while training on the CPU, all-padding columns are cut off.
         mask : bool Tensor of shape (B, T')
         """
         mask = attention_mask.bool()
         if self.training:
-            length = max(int(mask.sum(dim=1).max()), 1)
-            input_ids, mask = input_ids[:, :length], mask[:, :length]
-            token_type_ids = None if token_type_ids is None else token_type_ids[:, :length]
+            # Reading the length back from a GPU (or under torch.compile) would stall the
+            # queue (or break the graph) every batch: there the estimators cut on the host.
+            if mask.device.type == "cpu" and not torch.compiler.is_compiling():
+                length = max(int(mask.sum(dim=1).max()), 1)
+                input_ids, mask = input_ids[:, :length], mask[:, :length]
+                token_type_ids = None if token_type_ids is None else token_type_ids[:, :length]
             # getattr: embedders pickled before the setting existed have none.
             if getattr(self, "token_dropout", 0.0) > 0:
                 drop = (torch.rand(input_ids.shape, device=input_ids.device) < self.token_dropout) & mask

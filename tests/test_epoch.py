@@ -1,0 +1,124 @@
+"""The training loop without a host sync per batch (``estimators/_epoch.py``), the guard's
+deferred checks, host-side padding cuts and the fused optimizer step on a GPU."""
+
+import numpy as np
+import pytest
+import torch
+from skorch.callbacks import Callback
+from test_cuda import TEXT_TINY as CUDA_TEXT_TINY
+from test_exact_checks import _net, _xy
+
+from tabformer import TabFormerClassifier, TabFormerRegressor
+from tabformer.callbacks import NonFiniteGuard, NonFiniteTrainingError
+from tabformer.estimators._recipes import _fuses_optimizer_step
+
+TEXTS = [f"{'very ' * (i % 9)}good film number {i}" if i % 2 else f"bad film {i}" for i in range(48)]
+LABELS = ["pos" if i % 2 else "neg" for i in range(48)]
+TEXT_TINY = dict(CUDA_TEXT_TINY, max_epochs=2)
+
+
+def test_a_deferred_nan_loss_names_the_same_batch_and_restores_the_same_weights():
+    for defer in (False, True):
+        torch.manual_seed(0)
+        guard = NonFiniteGuard(check_gradients=False, defer=defer)
+        net = _net(guard, at=7)  # 4 batches per epoch: the 3rd batch of epoch 2
+        with pytest.raises(NonFiniteTrainingError, match=r"non-finite training loss \(nan\) at epoch 2, training batch 3;"):
+            net.fit(*_xy())
+        # Deferred, the 4th batch ran too before the check; the restored weights are epoch 1's all the same.
+        assert net.criterion_.calls == (8 if defer else 7)
+        epoch_1 = dict(net.callbacks_)["weights"].by_epoch[0]
+        for name, value in net.module_.state_dict().items():
+            torch.testing.assert_close(value, epoch_1[name], rtol=0, atol=0, msg=name)
+
+
+def test_a_deferred_guard_catches_a_nan_gradient_in_the_next_loss_or_in_the_weights():
+    torch.manual_seed(0)
+    net = _net(NonFiniteGuard(defer=True), criterion=torch.nn.MSELoss).initialize()
+    start = {k: v.clone() for k, v in net.module_.state_dict().items()}
+    net.module_.second.weight.register_hook(lambda grad: grad * float("inf"))
+    with pytest.raises(NonFiniteTrainingError, match=r"non-finite training loss \(nan\) at epoch 1, training batch 2;.*initial"):
+        net.partial_fit(*_xy())
+    for name, value in net.module_.state_dict().items():
+        torch.testing.assert_close(value, start[name], rtol=0, atol=0, msg=name)
+    # One batch per epoch: no later loss shows it, the weights do.
+    net = _net(NonFiniteGuard(defer=True), criterion=torch.nn.MSELoss).set_params(batch_size=16).initialize()
+    net.module_.second.weight.register_hook(lambda grad: grad * float("inf"))
+    with pytest.raises(NonFiniteTrainingError, match=r"non-finite weights after the last training batch.*epoch 1"):
+        net.partial_fit(*_xy())
+    assert torch.isfinite(net.module_.second.weight).all()
+
+
+def test_defer_auto_checks_each_batch_on_the_cpu():
+    guard = NonFiniteGuard().initialize()
+    net = _net(guard).initialize()
+    guard.on_train_begin(net)
+    guard.on_epoch_begin(net)
+    assert guard._deferred is False
+    guard.on_batch_begin(net, training=True)
+    with pytest.raises(NonFiniteTrainingError, match="training batch 1"):
+        guard.on_batch_end(net, training=True, loss=torch.tensor(float("nan")))
+    assert NonFiniteGuard(defer=True).initialize()._defers(net) is True
+
+
+class NaNOnValidation(Callback):
+    """Makes the module answer NaN outside training, as a diverged model would."""
+
+    def on_train_begin(self, net, **kwargs):
+        net.module_.register_forward_hook(lambda module, args, out: out if module.training else out * float("nan"))
+
+
+def test_an_estimator_checks_deferred_validation_losses_before_epoch_end_callbacks():
+    y = np.linspace(0.0, 1.0, len(TEXTS))
+    reg = TabFormerRegressor(
+        callbacks=[("nan", NaNOnValidation())],
+        callbacks__nonfinite__defer=True,
+        validation_fraction=0.25,
+        patience=None,
+        **TEXT_TINY,
+    )
+    with pytest.raises(NonFiniteTrainingError, match=r"non-finite validation loss \(nan\) at epoch 1, validation batch 1;"):
+        reg.fit(TEXTS, y)
+    # skorch's valid_loss scoring, which runs at the epoch's end before the guard's own hook, never saw it
+    assert "valid_loss" not in reg.history[-1] and len(reg.history) == 1
+
+
+def test_batch_losses_are_floats_in_the_history_and_average_to_the_epoch_loss():
+    clf = TabFormerClassifier(**TEXT_TINY).fit(TEXTS, LABELS)
+    for epoch in clf.history:
+        losses = [row["train_loss"] for row in epoch["batches"]]
+        sizes = [row["train_batch_size"] for row in epoch["batches"]]
+        assert losses and all(type(value) is float for value in losses)
+        assert epoch["train_loss"] == pytest.approx(np.average(losses, weights=sizes))
+
+
+def test_training_batches_arrive_cut_to_their_longest_text():
+    clf = TabFormerClassifier(**dict(TEXT_TINY, max_epochs=1)).fit(TEXTS, LABELS)
+    padded = clf.tokenize(TEXTS)["input_ids"].shape[1]
+    seen = []
+    clf.module_.embedder.register_forward_pre_hook(
+        lambda module, args, kwargs: (
+            seen.append((kwargs["input_ids"].shape[1], int(kwargs["attention_mask"].sum(1).max()))) if module.training else None
+        ),
+        with_kwargs=True,
+    )
+    clf.partial_fit(TEXTS, LABELS)
+    assert seen and all(width == longest for width, longest in seen)
+    assert min(width for width, _ in seen) < padded  # some batch was cut
+
+
+def test_adam_on_a_gpu_steps_with_the_fused_kernel_unless_the_user_chose():
+    assert _fuses_optimizer_step(TabFormerClassifier(device="cuda"), set()) is True
+    assert _fuses_optimizer_step(TabFormerClassifier(device="cpu"), set()) is False
+    assert _fuses_optimizer_step(TabFormerClassifier(device="cuda", optimizer=torch.optim.SGD), set()) is False
+    assert _fuses_optimizer_step(TabFormerClassifier(device="cuda"), {"optimizer__foreach"}) is False
+    clf = TabFormerClassifier(device="cpu", **TEXT_TINY).fit(TEXTS, LABELS)
+    assert "optimizer__fused" not in clf.resolved_params_
+
+
+def test_a_deferred_guard_checks_the_weights_of_a_model_with_an_empty_parameter():
+    # an all-numeric table has an empty categorical embedding: the max norm of nothing is no number
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(60, 3)).astype(np.float32), np.array([0, 1, 2] * 20)
+    tiny = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, max_epochs=2, batch_size=16, verbose=0)
+    clf = TabFormerClassifier(callbacks__nonfinite__defer=True, **tiny).fit(X, y)
+    assert any(p.numel() == 0 for p in clf.module_.parameters()) and len(clf.history) == 2
