@@ -39,6 +39,8 @@ LATEST = "latest.json"
 FORMAT = 1
 #: Parameters a resumed fit may change: they do not change what is trained.
 FREE_PARAMS = frozenset({"verbose", "device", "warm_start", "memory_limit"})
+#: resolved settings that follow a free parameter (the fused optimizer step follows the device)
+FREE_RESOLVED = frozenset({"optimizer__fused"})
 
 
 class TrainingCheckpoint(Callback):
@@ -265,7 +267,8 @@ def _config(net) -> dict:
     params = {key: value for key, value in net.get_params(deep=False).items() if not key.startswith("callbacks")}
     config = {key: _describe(value) for key, value in params.items() if key not in FREE_PARAMS}
     for key, value in (getattr(net, "resolved_params_", None) or {}).items():
-        config[f"resolved:{key}"] = _describe(value)
+        if key not in FREE_RESOLVED:
+            config[f"resolved:{key}"] = _describe(value)
     return config
 
 

@@ -60,6 +60,11 @@ class TensorDictDataset(Dataset):
     def __len__(self) -> int:
         return self.n_samples
 
+    def on_cpu(self) -> bool:
+        """Whether every array is a CPU tensor (only those can be pinned)."""
+        tensors = [*self.X.values(), *([] if self.y is None else [self.y])]
+        return all(tensor.device.type == "cpu" for tensor in tensors)
+
     def __getitem__(self, index):
         return self.__getitems__([index])
 
@@ -83,6 +88,23 @@ def collate_batched(batch):
     batch : the same object
     """
     return batch
+
+
+def collate_trimmed(batch):
+    """A training batch from ``__getitems__``, its text arrays cut to the batch's longest text.
+
+    Parameters
+    ----------
+    batch : tuple of (dict of str to Tensor, Tensor)
+        What :meth:`TensorDictDataset.__getitems__` returned.
+
+    Returns
+    -------
+    batch : tuple of (dict of str to Tensor, Tensor)
+        ``X`` through :func:`trim_padding` (contiguous, so it pins whole); ``y`` as is.
+    """
+    X, y = batch
+    return {key: value.contiguous() for key, value in trim_padding(X).items()}, y
 
 
 def sequence_lengths(dataset) -> torch.Tensor:

@@ -64,6 +64,8 @@ class NonFiniteGuard(Callback):
     >>> clf = TabFormerClassifier(callbacks__nonfinite__action="warn")
     """
 
+    defer = "auto"  # a guard pickled before the setting existed has none
+
     def __init__(self, action: str = "raise", check_gradients: bool = True, defer="auto"):
         self.action = action
         self.check_gradients = check_gradients
@@ -82,6 +84,11 @@ class NonFiniteGuard(Callback):
         """Remember the starting weights (skorch hook)."""
         self.failure_ = None
         self._snapshot(net)
+
+    def on_train_end(self, net, **kwargs):
+        """Check what a fit interrupted mid-phase left unchecked; warn, never raise (skorch hook)."""
+        if any(getattr(self, "_pending", {}).values()):
+            self.check_pending(net, interrupted=True)
 
     def on_epoch_begin(self, net, **kwargs):
         """Restart the batch count (skorch hook)."""
@@ -129,7 +136,7 @@ class NonFiniteGuard(Callback):
         elif not bool(torch.isfinite(loss).all()):
             self._fail(net, f"a non-finite {'training' if training else 'validation'} loss ({float(loss)})", training)
 
-    def check_pending(self, net, training=None):
+    def check_pending(self, net, training=None, interrupted=False):
         """Check the losses kept back since the last check (deferred mode) in one read-back;
         after training batches, also the weights.
 
@@ -141,13 +148,16 @@ class NonFiniteGuard(Callback):
         net : skorch NeuralNet
         training : bool or None, default=None
             Which phase's losses; ``None``: both.
+        interrupted : bool, default=False
+            The fit has already ended (a ``KeyboardInterrupt`` mid-phase): restore and
+            warn, whatever ``action`` says.
         """
         for phase in (True, False) if training is None else (bool(training),):
             losses = getattr(self, "_pending", {}).get(phase)
             if not losses:
                 continue
             self._pending[phase] = []
-            values = torch.stack([loss.float().reshape(-1).sum() for loss in losses])
+            values = torch.stack([loss.double().reshape(-1).sum() for loss in losses])
             checks = [torch.isfinite(values)]
             if phase:  # a non-finite gradient of the last batch shows in no loss yet
                 weights = [p.detach() for p in net.module_.parameters() if p.numel()]  # no max of nothing
@@ -158,9 +168,11 @@ class NonFiniteGuard(Callback):
             name = "training" if phase else "validation"
             if not bool(finite[: len(losses)].all()):
                 first = int((~finite[: len(losses)]).nonzero()[0])
-                self._fail(net, f"a non-finite {name} loss ({float(values[first])})", phase, batch=first + 1)
-            if not bool(finite.all()):
-                self._fail(net, "non-finite weights after the last training batch (a non-finite gradient)", phase)
+                self._fail(net, f"a non-finite {name} loss ({float(values[first])})", phase, first + 1, interrupted)
+            elif not bool(finite.all()):
+                self._fail(
+                    net, "non-finite weights after the last training batch (a non-finite gradient)", phase, None, interrupted
+                )
 
     def on_epoch_end(self, net, **kwargs):
         """Every batch was finite: these weights are the new last good ones (skorch hook)."""
@@ -171,7 +183,7 @@ class NonFiniteGuard(Callback):
         # On the CPU, so a guard on a big model does not double its GPU memory.
         self._good = OrderedDict((key, value.detach().to("cpu", copy=True)) for key, value in net.module_.state_dict().items())
 
-    def _fail(self, net, what: str, training: bool, batch=None):
+    def _fail(self, net, what: str, training: bool, batch=None, interrupted=False):
         epoch = len(net.history)
         batch = self._batch[bool(training)] if batch is None else batch
         lr = net.optimizer_.param_groups[0]["lr"] if getattr(net, "optimizer_", None) is not None else None
@@ -185,12 +197,29 @@ class NonFiniteGuard(Callback):
         )
         if self._good is not None:
             net.module_.load_state_dict(self._good)
+        _forget_non_finite_moments(getattr(net, "optimizer_", None))
         self.failure_ = message
+        if interrupted:
+            warnings.warn(message, RuntimeWarning, stacklevel=2)
+            return
         if self.action == "raise":
             raise NonFiniteTrainingError(message)
         warnings.warn(message, RuntimeWarning, stacklevel=2)
         # skorch ends fit quietly on KeyboardInterrupt (that is how EarlyStopping stops it).
         raise KeyboardInterrupt
+
+
+def _forget_non_finite_moments(optimizer) -> None:
+    # A deferred check (or check_gradients=False) lets a non-finite step through: Adam's
+    # moments would turn the restored weights non-finite again at the next step. Such a
+    # parameter's state is dropped, so the optimizer starts it afresh.
+    if optimizer is None:
+        return
+    for param in list(optimizer.state):
+        state = optimizer.state[param]
+        tensors = [value for value in state.values() if torch.is_tensor(value) and value.is_floating_point() and value.numel()]
+        if tensors and not bool(_finite_norms(tensors, float("inf")).all()):
+            del optimizer.state[param]
 
 
 def _finite_norms(grads: list, order: float) -> torch.Tensor:

@@ -111,6 +111,7 @@ def test_adam_on_a_gpu_steps_with_the_fused_kernel_unless_the_user_chose():
     assert _fuses_optimizer_step(TabFormerClassifier(device="cpu"), set()) is False
     assert _fuses_optimizer_step(TabFormerClassifier(device="cuda", optimizer=torch.optim.SGD), set()) is False
     assert _fuses_optimizer_step(TabFormerClassifier(device="cuda"), {"optimizer__foreach"}) is False
+    assert _fuses_optimizer_step(TabFormerClassifier(device="cuda"), {"optimizer__differentiable"}) is False
     clf = TabFormerClassifier(device="cpu", **TEXT_TINY).fit(TEXTS, LABELS)
     assert "optimizer__fused" not in clf.resolved_params_
 
@@ -122,3 +123,98 @@ def test_a_deferred_guard_checks_the_weights_of_a_model_with_an_empty_parameter(
     tiny = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, max_epochs=2, batch_size=16, verbose=0)
     clf = TabFormerClassifier(callbacks__nonfinite__defer=True, **tiny).fit(X, y)
     assert any(p.numel() == 0 for p in clf.module_.parameters()) and len(clf.history) == 2
+
+
+class NaNAtTrainingCall(Callback):
+    """The module's output turns NaN at its ``at``-th training forward pass (1-based), once."""
+
+    def __init__(self, at):
+        self.at = at
+
+    def on_train_begin(self, net, **kwargs):
+        if getattr(self, "_hooked", False):
+            return
+        self._hooked, calls = True, []
+
+        def hook(module, args, out):
+            if module.training:
+                calls.append(1)
+            return out * float("nan") if module.training and len(calls) == self.at else out
+
+        net.module_.register_forward_hook(hook)
+
+
+def _non_finite_moments(optimizer):
+    return sum(
+        not bool(torch.isfinite(value).all())
+        for state in optimizer.state.values()
+        for value in state.values()
+        if torch.is_tensor(value) and value.is_floating_point()
+    )
+
+
+def test_after_a_deferred_failure_the_optimizer_forgets_its_non_finite_moments():
+    y = np.linspace(0.0, 1.0, len(TEXTS))
+    reg = TabFormerRegressor(
+        callbacks=[("nan", NaNAtTrainingCall(3))],
+        callbacks__nonfinite__defer=True,
+        callbacks__nonfinite__action="warn",
+        patience=None,
+        validation_fraction=None,
+        **TEXT_TINY,
+    )
+    with pytest.warns(RuntimeWarning, match=r"non-finite training loss \(nan\) at epoch 1, training batch 3;"):
+        reg.fit(TEXTS, y)
+    assert _non_finite_moments(reg.optimizer_) == 0
+    reg.partial_fit(TEXTS, y)  # trains on from the restored weights, without failing again
+    assert reg.callbacks_[[name for name, _ in reg.callbacks_].index("nonfinite")][1].failure_ is None
+    assert all(torch.isfinite(p).all() for p in reg.module_.parameters())
+
+
+def test_a_fit_interrupted_mid_phase_still_has_its_deferred_losses_checked():
+    class InterruptAtBatch4(Callback):
+        def on_batch_end(self, net, training=False, **kwargs):
+            if training and len(net.history[-1]["batches"]) == 4:
+                raise KeyboardInterrupt
+
+    y = np.linspace(0.0, 1.0, len(TEXTS))
+    reg = TabFormerRegressor(
+        callbacks=[("nan", NaNAtTrainingCall(2)), ("stop", InterruptAtBatch4())],
+        callbacks__nonfinite__defer=True,
+        patience=None,
+        validation_fraction=None,
+        **TEXT_TINY,
+    )
+    with pytest.warns(RuntimeWarning, match=r"non-finite training loss \(nan\) at epoch 1, training batch 2;.*initial"):
+        reg.fit(TEXTS, y)
+    assert all(torch.isfinite(p).all() for p in reg.module_.parameters())
+    assert np.isfinite(reg.predict(TEXTS)).all()
+
+
+def test_a_guard_pickled_before_defer_existed_still_trains():
+    clf = TabFormerClassifier(**TEXT_TINY).fit(TEXTS, LABELS)
+    guard = dict(clf.callbacks_)["nonfinite"]
+    for name in ("defer", "_pending", "_deferred"):
+        guard.__dict__.pop(name, None)
+    clf.partial_fit(TEXTS, LABELS)
+    assert len(clf.history) == 4  # two epochs more
+
+
+def test_on_the_cpu_batch_callbacks_read_float_losses():
+    seen = []
+
+    class ReadLoss(Callback):
+        def on_batch_end(self, net, training=False, **kwargs):
+            seen.append(type(net.history[-1, "batches", -1, "train_loss" if training else "valid_loss"]))
+
+    TabFormerClassifier(callbacks=[("read", ReadLoss())], validation_fraction=0.25, **TEXT_TINY).fit(TEXTS, LABELS)
+    assert seen and set(seen) == {float}
+
+
+def test_the_fused_step_is_no_part_of_a_checkpoints_fingerprint():
+    from tabformer._checkpoint import _config
+
+    clf = TabFormerClassifier(**TEXT_TINY).fit(TEXTS, LABELS)
+    plain = _config(clf)
+    clf.resolved_params_["optimizer__fused"] = True  # what a fit on a GPU resolves
+    assert _config(clf) == plain

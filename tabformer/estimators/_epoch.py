@@ -11,8 +11,10 @@ read back once per phase (the training batches, then the validation batches), be
 epoch-end callback reads the history, and :class:`~tabformer.callbacks.NonFiniteGuard`
 checks them then; batches come from pinned memory and move with ``non_blocking=True``.
 
-Text batches are also cut to their longest text on the host, before they move to the
-device (the text embedder would otherwise read the lengths back from the GPU).
+Training batches of text are also cut to their longest text in the DataLoader, before they
+are pinned and moved (the text embedder would otherwise read the lengths back from the
+GPU). On a GPU, a callback that reads a batch's loss from the history during the phase
+(``on_batch_end``) sees a 0-d tensor, not yet a float.
 """
 
 from __future__ import annotations
@@ -21,18 +23,15 @@ import torch
 from skorch.dataset import get_len, unpack_data
 from torch.utils.data import Subset
 
-from .._data import LengthGroupedBatchSampler, TensorDictDataset, collate_batched, sequence_lengths, trim_padding
+from .._data import LengthGroupedBatchSampler, TensorDictDataset, collate_batched, collate_trimmed, sequence_lengths
 from ..callbacks import NonFiniteGuard
 
 __all__ = ["EpochMixin"]
 
 
 class EpochMixin:
-    """The DataLoader (``get_iterator``), ``run_single_epoch`` with batch losses read back once per
-    phase, and host-side padding cuts."""
-
-    #: cut each training batch's text arrays to its longest text before they leave the host
-    _cuts_padding_on_host = True
+    """The DataLoader (``get_iterator``: length grouping, host-side padding cuts, pinned memory on
+    a GPU), and ``run_single_epoch`` with batch losses read back once per phase."""
 
     def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
         """One pass over ``iterator``, as skorch's, with losses read back at its end.
@@ -57,8 +56,9 @@ class EpochMixin:
             for batch in iterator:
                 self.notify("on_batch_begin", batch=batch, training=training)
                 step = step_fn(batch, **fit_params)
-                # A tensor until the phase ends: reading it now would stall the GPU's queue.
-                self.history.record_batch(prefix + "_loss", step["loss"].detach())
+                # On a GPU a tensor until the phase ends: reading it now would stall the queue.
+                loss = step["loss"].detach()
+                self.history.record_batch(prefix + "_loss", loss.item() if loss.device.type == "cpu" else loss)
                 self.history.record_batch(
                     prefix + "_batch_size", get_len(batch[0]) if isinstance(batch, (tuple, list)) else get_len(batch)
                 )
@@ -90,11 +90,13 @@ class EpochMixin:
                     sequence_lengths(dataset), kwargs.pop("batch_size"), kwargs.pop("drop_last", False), window
                 )
                 kwargs.pop("shuffle")
-        # Pinned host memory: the copy to a GPU can then run without blocking (``_to_device_async``).
-        kwargs.setdefault("pin_memory", torch.device(self.device).type == "cuda")
         inner = dataset.dataset if isinstance(dataset, Subset) else dataset
         if isinstance(inner, TensorDictDataset):
-            kwargs.setdefault("collate_fn", collate_batched)
+            # Training batches are cut to their longest text here, before they are pinned
+            # (what the text embedder cuts in training, without reading the lengths back from a GPU).
+            kwargs.setdefault("collate_fn", collate_trimmed if training else collate_batched)
+            # Pinned host memory: the copy to a GPU then runs without blocking (``_to_device_async``).
+            kwargs.setdefault("pin_memory", torch.device(self.device).type == "cuda" and inner.on_cpu())
         iterator = self.iterator_train if training else self.iterator_valid
         return self._shard(iterator(dataset, **kwargs), training)
 
@@ -103,7 +105,7 @@ class EpochMixin:
         return False
 
     def train_step_single(self, batch, **fit_params):
-        """The step of the parent classes, on a batch whose text arrays are cut to its longest text.
+        """The step of the parent classes, on a batch already sent to the device without blocking.
 
         Parameters
         ----------
@@ -114,11 +116,7 @@ class EpochMixin:
         -------
         dict with ``"loss"`` and ``"y_pred"``
         """
-        Xi, yi = unpack_data(batch)
-        if isinstance(Xi, dict) and self._cuts_padding_on_host:
-            # What the text embedder cuts in training, cut on the host (no read-back from a GPU).
-            Xi = trim_padding(Xi)
-        return super().train_step_single(self._to_device_async((Xi, yi)), **fit_params)
+        return super().train_step_single(self._to_device_async(tuple(unpack_data(batch))), **fit_params)
 
     def validation_step(self, batch, **fit_params):
         """The step of the parent classes, on a batch already sent to the device without blocking.
@@ -151,7 +149,7 @@ def _losses_to_floats(history, key: str) -> None:
     batches = [row for row in history[-1].get("batches", ()) if isinstance(row.get(key), torch.Tensor)]
     if not batches:
         return
-    values = torch.stack([row[key].float().reshape(-1).sum() for row in batches]).cpu().tolist()
+    values = torch.stack([row[key].double().reshape(-1).sum() for row in batches]).cpu().tolist()
     for row, value in zip(batches, values):
         row[key] = value
 

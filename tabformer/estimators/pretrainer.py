@@ -109,9 +109,6 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
 
     prefixes_ = TabFormerNet.prefixes_ + ["objective"]
     _recipe_role = "pretrainer"
-    # SimCLR's two views of a row are cut together by the text embedder; cut apart on the
-    # host they could differ in width (``_epoch.py``).
-    _cuts_padding_on_host = False
     _parameter_constraints = {
         **SHARED_CONSTRAINTS,
         "objective": [str],

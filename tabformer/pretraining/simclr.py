@@ -86,9 +86,18 @@ class ContrastiveHead(nn.Module):
             Rows ``0..B-1`` are the first view, ``B..2B-1`` the second.
         """
         first, second = (view_batch(inputs, view) for view in VIEWS)
-        both = {key: torch.cat([value, second[key]]) for key, value in first.items()}
+        both = {key: _cat_views(value, second[key]) for key, value in first.items()}
         tokens, mask = embedder(**both)
         return self.projection(encoder(tokens, mask)[:, 0])
+
+
+def _cat_views(first: torch.Tensor, second: torch.Tensor) -> torch.Tensor:
+    # Training batches come with each view's text cut to its own longest text: pad the
+    # narrower with zeros (padding, masked out) so that both views stack into one batch.
+    if first.ndim == 2 and first.shape[1] != second.shape[1]:
+        width = max(first.shape[1], second.shape[1])
+        first, second = (nn.functional.pad(view, (0, width - view.shape[1])) for view in (first, second))
+    return torch.cat([first, second])
 
 
 @register_objective("simclr")
