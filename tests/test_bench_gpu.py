@@ -2,6 +2,7 @@
 
 import importlib.util
 import os
+import pathlib
 
 import numpy as np
 
@@ -18,3 +19,12 @@ def test_bench_gpu_times_estimator_and_plain_loop_on_cpu(capsys):
     assert (table["samples_per_s"] > 0).all() and (table["tflops"] > 0).all()
     assert np.isfinite(table.loc[0, "vs_loop"]) and table.loc[0, "vs_loop"] > 0
     assert "measured dense matmul peak" in capsys.readouterr().out
+
+
+def test_the_gpu_checks_script_parses_and_runs_the_cuda_tests():
+    import subprocess
+
+    script = os.path.join(HERE, "..", "benchmarks", "gpu_checks.sh")
+    subprocess.run(["bash", "-n", script], check=True)
+    text = pathlib.Path(script).read_text()
+    assert "-m cuda" in text and "bench_gpu.py --epochs" in text and "--compile" in text
