@@ -180,8 +180,19 @@ class NonFiniteGuard(Callback):
         self._snapshot(net)
 
     def _snapshot(self, net):
-        # On the CPU, so a guard on a big model does not double its GPU memory.
-        self._good = OrderedDict((key, value.detach().to("cpu", copy=True)) for key, value in net.module_.state_dict().items())
+        # On the CPU, so a guard on a big model does not double its GPU memory. The buffers are
+        # kept from one snapshot to the next; from a GPU they are pinned and filled with
+        # non-blocking copies, in stream order, so an epoch's end does not wait for the GPU
+        # (the restore, load_state_dict, is a blocking copy queued after them).
+        state = net.module_.state_dict()
+        good = self._good
+        if good is None or list(good) != list(state) or any(_mismatch(good[key], value) for key, value in state.items()):
+            good = OrderedDict(
+                (key, torch.empty(value.shape, dtype=value.dtype, pin_memory=value.is_cuda)) for key, value in state.items()
+            )
+        for key, value in state.items():
+            good[key].copy_(value, non_blocking=value.is_cuda)
+        self._good = good
 
     def _fail(self, net, what: str, training: bool, batch=None, interrupted=False):
         epoch = len(net.history)
@@ -207,6 +218,10 @@ class NonFiniteGuard(Callback):
         warnings.warn(message, RuntimeWarning, stacklevel=2)
         # skorch ends fit quietly on KeyboardInterrupt (that is how EarlyStopping stops it).
         raise KeyboardInterrupt
+
+
+def _mismatch(buffer: torch.Tensor, value: torch.Tensor) -> bool:
+    return buffer.shape != value.shape or buffer.dtype != value.dtype or buffer.is_pinned() != value.is_cuda
 
 
 def _forget_non_finite_moments(optimizer) -> None:

@@ -218,3 +218,21 @@ def test_the_fused_step_is_no_part_of_a_checkpoints_fingerprint():
     plain = _config(clf)
     clf.resolved_params_["optimizer__fused"] = True  # what a fit on a GPU resolves
     assert _config(clf) == plain
+
+
+def test_the_guard_keeps_its_snapshot_buffers_and_renews_them_when_a_shape_changes():
+    torch.manual_seed(0)
+    guard = NonFiniteGuard().initialize()
+    net = _net(guard).initialize()
+    guard._snapshot(net)
+    first = {key: value.data_ptr() for key, value in guard._good.items()}
+    with torch.no_grad():
+        net.module_.first.weight.add_(1.0)
+    guard._snapshot(net)
+    assert {key: value.data_ptr() for key, value in guard._good.items()} == first  # filled again, not reallocated
+    torch.testing.assert_close(guard._good["first.weight"], net.module_.first.weight.detach(), rtol=0, atol=0)
+    net.module_.first = torch.nn.Linear(3, 7)  # e.g. an embedding grown for new categories
+    net.module_.second = torch.nn.Linear(7, 1)
+    guard._snapshot(net)
+    assert guard._good["first.weight"].shape == (7, 3)
+    torch.testing.assert_close(guard._good["second.weight"], net.module_.second.weight.detach(), rtol=0, atol=0)
