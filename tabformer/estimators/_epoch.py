@@ -116,7 +116,7 @@ class EpochMixin:
         -------
         dict with ``"loss"`` and ``"y_pred"``
         """
-        return super().train_step_single(self._to_device_async(tuple(unpack_data(batch))), **fit_params)
+        return super().train_step_single(self._to_device_async(unpack_data(batch)), **fit_params)
 
     def validation_step(self, batch, **fit_params):
         """The step of the parent classes, on a batch already sent to the device without blocking.
@@ -130,7 +130,7 @@ class EpochMixin:
         -------
         dict with ``"loss"`` and ``"y_pred"``
         """
-        return super().validation_step(self._to_device_async(tuple(unpack_data(batch))), **fit_params)
+        return super().validation_step(self._to_device_async(unpack_data(batch)), **fit_params)
 
     def _to_device_async(self, batch):
         # skorch's ``.to(device)`` is a blocking copy, and PyTorch blocks by synchronizing the
