@@ -236,3 +236,44 @@ def test_the_guard_keeps_its_snapshot_buffers_and_renews_them_when_a_shape_chang
     guard._snapshot(net)
     assert guard._good["first.weight"].shape == (7, 3)
     torch.testing.assert_close(guard._good["second.weight"], net.module_.second.weight.detach(), rtol=0, atol=0)
+
+
+class Modes(Callback):
+    """Records, per batch, the model's and its frozen encoder's training flags."""
+
+    def initialize(self):
+        self.seen = []
+        return self
+
+    def on_batch_end(self, net, training=False, **kwargs):
+        self.seen.append((training, net.module_.training, net.module_.encoder.training))
+
+
+def test_modes_are_set_once_per_phase_and_still_follow_outside_changes_and_frozen_parts():
+    modes = Modes()
+    clf = TabFormerClassifier(
+        callbacks=[("modes", modes)], freeze_encoder=True, validation_fraction=0.25, patience=None, **TEXT_TINY
+    ).fit(TEXTS, LABELS)
+    assert modes.seen and all(model == training and not encoder for training, model, encoder in modes.seen)
+    calls = []
+    original = type(clf.module_).train
+    clf.module_.train = lambda mode=True: calls.append(mode) or original(clf.module_, mode)
+    clf.partial_fit(TEXTS, LABELS)
+    batches = len(clf.history[-1]["batches"])
+    # One walk per phase (2 epochs, each training then validation), not one per batch.
+    assert batches > 2 and calls == [True, False] * 2
+    # Changed from outside (or a module replaced): the next step walks again; a pickle carries no stale record.
+    clf.module_.eval()
+    modes.seen.clear()
+    clf.partial_fit(TEXTS, LABELS)
+    assert calls[-2:] == [True, False] and modes.seen[0] == (True, True, False)
+    del clf.module_.train
+    clf._set_training(True)
+    clf.module_.eval()
+    clf._set_training(True)
+    assert clf.module_.training and not clf.module_.encoder.training
+    clf.module_ = type(clf.module_)(**{k: getattr(clf.module_, k) for k in ("embedder", "encoder", "head")}, freeze_encoder=True)
+    clf.module_.encoder.train()
+    clf._set_training(True)  # a new module: walked although its own flag already reads True
+    assert not clf.module_.encoder.training
+    assert "_modes_set" in vars(clf) and "_modes_set" not in clf.__getstate__()

@@ -56,9 +56,13 @@ class EpochMixin:
             for batch in iterator:
                 self.notify("on_batch_begin", batch=batch, training=training)
                 step = step_fn(batch, **fit_params)
-                # On a GPU a tensor until the phase ends: reading it now would stall the queue.
+                # On a GPU a tensor until the phase ends: reading it now would stall the queue. It is
+                # a copy, as CUDA graphs (compile__mode="reduce-overhead") overwrite their outputs
+                # at the next batch.
                 loss = step["loss"].detach()
-                self.history.record_batch(prefix + "_loss", loss.item() if loss.device.type == "cpu" else loss)
+                if loss.device.type != "cpu":
+                    step = dict(step, loss=loss.clone())
+                self.history.record_batch(prefix + "_loss", loss.item() if loss.device.type == "cpu" else step["loss"])
                 self.history.record_batch(
                     prefix + "_batch_size", get_len(batch[0]) if isinstance(batch, (tuple, list)) else get_len(batch)
                 )
@@ -70,6 +74,32 @@ class EpochMixin:
         for _, callback in self.callbacks_:
             if isinstance(callback, NonFiniteGuard):
                 callback.check_pending(self, training=training)
+
+    def _set_training(self, training=True):
+        """skorch's, but skipped while the modules are still in the mode this net last set.
+
+        ``module.train(mode)`` walks every submodule: about 0.25 ms per batch for a 3-layer
+        table model on the CPU (5% of its step), paid on every training batch. It runs again
+        whenever a module was replaced or its own flag differs (``predict`` between epochs, a
+        user's ``module_.eval()``); a submodule's flag changed from outside is kept until then.
+
+        Parameters
+        ----------
+        training : bool, default=True
+            Training or evaluation mode.
+        """
+        modules = [getattr(self, name + "_", None) for name in self._modules + self._criteria]
+        modules = [module for module in modules if isinstance(module, torch.nn.Module)]
+        ids = tuple(map(id, modules))
+        if self.__dict__.get("_modes_set") == ids and all(module.training == bool(training) for module in modules):
+            return
+        super()._set_training(training)
+        self._modes_set = ids
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        state.pop("_modes_set", None)  # object ids mean nothing in another process
+        return state
 
     def get_iterator(self, dataset, training=False):
         """skorch's DataLoader, with the resolved ``batch_size`` and optional length grouping."""
