@@ -11,7 +11,8 @@ Rounds are interleaved (estimator, loop, estimator, ...) and medians reported.
 
     python benchmarks/bench_gpu.py                      # on CUDA when present, bf16
     python benchmarks/bench_gpu.py --device cpu --precision fp32 --scale 0.05
-    python benchmarks/bench_gpu.py --compile            # adds torch.compile'd runs
+    python benchmarks/bench_gpu.py --compile            # every path torch.compile'd
+    python benchmarks/bench_gpu.py --compile-mode reduce-overhead  # compiled with CUDA graphs
     python benchmarks/bench_gpu.py --epochs 5           # 5 epochs per partial_fit and per loop round
 
 Synthetic inputs: throughput does not depend on the values, and MiniLM's weights are
@@ -146,6 +147,7 @@ def run(workload, args, rng):
         patience=None,
         validation_fraction=None,
         compile=args.compile,
+        **({"compile__mode": args.compile_mode} if args.compile_mode else {}),
         iterator_train__drop_last=True,
         verbose=0,
         random_state=0,
@@ -164,7 +166,7 @@ def run(workload, args, rng):
         modules[who] = copy.deepcopy(clf.module_)
         optimizers[who] = torch.optim.AdamW(modules[who].parameters(), lr=1e-4, **options)
         if args.compile:
-            modules[who] = torch.compile(modules[who])
+            modules[who] = torch.compile(modules[who], mode=args.compile_mode)
     generator = torch.Generator().manual_seed(0)
     batch_size = params["batch_size"]
     flops = step_flops(copy.deepcopy(clf.module_), tokens, target, batch_size, args.device, clf.autocast)
@@ -218,15 +220,22 @@ def main(argv=None):
         "call, such as the guard's first weight snapshot, then weighs less)",
     )
     parser.add_argument("--compile", action="store_true")
+    parser.add_argument(
+        "--compile-mode",
+        default=None,
+        help="torch.compile's mode for every path (e.g. reduce-overhead: CUDA graphs); implies --compile",
+    )
     parser.add_argument("--only", choices=["text", "image", "table"], default=None)
     args = parser.parse_args(argv)
     args.rows = max(512, int(args.rows * args.scale))
+    args.compile = args.compile or args.compile_mode is not None
     dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[args.precision]
     peak = matmul_peak(args.device, dtype, 8192 if args.device != "cpu" else 1024)
     label = (
         torch.cuda.get_device_name() if torch.device(args.device).type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
     )
-    print(f"{label}; {args.precision}; measured dense matmul peak {peak / 1e12:.3g} TFLOP/s; compile={args.compile}")
+    compiled = f"compile={args.compile}" + (f" (mode {args.compile_mode})" if args.compile_mode else "")
+    print(f"{label}; {args.precision}; measured dense matmul peak {peak / 1e12:.3g} TFLOP/s; {compiled}")
     rng = np.random.default_rng(0)
     workloads = {"text": text_workload, "image": image_workload, "table": table_workload}
     rows = []

@@ -244,3 +244,17 @@ def test_cuda_fit_steps_fused_and_defers_the_guard_to_the_end_of_each_phase():
         TabFormerClassifier(device="cuda", max_epochs=2, callbacks=[("nan", NaNAtThirdBatch())], **TEXT_TINY).fit(
             TEXTS, TEXT_LABELS
         )
+
+
+@needs_cuda
+@pytest.mark.cuda
+def test_cuda_graphs_keep_every_batch_loss_of_the_phase():
+    # CUDA graphs overwrite their outputs at the next replay; the losses read back at the
+    # phase's end are copies (before, the read-back raised "accessing tensor output of
+    # CUDAGraphs that has been overwritten" on an H200).
+    clf = TabFormerClassifier(
+        device="cuda", max_epochs=2, compile=True, compile__mode="reduce-overhead", iterator_train__drop_last=True, **TEXT_TINY
+    ).fit(TEXTS, TEXT_LABELS)
+    losses = [row["train_loss"] for row in clf.history[-1]["batches"]]
+    assert len(losses) > 1 and all(type(value) is float and np.isfinite(value) for value in losses)
+    assert len(set(losses)) == len(losses)  # each batch's own loss, not the last one repeated
