@@ -1,6 +1,6 @@
 #!/bin/bash
-# The GPU checks as one command, for a machine with a CUDA GPU (5-7 minutes on an H200, estimated
-# from its parts; not yet run as a whole):
+# The GPU checks as one command, for a machine with a CUDA GPU (5.2 minutes on an H200 at
+# commit cade424; figures in docs/scale.md):
 # the CUDA tests, then benchmarks/bench_gpu.py eager (one and five epochs per round) and
 # compiled (text). Needs tabformer's dependencies importable (`make install`, or skorch
 # added to an image that has torch); writes each part's output under ${OUT:-gpu_checks}/.
