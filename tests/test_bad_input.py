@@ -93,6 +93,23 @@ def test_int_tags_train_and_come_back_as_str():
     assert [len(row) for row in tagger.predict(sentences[:2])] == [3, 2]
 
 
+@pytest.mark.parametrize("missing", [None, np.nan, pd.NA])
+def test_a_missing_tag_is_named_not_learnt_as_a_class(missing):
+    sentences = [["a", "b", "c"], ["d", "e"]] * 10
+    tags = [["B", "O", "O"], ["O", "B"]] * 10
+    tags[3] = ["O", missing]
+    with pytest.raises(ValueError, match=r"y\[3\]\[1\] \(the tag of word 'e'\) is missing"):
+        TabFormerTagger(**TINY, tokenizer__vocab_size=40).fit(sentences, tags)
+
+
+def test_targets_whose_spread_overflows_are_refused_not_predicted_as_inf():
+    X, y = make_table(n=40)
+    target = np.linspace(-1.0, 1.0, len(X)) * 1e200
+    with pytest.raises(ValueError, match=r"y's mean or standard deviation overflows float64 \(target 0, largest \|y\| 1e\+200\)"):
+        TabFormerRegressor(**TINY).fit(X, target)
+    assert np.isfinite(TabFormerRegressor(**TINY).fit(X, target / 1e200).predict(X)).all()
+
+
 # ----------------------------------------------------------------------------- pixels
 def _images(dtype=np.uint8, n=6):
     pixels = np.random.default_rng(0).integers(0, 256, (n, 8, 8))

@@ -376,8 +376,17 @@ class TabFormerRegressor(_CLSHeadNet, NeuralNetRegressor):
         y2d = y.reshape(len(y), -1)
         self.n_targets_ = y2d.shape[1]
         if self.standardize_target:
-            self.target_mean_ = y2d.mean(axis=0)
-            scale = y2d.std(axis=0)
+            with np.errstate(over="ignore", invalid="ignore"):
+                self.target_mean_ = y2d.mean(axis=0)
+                scale = y2d.std(axis=0)
+            if not (np.isfinite(self.target_mean_).all() and np.isfinite(scale).all()):
+                # Finite targets whose mean or spread overflows float64 (about 1e154 and up)
+                # would scale every prediction to inf or nan.
+                column = int(np.flatnonzero(~(np.isfinite(self.target_mean_) & np.isfinite(scale)))[0])
+                raise ValueError(
+                    f"y's mean or standard deviation overflows float64 (target {column}, largest |y| "
+                    f"{np.abs(y2d[:, column]).max():.3g}); rescale the target (e.g. divide it by a power of ten or take its log)"
+                )
             self.target_scale_ = np.where(scale > 0, scale, 1.0)
         else:
             self.target_mean_ = np.zeros(self.n_targets_)

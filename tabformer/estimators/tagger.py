@@ -10,6 +10,7 @@ exactly one tag per input word. ``score`` is entity-level F1 with the CoNLL-2000
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import torch
 from scipy.sparse import issparse
 from sklearn.utils.validation import check_is_fitted
@@ -122,6 +123,10 @@ class TabFormerTagger(FineTuningNet):
         for i, (words, row) in enumerate(zip(X, tags)):
             if len(words) != len(row):
                 raise ValueError(f"sentence {i} has {len(words)} words but {len(row)} tags")
+            for j, tag in enumerate(row):
+                # str() would make a missing tag the class "None" or "nan", learnt and predicted.
+                if tag is None or tag is pd.NA or (isinstance(tag, float) and tag != tag):
+                    raise ValueError(f"y[{i}][{j}] (the tag of word {words[j]!r}) is missing ({tag!r}); every word needs a tag")
         return tags
 
     def _align(self, batch, tags) -> np.ndarray:
