@@ -7,7 +7,9 @@ spends seconds importing torch."""
 
 import importlib.util
 import io
+import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -148,6 +150,15 @@ def test_bad_input_exits_2_with_one_line(adult, fitted, capsys):
     (folder / "broken.parquet").write_bytes(b"PAR1 not really")
     assert main(["predict", str(fitted), str(folder / "broken.parquet")]) == 2
     assert "cannot read" in capsys.readouterr().err
+    # A model folder whose config lost an entry: one line, not a KeyError's traceback.
+    damaged = folder / "damaged"
+    shutil.copytree(fitted, damaged)
+    config = json.loads((damaged / "config.json").read_text())
+    del config["module"]
+    (damaged / "config.json").write_text(json.dumps(config))
+    assert main(["predict", str(damaged), str(folder / "train.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "does not hold a model tabformer can read: KeyError" in err and err.count("\n") == 1, err
 
 
 def test_parse_settings():

@@ -132,3 +132,63 @@ def test_the_package_never_unpickles():
     assert not {path: calls for path, calls in offenders.items() if calls}
     loaders = [path for path in PACKAGE.rglob("*.py") if "torch.load(" in path.read_text().replace("``torch.load(", "")]
     assert [path.name for path in loaders] == ["safe_load.py"]  # the one place that reads torch files
+
+
+def _genuine_folder(tmp_path, name="genuine"):
+    X, y = make_table(n=40)
+    folder = tmp_path / name
+    TabFormerClassifier(**dict(TINY, max_epochs=1)).fit(X, y).save(folder)
+    return folder, X, y
+
+
+def _edit_config(folder, edit):
+    config = json.loads((folder / "config.json").read_text())
+    edit(config)
+    (folder / "config.json").write_text(json.dumps(config))
+
+
+def test_a_config_cannot_name_skorchs_checkpoint_callbacks_or_turn_weights_only_off(crafted, tmp_path):
+    # The attack a review found: skorch's LoadInitState torch.loads its checkpoint (with the
+    # net's torch_load_kwargs) as a fit starts, from wherever the config points.
+    folder, X, y = _genuine_folder(tmp_path)
+    crafted_file = crafted[0]
+    checkpoint = {
+        "__type__": "object",
+        "cls": "skorch.callbacks.training:Checkpoint",
+        "params": {"dirname": str(crafted_file.parent), "f_params": crafted_file.name, "f_optimizer": None,
+                   "f_criterion": None, "f_history": None, "monitor": None, "event_name": None},
+        "fitted": {},
+    }  # fmt: skip
+    warm = {"__type__": "object", "cls": "skorch.callbacks.training:LoadInitState", "params": {"checkpoint": checkpoint}}
+    _edit_config(folder, lambda c: c["estimator"]["params"].update(callbacks=[{"__type__": "tuple", "items": ["warm", warm]}]))
+    with pytest.raises(PersistenceError, match=r"skorch.callbacks.training.LoadInitState, which reads files with torch.load"):
+        tabformer.load(folder)
+    folder, X, y = _genuine_folder(tmp_path, "second")
+    _edit_config(folder, lambda c: c["estimator"]["params"].update(torch_load_kwargs={"weights_only": False}))
+    with pytest.raises(PersistenceError, match=r"torch_load_kwargs=\{'weights_only': False\} would let skorch unpickle"):
+        tabformer.load(folder)
+
+
+def test_a_nested_encoder_folder_must_stay_inside_the_model_folder(tmp_path):
+    folder, _, _ = _genuine_folder(tmp_path)
+    for escape in (str(tmp_path / "elsewhere") + "/", "../elsewhere/"):
+        nested = {"__type__": "encoder_folder", "folder": escape}
+        _edit_config(folder, lambda c, nested=nested: c["estimator"]["params"].update(encoder=nested))
+        with pytest.raises(PersistenceError, match=r"names the folder .*, which is not inside the folder"):
+            tabformer.load(folder)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda c: c.pop("module"),
+        lambda c: c["estimator"].update(params=[1]),
+        lambda c: c["estimator"]["params"].update(no_such_parameter=1),
+    ],
+    ids=["no module entry", "params a list", "unknown parameter"],
+)
+def test_a_damaged_config_is_a_persistence_error_naming_the_folder(tmp_path, edit):
+    folder, _, _ = _genuine_folder(tmp_path)
+    _edit_config(folder, edit)
+    with pytest.raises(PersistenceError, match=r"does not hold a model tabformer can read: \w+Error"):
+        tabformer.load(folder)

@@ -58,16 +58,27 @@ def load(path, device=None, trusted=()):
     ------
     PersistenceError (a ValueError) naming the file and the problem: a newer format
     version, weights whose names or shapes do not match the config, a class outside the
-    allowed modules (:class:`UntrustedTypeError`), a missing file (:class:`MissingFileError`,
-    also a FileNotFoundError), or a path that is a file rather than a folder.
+    allowed modules or one that reads files with ``torch.load`` (:class:`UntrustedTypeError`),
+    a missing file (:class:`MissingFileError`, also a FileNotFoundError), a path that is a
+    file rather than a folder, or a config whose structure tabformer did not write.
     """
     reader = Reader(os.fspath(path), trusted)
     config, kind = reader.open()
-    if kind == "estimator":
-        return load_estimator(reader, config, device)
-    if kind in ("pretrained_encoder", "transformer_encoder"):
-        with torch.random.fork_rng(devices=[]):
-            return encoder_from_folder(reader, config, kind).to(device or "cpu")
+    try:
+        if kind == "estimator":
+            return load_estimator(reader, config, device)
+        if kind in ("pretrained_encoder", "transformer_encoder"):
+            with torch.random.fork_rng(devices=[]):
+                return encoder_from_folder(reader, config, kind).to(device or "cpu")
+    except PersistenceError:
+        raise
+    except (KeyError, IndexError, AttributeError, TypeError, ValueError) as error:
+        # A config whose structure is not what tabformer writes (edited by hand, truncated):
+        # the same error type as every other load failure, naming the folder.
+        raise PersistenceError(
+            f"{reader.folder} does not hold a model tabformer can read: {type(error).__name__}: {error} "
+            "(was a file edited or copied from another version?)"
+        ) from error
     raise PersistenceError(f"{reader.path(CONFIG_FILE)} holds a {kind!r}, which this tabformer cannot load")
 
 

@@ -100,11 +100,15 @@ class Reader:
         self._arrays = None
 
     def nested(self, prefix: str) -> Reader:
+        self._check_inside(prefix, "folder")
         return Reader(self.folder / prefix, self.trusted, self.top)
 
-    def path(self, name: str) -> Path:
+    def _check_inside(self, name, what: str) -> None:
         if not isinstance(name, str) or Path(name).is_absolute() or ".." in Path(name).parts:
-            raise PersistenceError(f"{self.folder / CONFIG_FILE} names the file {name!r}, which is not inside the folder")
+            raise PersistenceError(f"{self.folder / CONFIG_FILE} names the {what} {name!r}, which is not inside the folder")
+
+    def path(self, name: str) -> Path:
+        self._check_inside(name, "file")
         path = self.folder / name
         if not path.is_file():
             raise MissingFileError(f"{self.top} is missing {path.relative_to(self.top)}: the model cannot be loaded without it")

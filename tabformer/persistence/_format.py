@@ -26,6 +26,7 @@ __all__ = [
     "WEIGHTS_FILE",
     "ARRAYS_FILE",
     "ALLOWED_MODULES",
+    "REFUSED_CLASSES",
     "PersistenceError",
     "MissingFileError",
     "UntrustedTypeError",
@@ -46,6 +47,16 @@ ARRAYS_FILE = "arrays.safetensors"
 ALLOWED_MODULES = ("tabformer", "torch.nn", "torch.optim", "torch.utils.data", "skorch", "sklearn.preprocessing")
 #: functions outside tabformer a config may name (skorch callbacks' default sink)
 ALLOWED_FUNCTIONS = frozenset({"builtins:print"})
+#: classes of the allowed modules that a config still may not name: skorch's checkpoint
+#: callbacks read files with ``torch.load`` (a pickle, with the net's ``torch_load_kwargs``)
+#: from wherever the config points, as a fit begins or ends
+REFUSED_CLASSES = frozenset(
+    {
+        "skorch.callbacks.training:Checkpoint",
+        "skorch.callbacks.training:TrainEndCheckpoint",
+        "skorch.callbacks.training:LoadInitState",
+    }
+)
 
 
 class PersistenceError(ValueError):
@@ -143,6 +154,11 @@ def resolve(name, where: str, trusted=(), kind: str = "class"):
     module, qualname = name.split(":")
     is_trusted = bool(_spellings(name) & set(trusted or ()))
     allowed = is_trusted or _allowed_module(module) or (kind != "class" and name in ALLOWED_FUNCTIONS)
+    if not is_trusted and name in REFUSED_CLASSES:
+        raise UntrustedTypeError(
+            f"{where} names {module}.{qualname}, which reads files with torch.load (unpickling them) when a fit "
+            f"starts or ends; it was not imported. If you trust this folder, pass trusted=[{module + '.' + qualname!r}]"
+        )
     if not allowed:
         raise UntrustedTypeError(
             f"{where} names {module}.{qualname}, which is outside the modules a saved model may use "

@@ -222,6 +222,13 @@ def load_estimator(reader: Reader, config: dict, device=None):
         "tokenizer": lambda obj, where: tokenizer_from_json(obj, reader, where),
     }
     params = decode(config["estimator"]["params"], name, reader, hooks)
+    torch_load = params.get("torch_load_kwargs")
+    if torch_load is not None and not (isinstance(torch_load, dict) and torch_load.get("weights_only", True) is True):
+        # skorch passes these to torch.load (load_params, LoadInitState): weights_only off unpickles.
+        raise PersistenceError(
+            f"{reader.path(CONFIG_FILE)}: torch_load_kwargs={torch_load!r} would let skorch unpickle files; a saved "
+            "model may only leave it unset or keep weights_only=True (set it on the loaded model if you need it)"
+        )
     params["device"] = _device(params.get("device", "cpu"), device)
     estimator = cls(**params)
     for key, value in decode(config["fitted"], name, reader, hooks).items():
