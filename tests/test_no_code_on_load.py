@@ -161,7 +161,11 @@ def test_a_config_cannot_name_skorchs_checkpoint_callbacks_or_turn_weights_only_
     }  # fmt: skip
     warm = {"__type__": "object", "cls": "skorch.callbacks.training:LoadInitState", "params": {"checkpoint": checkpoint}}
     _edit_config(folder, lambda c: c["estimator"]["params"].update(callbacks=[{"__type__": "tuple", "items": ["warm", warm]}]))
-    with pytest.raises(PersistenceError, match=r"skorch.callbacks.training.LoadInitState, which reads files with torch.load"):
+    with pytest.raises(PersistenceError, match=r"skorch.callbacks.training.LoadInitState, which reads files \(torch.load"):
+        tabformer.load(folder)
+    hub = {"__type__": "object", "cls": "skorch.hf:HuggingfacePretrainedTokenizer", "params": {"tokenizer": "any/name"}}
+    _edit_config(folder, lambda c: c["estimator"]["params"].update(callbacks=[{"__type__": "tuple", "items": ["hub", hub]}]))
+    with pytest.raises(PersistenceError, match=r"skorch.hf.HuggingfacePretrainedTokenizer, which reads files"):
         tabformer.load(folder)
     folder, X, y = _genuine_folder(tmp_path, "second")
     _edit_config(folder, lambda c: c["estimator"]["params"].update(torch_load_kwargs={"weights_only": False}))

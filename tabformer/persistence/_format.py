@@ -49,7 +49,8 @@ ALLOWED_MODULES = ("tabformer", "torch.nn", "torch.optim", "torch.utils.data", "
 ALLOWED_FUNCTIONS = frozenset({"builtins:print"})
 #: classes of the allowed modules that a config still may not name: skorch's checkpoint
 #: callbacks read files with ``torch.load`` (a pickle, with the net's ``torch_load_kwargs``)
-#: from wherever the config points, as a fit begins or ends
+#: from wherever the config points, as a fit begins or ends; skorch.hf loads Hugging Face
+#: tokenizers and models by name (files or downloads) and uploads to the Hub
 REFUSED_CLASSES = frozenset(
     {
         "skorch.callbacks.training:Checkpoint",
@@ -57,6 +58,7 @@ REFUSED_CLASSES = frozenset(
         "skorch.callbacks.training:LoadInitState",
     }
 )
+REFUSED_MODULES = ("skorch.hf",)
 
 
 class PersistenceError(ValueError):
@@ -154,10 +156,12 @@ def resolve(name, where: str, trusted=(), kind: str = "class"):
     module, qualname = name.split(":")
     is_trusted = bool(_spellings(name) & set(trusted or ()))
     allowed = is_trusted or _allowed_module(module) or (kind != "class" and name in ALLOWED_FUNCTIONS)
-    if not is_trusted and name in REFUSED_CLASSES:
+    refused = name in REFUSED_CLASSES or any(module == m or module.startswith(m + ".") for m in REFUSED_MODULES)
+    if refused and not is_trusted:
         raise UntrustedTypeError(
-            f"{where} names {module}.{qualname}, which reads files with torch.load (unpickling them) when a fit "
-            f"starts or ends; it was not imported. If you trust this folder, pass trusted=[{module + '.' + qualname!r}]"
+            f"{where} names {module}.{qualname}, which reads files (torch.load unpickles them) or loads models by "
+            f"name when a fit starts or ends; it was not imported. If you trust this folder, pass "
+            f"trusted=[{module + '.' + qualname!r}]"
         )
     if not allowed:
         raise UntrustedTypeError(
