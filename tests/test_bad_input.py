@@ -180,3 +180,15 @@ def test_image_paths_with_less_common_extensions_are_images(tmp_path):
         paths.append(str(path))
     assert looks_like_images(paths)
     assert PatchTokenizer().fit(paths).transform(paths)["pixels"].shape == (3, 1, 8, 8)
+
+
+def test_a_holdout_whose_sample_weights_are_all_zero_is_refused():
+    # Its loss read 0.0 every epoch, so early stopping ended the fit on no signal (a review's find).
+    X, y = make_table(n=60)
+    weights = np.zeros(len(X))
+    weights[7] = 1.0  # one weighted row: one side of any split weighs 0
+    with pytest.raises(
+        ValueError, match=r"the (holdout|training) rows of the validation_fraction=0.1 split \(\d+ rows\) have a total"
+    ):
+        TabFormerClassifier(**TINY, validation_fraction=0.1, patience=2).fit(X, y, sample_weight=weights)
+    TabFormerClassifier(**TINY, validation_fraction=None).fit(X, y, sample_weight=weights)  # the way out the message names

@@ -50,7 +50,7 @@ from ._params import (
 from ._precision import PrecisionMixin
 from ._recipes import AUTO, RecipeMixin, resolve_recipe
 from ._util import construct, num_samples, seeded_torch
-from ._weights import WeightedLossMixin, check_sample_weight, with_weights
+from ._weights import WeightedLossMixin, check_sample_weight, check_split_weights, with_weights
 
 __all__ = ["TabFormerNet", "construct", "num_samples", "POOLINGS"]
 
@@ -262,6 +262,7 @@ class TabFormerNet(
         train_idx, valid_idx = train_test_split(
             indices, test_size=fraction, random_state=self._split_seed(), stratify=self._stratify_labels(y)
         )
+        check_split_weights(X, train_idx, valid_idx, fraction)
         return Subset(dataset, train_idx), Subset(dataset, valid_idx)
 
     def _stratify_labels(self, y):

@@ -19,6 +19,7 @@ __all__ = [
     "WeightedLossMixin",
     "SAMPLE_WEIGHT",
     "check_sample_weight",
+    "check_split_weights",
     "class_weights_of",
     "weighted_loss",
     "with_weights",
@@ -97,6 +98,33 @@ def without_weights(inputs):
     if isinstance(inputs, dict) and SAMPLE_WEIGHT in inputs:
         return {key: value for key, value in inputs.items() if key != SAMPLE_WEIGHT}
     return inputs
+
+
+def check_split_weights(X, train_idx, valid_idx, fraction) -> None:
+    """Refuse a holdout split whose training or validation rows weigh 0 in total.
+
+    A zero-weight holdout scores a loss of 0 every epoch: early stopping then ends the fit
+    on no signal and restores an early epoch, silently.
+
+    Parameters
+    ----------
+    X : dict of arrays, with the weights under ``SAMPLE_WEIGHT`` when any were given
+    train_idx, valid_idx : ndarray of int
+        The rows of each side of the split.
+    fraction : float
+        The ``validation_fraction`` (for the message).
+    """
+    weights = X.get(SAMPLE_WEIGHT) if isinstance(X, dict) else None
+    if weights is None:
+        return
+    weights = np.asarray(weights)
+    for side, rows in (("holdout", valid_idx), ("training", train_idx)):
+        if not weights[rows].sum() > 0:
+            raise ValueError(
+                f"the {side} rows of the validation_fraction={fraction} split ({len(rows)} rows) have a total "
+                "sample_weight of 0: their loss would read 0 every epoch. Give more rows weight, pass another "
+                "random_state, or validation_fraction=None to train on every row without early stopping"
+            )
 
 
 def weighted_loss(criterion: torch.nn.Module, y_pred, y_true, weights: torch.Tensor) -> torch.Tensor:
