@@ -20,8 +20,23 @@ def datetime_parts(values: pd.Series) -> list:
     return ["elapsed", "month", "weekday"] + (["hour"] if with_time else [])
 
 
+def _is_arrow_date(values: pd.Series) -> bool:
+    if not isinstance(values.dtype, pd.ArrowDtype):
+        return False
+    import pyarrow  # present whenever an ArrowDtype is
+
+    return pyarrow.types.is_date(values.dtype.pyarrow_dtype)
+
+
+def is_tz_aware(values: pd.Series) -> bool:
+    """Whether a datetime column carries a time zone (pyarrow dates never do)."""
+    return not _is_arrow_date(values) and values.dt.tz is not None
+
+
 def _naive(values: pd.Series) -> pd.Series:
     """Datetimes without a time zone (converted to UTC first), so every row is on one clock."""
+    if _is_arrow_date(values):  # pyarrow dates have no .dt.tz: read them as midnight datetimes
+        return values.astype("datetime64[s]")
     return values.dt.tz_convert("UTC").dt.tz_localize(None) if values.dt.tz is not None else values
 
 

@@ -22,7 +22,8 @@ from sklearn.preprocessing import QuantileTransformer, StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import as_frame, is_categorical_dtype, is_numeric_dtype
-from ._datetimes import datetime_parts, expand_datetimes
+from ._columns import category_index, check_unseen_kind, numeric_values, value_kind, warn_if_numbers_as_categories
+from ._datetimes import datetime_parts, expand_datetimes, is_tz_aware
 from .base import BaseTokenizer, register_tokenizer
 
 MISSING_ID, UNSEEN_ID, FIRST_CATEGORY_ID = 0, 1, 2
@@ -168,10 +169,16 @@ class TabularTokenizer(BaseTokenizer):
             for c in frame.columns
             if self.column_families_[c] == "datetime" and c not in (self.categorical_columns or [])
         }
+        self.datetime_aware_ = {c: is_tz_aware(frame[c]) for c in self.datetime_parts_}
         frame = expand_datetimes(frame, self.datetime_parts_)
         self.categorical_columns_, self.numeric_columns_ = self._resolve_kinds(frame)
 
+        for column in self.categorical_columns_:
+            if column not in (self.categorical_columns or ()):
+                warn_if_numbers_as_categories(frame[column], column)
+            category_index(pd.Index([]), frame[column], column)  # an unhashable cell, named
         self.categories_ = [_sorted_categories(frame[c]) for c in self.categorical_columns_]
+        self.category_kinds_ = [value_kind(categories) for categories in self.categories_]
         numbers = self._numeric_block(frame)
         for j, column in enumerate(self.numeric_columns_):
             if np.isnan(numbers[:, j]).all():
@@ -239,7 +246,8 @@ class TabularTokenizer(BaseTokenizer):
         cat_ids = np.empty((n, len(self.categorical_columns_)), dtype=np.int64)
         for j, (column, categories) in enumerate(zip(self.categorical_columns_, self.categories_)):
             values = frame[column]
-            codes = categories.get_indexer(values.astype(object)).astype(np.int64)
+            codes = category_index(categories, values, column).astype(np.int64)
+            check_unseen_kind(values, codes, categories, column, getattr(self, "category_kinds_", [None] * (j + 1))[j])
             ids = codes + FIRST_CATEGORY_ID
             ids[codes < 0] = UNSEEN_ID
             ids[values.isna().to_numpy()] = MISSING_ID
@@ -316,18 +324,20 @@ class TabularTokenizer(BaseTokenizer):
                     f"column {column!r} changed kind between fit and predict: it was {before} (dtype {fitted}) "
                     f"at fit, it is {now} (dtype {frame[column].dtype}) now"
                 )
+            aware = getattr(self, "datetime_aware_", {}).get(column)
+            if aware is not None and now == "datetime" and is_tz_aware(frame[column]) != aware:
+                # Converting one to the other would shift elapsed time, weekday and hour by the offset.
+                raise ValueError(
+                    f"datetime column {column!r} was {'time-zone aware' if aware else 'without a time zone'} at fit and "
+                    f"is {'time-zone aware' if not aware else 'without a time zone'} now ({frame[column].dtype}); "
+                    "pass it as in fit (tz_localize / tz_convert)"
+                )
         return frame
 
     def _numeric_block(self, frame: pd.DataFrame) -> np.ndarray:
         block = np.empty((frame.shape[0], len(self.numeric_columns_)), dtype=np.float64)
         for j, column in enumerate(self.numeric_columns_):
-            try:
-                values = pd.to_numeric(frame[column], errors="raise").astype(np.float64).to_numpy()
-            except (TypeError, ValueError):
-                bad = frame[column][pd.to_numeric(frame[column], errors="coerce").isna() & frame[column].notna()]
-                raise ValueError(
-                    f"numeric column {column!r} holds non-numeric value {bad.iloc[0]!r} (row {bad.index[0]!r})"
-                ) from None
+            values = numeric_values(frame[column], column)
             infinite = np.isinf(values)
             if infinite.any():
                 row = int(np.argwhere(infinite)[0][0])

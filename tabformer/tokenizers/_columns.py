@@ -1,0 +1,125 @@
+"""Checks on a table's columns that would otherwise read silently wrong (the TabularTokenizer's).
+
+Each turns a value that pandas or numpy would accept, and the model would then misread,
+into a clear error or warning naming the column: numbers kept as categories because they
+sit in an object column, a predict-time column whose values changed type so that none is
+a fitted category, unhashable cells, complex numbers, time zones that appear or vanish
+between fit and predict.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from .._validation import is_numeric_dtype
+
+__all__ = [
+    "category_index",
+    "check_unseen_kind",
+    "numeric_values",
+    "value_kind",
+    "warn_if_numbers_as_categories",
+]
+
+#: what ``pandas.api.types.infer_dtype`` calls columns of numbers and of dates
+_NUMBERS = frozenset({"integer", "floating", "mixed-integer-float", "decimal"})
+_DATES = frozenset({"date", "datetime", "datetime64"})
+
+
+def value_kind(values) -> str:
+    """pandas' name for the kind of the non-missing values (``"string"``, ``"integer"``, ``"boolean"``...)."""
+    return pd.api.types.infer_dtype(values, skipna=True)
+
+
+def _first_unhashable(values: pd.Series):
+    for row, value in values.items():
+        try:
+            hash(value)
+        except TypeError:
+            return row, value
+    return None
+
+
+def category_index(categories: pd.Index, values: pd.Series, column) -> np.ndarray:
+    """``categories.get_indexer(values)``, or a ValueError naming the column's first unhashable cell."""
+    try:
+        return categories.get_indexer(values.astype(object))
+    except TypeError:
+        found = _first_unhashable(values)
+        if found is None:
+            raise
+        row, value = found
+        raise ValueError(
+            f"categorical column {column!r} holds {value!r} (row {row!r}), a {type(value).__name__}, which cannot be "
+            "a category (unhashable); turn such cells into strings or tuples, or drop the column"
+        ) from None
+
+
+def warn_if_numbers_as_categories(values: pd.Series, column) -> None:
+    """Warn when a column detected as categorical holds only numbers or dates in an object dtype.
+
+    ``Decimal`` values from SQL, floats kept in an object column after a ``concat``, or
+    ``datetime.date`` cells all read as categories: one id per distinct value, and every
+    new value at predict is "unseen". An array with the same values reads as numbers.
+    """
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return
+    kind = value_kind(values)
+    if kind not in _NUMBERS | _DATES:
+        return
+    what = "numbers" if kind in _NUMBERS else "dates"
+    convert = "astype(float) or pd.to_numeric" if kind in _NUMBERS else "pd.to_datetime"
+    warnings.warn(
+        f"column {column!r} holds only {what} ({kind}) in a {values.dtype} column, so it is read as "
+        f"categories ({values.nunique()} distinct values in {len(values)} rows; a value not seen in fit is "
+        f"'unseen' at predict). To read it as {what}, convert it ({convert}); to keep categories and silence "
+        "this, list it in categorical_columns",
+        UserWarning,
+        stacklevel=4,
+    )
+
+
+def check_unseen_kind(values: pd.Series, codes: np.ndarray, categories: pd.Index, column, fitted_kind) -> None:
+    """Refuse a predict-time column none of whose values is a category because their type changed.
+
+    ``True`` against fitted ``"True"``, or ``1`` against fitted ``"1"``: every row would
+    get the "unseen" id, silently. New values of the fitted type stay fine (unseen ids).
+    """
+    present = values.notna().to_numpy()
+    if fitted_kind is None or not present.any() or (codes[present] >= 0).any():
+        return
+    kind = value_kind(values[present])
+    pure = not fitted_kind.startswith("mixed") and not kind.startswith("mixed") and "empty" not in (kind, fitted_kind)
+    if pure and kind != fitted_kind:
+        example = values[present].iloc[0]
+        fitted_example = f" (e.g. {categories[0]!r})" if len(categories) else ""
+        raise ValueError(
+            f"categorical column {column!r} held {fitted_kind} values at fit{fitted_example} and holds {kind} "
+            f"values now (e.g. {example!r}): none of them is a fitted category. Convert the column back to the "
+            "type it had in fit"
+        )
+
+
+def numeric_values(series: pd.Series, column) -> np.ndarray:
+    """A numeric column as float64, NaN where missing; a ValueError naming the column otherwise."""
+    if pd.api.types.is_complex_dtype(series.dtype):
+        raise ValueError(
+            f"numeric column {column!r} is complex ({series.dtype}); pass real numbers (e.g. its real part and "
+            "imaginary part, or its modulus, as columns of their own)"
+        )
+    try:
+        numbers = series if is_numeric_dtype(series.dtype) else pd.to_numeric(series, errors="raise")
+        # to_numpy with na_value: nullable and pyarrow columns hold pd.NA, not NaN
+        return numbers.to_numpy(dtype=np.float64, na_value=np.nan)
+    except (TypeError, ValueError):
+        for row, value in series.items():
+            if np.ndim(value) == 0 and pd.isna(value):
+                continue
+            try:
+                float(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"numeric column {column!r} holds non-numeric value {value!r} (row {row!r})") from None
+        raise ValueError(f"numeric column {column!r} ({series.dtype}) cannot be read as numbers") from None

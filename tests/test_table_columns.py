@@ -1,0 +1,82 @@
+"""Table columns that would otherwise read silently wrong get a clear error or warning naming
+the column (``tokenizers/_columns.py``; each case found by a review of bad inputs)."""
+
+import datetime
+import decimal
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tabformer.tokenizers import TabularTokenizer
+from tabformer.tokenizers.tabular import MISSING_ID, UNSEEN_ID
+
+
+def _frame(**columns):
+    return pd.DataFrame({"x": np.arange(6, dtype=float), **columns})
+
+
+@pytest.mark.parametrize(
+    "values, what",
+    [
+        (pd.Series([0.5, 1.5, 2.5, 3.5, 4.5, None], dtype=object), "numbers \\(floating\\)"),
+        (pd.Series([decimal.Decimal(i) for i in range(6)], dtype=object), "numbers \\(decimal\\)"),
+        (pd.Series([datetime.date(2020, 1, i + 1) for i in range(6)], dtype=object), "dates \\(date\\)"),
+    ],
+    ids=["floats", "decimals", "dates"],
+)
+def test_numbers_or_dates_in_an_object_column_warn_that_they_are_read_as_categories(values, what):
+    with pytest.warns(UserWarning, match=rf"column 'v' holds only {what} in a object column, so it is read as categories"):
+        TabularTokenizer().fit(_frame(v=values))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        TabularTokenizer(categorical_columns=["v"]).fit(_frame(v=values))  # declared: the user's choice
+        TabularTokenizer().fit(_frame(v=pd.Series(list("abcabc"), dtype=object)))
+
+
+def test_a_column_whose_values_changed_type_is_refused_not_read_as_all_unseen():
+    tokenizer = TabularTokenizer().fit(_frame(flag=["True", "False"] * 3, code=["1", "2", "3"] * 2))
+    with pytest.raises(
+        ValueError, match=r"column 'flag' held string values at fit \(e.g. 'False'\) and holds boolean values now"
+    ):
+        tokenizer.transform(_frame(flag=[True, False] * 3, code=["1", "2", "3"] * 2))
+    with pytest.raises(ValueError, match=r"column 'code' held string values at fit .* and holds integer values now \(e.g. 1\)"):
+        tokenizer.transform(_frame(flag=["True"] * 6, code=pd.Series([1, 2, 3] * 2, dtype=object)))
+    # New values of the fitted type are only unseen, and missing ones missing.
+    ids = tokenizer.transform(_frame(flag=["maybe", None] * 3, code=["9"] * 6))["cat_ids"]
+    assert (ids[:, 0] == [UNSEEN_ID, MISSING_ID] * 3).all() and (ids[:, 1] == UNSEEN_ID).all()
+
+
+def test_unhashable_cells_are_named_at_fit_and_at_predict():
+    with pytest.raises(ValueError, match=r"categorical column 'v' holds \[1, 2\] \(row 0\), a list, which cannot be a category"):
+        TabularTokenizer().fit(_frame(v=[[1, 2]] * 6))
+    tokenizer = TabularTokenizer().fit(_frame(v=list("abcabc")))
+    with pytest.raises(ValueError, match=r"categorical column 'v' holds \['a'\] \(row 0\), a list"):
+        tokenizer.transform(_frame(v=[["a"]] * 6))
+
+
+def test_complex_numbers_are_refused_not_cut_to_their_real_part():
+    with pytest.raises(ValueError, match=r"numeric column 'z' is complex \(complex128\)"):
+        TabularTokenizer().fit(_frame(z=np.arange(6) + 1j))
+
+
+def test_pyarrow_decimals_and_dates_with_missing_values_are_read():
+    pa = pytest.importorskip("pyarrow")
+    values = pd.array([1, None, 3, 4, 5, 6], dtype=pd.ArrowDtype(pa.decimal128(10, 2)))
+    dates = pd.array([datetime.date(2020, 1, i + 1) for i in range(5)] + [None], dtype=pd.ArrowDtype(pa.date32()))
+    tokenizer = TabularTokenizer().fit(_frame(amount=values, day=dates))
+    batch = tokenizer.transform(_frame(amount=values, day=dates))
+    assert batch["num_missing"][:, 1].tolist() == [False, True, False, False, False, False]  # amount's None
+    assert batch["num_missing"][5, 2:].all() and not batch["num_missing"][:5, 2:].any()  # day's None: its parts
+
+
+@pytest.mark.parametrize("fit_aware", [True, False])
+def test_a_time_zone_that_appears_or_vanishes_at_predict_is_refused(fit_aware):
+    times = pd.Series(pd.date_range("2020-01-01 08:00", periods=6, freq="13h"))
+    aware = times.dt.tz_localize("Europe/Paris")
+    tokenizer = TabularTokenizer().fit(_frame(t=aware if fit_aware else times))
+    state = "time-zone aware" if fit_aware else "without a time zone"
+    with pytest.raises(ValueError, match=rf"datetime column 't' was {state} at fit"):
+        tokenizer.transform(_frame(t=times if fit_aware else aware))
+    tokenizer.transform(_frame(t=aware.dt.tz_convert("UTC") if fit_aware else times))  # another zone is fine
