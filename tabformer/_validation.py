@@ -175,3 +175,29 @@ def check_target(y, n_samples: int, *, numeric: bool):
             row = int(np.argwhere(missing)[0][0])
             raise ValueError(f"y holds {int(np.sum(missing))} missing label(s) (first at row {row})")
     return y_array
+
+
+def standardization(y2d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-column mean and standard deviation of regression targets, refused where they overflow.
+
+    Finite targets from about 1e154 up overflow float64 in the variance; scaled by an
+    infinite spread, every prediction would come back as inf or nan.
+
+    Parameters
+    ----------
+    y2d : ndarray of shape (n_samples, n_targets), finite float64
+
+    Returns
+    -------
+    mean, std : ndarray of shape (n_targets,)
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        mean, std = y2d.mean(axis=0), y2d.std(axis=0)
+    bad = ~(np.isfinite(mean) & np.isfinite(std))
+    if bad.any():
+        column = int(np.flatnonzero(bad)[0])
+        raise ValueError(
+            f"y's mean or standard deviation overflows float64 (target {column}, largest |y| "
+            f"{np.abs(y2d[:, column]).max():.3g}); rescale the target (e.g. divide it by a power of ten or take its log)"
+        )
+    return mean, std

@@ -192,3 +192,13 @@ def test_a_holdout_whose_sample_weights_are_all_zero_is_refused():
     ):
         TabFormerClassifier(**TINY, validation_fraction=0.1, patience=2).fit(X, y, sample_weight=weights)
     TabFormerClassifier(**TINY, validation_fraction=None).fit(X, y, sample_weight=weights)  # the way out the message names
+
+
+def test_a_2d_y_that_is_no_indicator_matrix_names_a_bad_value():
+    X, _ = make_table(n=40)
+    y = np.random.default_rng(0).integers(0, 2, (40, 3))
+    y[3, 1] = 2
+    with pytest.raises(
+        ValueError, match=r"y of shape \(40, 3\) is neither 1-D class labels nor a 0/1 indicator matrix .* holds 2"
+    ):
+        TabFormerClassifier(**TINY).fit(X, y)

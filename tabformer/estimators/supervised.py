@@ -21,7 +21,7 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNetClassifier, NeuralNetRegressor
 
-from .._validation import check_target
+from .._validation import check_target, standardization
 from ..nn.heads import ClassificationHead, RegressionHead
 from ._base import construct
 from ._categories import NEW_CATEGORIES_CONSTRAINT, NEW_CATEGORIES_PARAM_DOC
@@ -244,6 +244,12 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
                     stacklevel=3,
                 )
                 y = y.ravel()
+            elif y.ndim == 2:
+                other = next((value for value in y.ravel().tolist() if value not in (0, 1)), None)
+                raise ValueError(
+                    f"y of shape {y.shape} is neither 1-D class labels nor a 0/1 indicator matrix (multi-label): it "
+                    f"holds {other!r}"
+                )
             else:
                 raise ValueError(f"y must be 1-D class labels for a classifier, got shape {y.shape}")
         self.label_encoder_ = LabelEncoder().fit(y)
@@ -376,17 +382,7 @@ class TabFormerRegressor(_CLSHeadNet, NeuralNetRegressor):
         y2d = y.reshape(len(y), -1)
         self.n_targets_ = y2d.shape[1]
         if self.standardize_target:
-            with np.errstate(over="ignore", invalid="ignore"):
-                self.target_mean_ = y2d.mean(axis=0)
-                scale = y2d.std(axis=0)
-            if not (np.isfinite(self.target_mean_).all() and np.isfinite(scale).all()):
-                # Finite targets whose mean or spread overflows float64 (about 1e154 and up)
-                # would scale every prediction to inf or nan.
-                column = int(np.flatnonzero(~(np.isfinite(self.target_mean_) & np.isfinite(scale)))[0])
-                raise ValueError(
-                    f"y's mean or standard deviation overflows float64 (target {column}, largest |y| "
-                    f"{np.abs(y2d[:, column]).max():.3g}); rescale the target (e.g. divide it by a power of ten or take its log)"
-                )
+            self.target_mean_, scale = standardization(y2d)
             self.target_scale_ = np.where(scale > 0, scale, 1.0)
         else:
             self.target_mean_ = np.zeros(self.n_targets_)
