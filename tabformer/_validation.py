@@ -148,6 +148,10 @@ def check_target(y, n_samples: int, *, numeric: bool):
     if len(y_array) != n_samples:
         raise ValueError(f"X has {n_samples} samples but y has {len(y_array)}; they must match")
     if numeric:
+        if np.iscomplexobj(y_array):
+            raise ValueError(
+                "Complex data not supported: regression targets must be real numbers (pass the real part, or two targets)"
+            )
         try:
             y_array = y_array.astype(np.float64)
         except (TypeError, ValueError) as error:

@@ -202,3 +202,9 @@ def test_a_2d_y_that_is_no_indicator_matrix_names_a_bad_value():
         ValueError, match=r"y of shape \(40, 3\) is neither 1-D class labels nor a 0/1 indicator matrix .* holds 2"
     ):
         TabFormerClassifier(**TINY).fit(X, y)
+
+
+def test_complex_regression_targets_are_refused_not_cut_to_their_real_part():
+    X, _ = make_table(n=40)
+    with pytest.raises(ValueError, match=r"Complex data not supported: regression targets must be real numbers"):
+        TabFormerRegressor(**TINY).fit(X, np.arange(40) + 1j)

@@ -80,3 +80,12 @@ def test_a_time_zone_that_appears_or_vanishes_at_predict_is_refused(fit_aware):
     with pytest.raises(ValueError, match=rf"datetime column 't' was {state} at fit"):
         tokenizer.transform(_frame(t=times if fit_aware else aware))
     tokenizer.transform(_frame(t=aware.dt.tz_convert("UTC") if fit_aware else times))  # another zone is fine
+
+
+def test_an_all_missing_categorical_column_is_refused_as_an_all_missing_numeric_one_is():
+    with pytest.raises(ValueError, match=r"categorical column 'v' holds no values at fit time \(all missing\)"):
+        TabularTokenizer().fit(_frame(v=pd.Series([None] * 6, dtype=object)))
+    with pytest.raises(ValueError, match=r"numeric column 'v' holds no numbers at fit time \(all missing\)"):
+        TabularTokenizer().fit(_frame(v=[np.nan] * 6))
+    declared = pd.Series([None] * 6, dtype=pd.CategoricalDtype(["a", "b"]))
+    assert list(TabularTokenizer().fit(_frame(v=declared)).categories_[0]) == ["a", "b"]  # declared: kept

@@ -178,6 +178,9 @@ class TabularTokenizer(BaseTokenizer):
                 warn_if_numbers_as_categories(frame[column], column)
             category_index(pd.Index([]), frame[column], column)  # an unhashable cell, named
         self.categories_ = [_sorted_categories(frame[c]) for c in self.categorical_columns_]
+        for column, categories in zip(self.categorical_columns_, self.categories_):
+            if not len(categories):  # as for numbers: a column with nothing to learn from is a mistake
+                raise ValueError(f"categorical column {column!r} holds no values at fit time (all missing)")
         self.category_kinds_ = [value_kind(categories) for categories in self.categories_]
         numbers = self._numeric_block(frame)
         for j, column in enumerate(self.numeric_columns_):
