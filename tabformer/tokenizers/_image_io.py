@@ -17,11 +17,26 @@ __all__ = ["GREY_MODES", "read_images"]
 GREY_MODES = ("1", "L", "LA", "I", "I;16", "F")
 
 
+#: grey PIL modes deeper than 8 bits, read at their own depth (``convert("L")`` clips 16-bit
+#: values to 255 and truncates floats in [0, 1] to 0)
+DEEP_GREY_MODES = ("I", "I;16", "I;16B", "I;16L", "F")
+
+
 def _pil_to_array(image, colour: bool | None) -> np.ndarray:
-    """(H, W, C) uint8; ``colour=None`` keeps grey images grey and colour ones RGB."""
+    """(H, W, C) uint8, or the native depth of a 16-bit, 32-bit or float grey image;
+    ``colour=None`` keeps grey images grey and colour ones RGB."""
     if colour is None:
         colour = image.mode not in GREY_MODES
+    if not colour and image.mode in DEEP_GREY_MODES:
+        return np.asarray(image).reshape(image.height, image.width, 1)
     return np.asarray(image.convert("RGB" if colour else "L")).reshape(image.height, image.width, -1)
+
+
+def _check_pixel_array(array: np.ndarray, what: str) -> None:
+    if np.iscomplexobj(array):
+        raise ValueError(f"{what} has complex pixels (dtype {array.dtype}); pass real pixel values")
+    if 0 in array.shape[-3:-1]:
+        raise ValueError(f"{what} is empty: its height x width is {array.shape[-3]}x{array.shape[-2]}")
 
 
 def _read_item(item, index: int, colour: bool | None) -> np.ndarray:
@@ -44,8 +59,9 @@ def _read_item(item, index: int, colour: bool | None) -> np.ndarray:
     if array.dtype == object or not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
         raise ValueError(f"image {index} is not numeric (dtype {array.dtype}); expected pixels, a PIL image or a file path")
     if array.ndim == 2:
-        return array[:, :, None]
+        array = array[:, :, None]
     if array.ndim == 3 and array.shape[-1] in (1, 3):
+        _check_pixel_array(array, f"image {index}")
         return array
     raise ValueError(f"image {index} has shape {array.shape}; expected (H, W) grey or (H, W, C) with C = 1 or 3, channels last")
 
@@ -58,9 +74,10 @@ def read_images(X, colour: bool | None = None):
         X = X.tolist()  # pandas Series of paths or images
     if isinstance(X, np.ndarray) and X.dtype != object:
         if X.ndim == 3:
-            return X[..., None]
+            X = X[..., None]
         if X.ndim == 4:
             if X.shape[-1] in (1, 3):
+                _check_pixel_array(X, "every image")
                 return X
             hint = " It looks channels-first: pass X.transpose(0, 2, 3, 1)." if X.shape[1] in (1, 3) else ""
             raise ValueError(

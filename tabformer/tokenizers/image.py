@@ -21,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..nn.embedders.backbone import check_backbone, load_backbone
 from ._image_io import read_images
-from ._pixels import check_pixels, pixel_kind
+from ._pixels import check_pixels, fit_pixel_scale, pixel_kind
 from .base import BaseTokenizer, register_tokenizer
 
 __all__ = ["PatchTokenizer"]
@@ -171,6 +171,7 @@ class PatchTokenizer(BaseTokenizer):
         self._check_params()
         images = read_images(X)
         check_pixels(images)
+        scale = fit_pixel_scale(images) if self.pixel_scale == "auto" else float(self.pixel_scale)
         kinds = {pixel_kind(a.dtype) for a in ([images] if isinstance(images, np.ndarray) else images)}
         self.pixel_kind_ = kinds.pop() if len(kinds) == 1 else None
         if isinstance(images, np.ndarray):
@@ -191,7 +192,7 @@ class PatchTokenizer(BaseTokenizer):
             self.image_size_ = tuple(int(s) for s in sizes.pop())
         else:
             self.image_size_ = _pair(self.image_size)
-        self.pixel_scale_ = self._fit_scale(images)
+        self.pixel_scale_ = scale
         pixels = self._to_tensor(images)
         if self.normalize and self.backbone is None:
             self.mean_ = pixels.mean(dim=(0, 2, 3)).double().numpy()
@@ -227,7 +228,7 @@ class PatchTokenizer(BaseTokenizer):
         check_is_fitted(self, "image_size_")
         images = read_images(X, colour=self.n_channels_ == 3)
         kind = getattr(self, "pixel_kind_", None) if self.pixel_scale == "auto" else None  # see _pixels.py
-        check_pixels(images, kind, self.pixel_scale_ if kind == "float" else None)
+        check_pixels(images, kind, self.pixel_scale_ if kind in ("float", "integer") else None)
         return {"pixels": self._to_tensor(images).numpy()}
 
     def __setstate__(self, state):
@@ -254,20 +255,6 @@ class PatchTokenizer(BaseTokenizer):
             check_backbone(self.backbone)
             if len(widths):
                 raise ValueError(f"conv_stem={tuple(widths)!r} and backbone={self.backbone!r} are two stems: set one of them")
-
-    def _fit_scale(self, images) -> float:
-        if self.pixel_scale != "auto":
-            return float(self.pixel_scale)
-        arrays = [images] if isinstance(images, np.ndarray) else images
-        scale = 1.0
-        for array in arrays:
-            if array.dtype == bool:
-                continue
-            if np.issubdtype(array.dtype, np.integer):
-                scale = max(scale, float(np.iinfo(array.dtype).max))
-            else:
-                scale = max(scale, float(np.nanmax(array)) if array.size else 1.0)
-        return scale
 
     def _to_tensor(self, images) -> torch.Tensor:
         """Scaled, channel-matched and resized (N, C, H, W) float32 tensor."""
