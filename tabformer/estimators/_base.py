@@ -394,7 +394,7 @@ class TabFormerNet(
             data = with_weights(data, self._row_weights(y_encoded, weights))
         elif weights is not None:
             raise ValueError(f"{type(self).__name__} does not support sample_weight")
-        with self._seeded():
+        with self._seeded(), self._schedule_from_the_peak():
             NeuralNet.partial_fit(self, data, y_encoded, **fit_params)
         return self
 

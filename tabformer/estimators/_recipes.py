@@ -36,10 +36,12 @@ Where the numbers come from (docs/defaults.md has the tables):
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import math
 
 import torch
+from skorch.callbacks import LRScheduler
 
 from ..nn.embedders.feature_cache import caching_frozen_features
 from ..nn.encoder import TransformerEncoder
@@ -318,6 +320,51 @@ class RecipeMixin:
     """What a skorch net needs to train with ``resolved_params_`` instead of ``"auto"``:
     the resolved lr, epochs and routed settings reach skorch's optimizer, fit loop and
     ``get_params_for``, while the parameters themselves stay as the user set them."""
+
+    def set_params(self, **params):
+        """skorch's ``set_params``; on a fitted net a top-level setting given here also replaces the
+        resolved one, so the next ``partial_fit`` (or warm ``fit``) trains with it.
+
+        ``resolved_params_`` is read ahead of the parameters, so ``set_params(max_epochs=3)``
+        after a fit ran the old epoch count, batch size and learning rate (a review's find).
+        A new ``lr`` becomes each parameter group's rate to restart from; a new schedule or
+        patience rebuilds the callbacks. ``"auto"`` keeps what the last fit resolved.
+        """
+        resolved = self.__dict__.get("resolved_params_")
+        given = {name: params[name] for name in (*TOP_LEVEL, "validation_fraction") if name in params}
+        if resolved is not None:
+            resolved.update({name: value for name, value in given.items() if not (isinstance(value, str) and value == AUTO)})
+            if given.get("validation_fraction") == AUTO:  # as resolve_recipe decides it
+                resolved["validation_fraction"] = DEFAULT_VALIDATION_FRACTION if resolved["patience"] is not None else None
+        super().set_params(**params)
+        if resolved is None or not getattr(self, "initialized_", False):
+            return self
+        if "lr" in given and getattr(self, "optimizer_", None) is not None:
+            for group in self.optimizer_.param_groups:
+                group["lr"] = group["initial_lr"] = self._setting("lr")
+        if {"lr_schedule", "patience", "validation_fraction"} & set(given):
+            self.initialize_callbacks()
+        return self
+
+    @contextlib.contextmanager
+    def _schedule_from_the_peak(self):
+        """Within: epoch-wise learning-rate schedules start over instead of resuming.
+
+        skorch's ``LRScheduler`` resumes at ``last_epoch = len(history) - 1``; after a fit
+        that left a cosine at 0, a ``partial_fit`` from the peak then climbed past it
+        (0.001, 0.0005 in the fit; 0.001, 0.0015 in the next call).
+        """
+        restarted = []
+        for _, callback in getattr(self, "callbacks_", ()):
+            # skorch passes the callback's own attributes (its ``kwargs`` property) to the scheduler.
+            if isinstance(callback, LRScheduler) and "last_epoch" not in vars(callback):
+                callback.last_epoch = -1
+                restarted.append(callback)
+        try:
+            yield
+        finally:
+            for callback in restarted:
+                del callback.last_epoch
 
     def _setting(self, name: str):
         """The value ``fit`` uses for ``name``: the user's, or the recipe's for ``"auto"``."""

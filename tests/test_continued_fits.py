@@ -1,0 +1,66 @@
+"""A fitted estimator trained on with ``partial_fit`` or a warm ``fit`` uses the parameters as they
+are now (``set_params`` after a fit) and runs its learning-rate schedule from the peak each call
+(both found by a review of scikit-learn habits)."""
+
+import numpy as np
+import pytest
+from conftest import TINY, make_table
+from skorch.callbacks import Callback
+
+from tabformer import TabFormerClassifier, TabFormerRegressor
+
+
+class EpochRates(Callback):
+    def initialize(self):
+        self.rates = []
+        return self
+
+    def on_epoch_begin(self, net, **kwargs):
+        self.rates.append(net.optimizer_.param_groups[0]["lr"])
+
+
+@pytest.fixture(scope="module")
+def table():
+    return make_table(n=120)
+
+
+def _fitted(table, cls=TabFormerClassifier, **params):
+    X, y = table
+    target = y if cls is TabFormerClassifier else np.linspace(0.0, 1.0, len(y))
+    rates = EpochRates()
+    model = cls(
+        **{**TINY, "max_epochs": 3, "random_state": 0, "validation_fraction": None, **params}, callbacks=[("rates", rates)]
+    )
+    return model.fit(X, target), X, target, rates
+
+
+@pytest.mark.parametrize("cls", [TabFormerClassifier, TabFormerRegressor])
+def test_set_params_after_a_fit_reaches_the_next_partial_fit_and_warm_fit(table, cls):
+    model, X, y, _ = _fitted(table, cls)
+    model.set_params(max_epochs=4, batch_size=60)
+    model.partial_fit(X, y)
+    assert len(model.history_) == 3 + 4 and len(model.history_[-1]["batches"]) == 2  # 120 rows / 60
+    assert model.resolved_params_["max_epochs"] == 4 and model.get_params()["max_epochs"] == 4
+    model.set_params(warm_start=True, max_epochs=2)
+    model.fit(X, y)
+    assert len(model.history_) == 3 + 4 + 2
+
+
+def test_each_partial_fit_runs_the_cosine_from_the_peak_and_a_new_lr_is_that_peak(table):
+    model, X, y, rates = _fitted(table)
+    first = list(rates.rates)
+    assert first[0] == pytest.approx(1e-3) and first[1] < first[0]
+    model.partial_fit(X, y)
+    assert rates.rates[3:] == pytest.approx(first)  # it climbed past the peak before: 0.001, 0.00125, 0.00375
+    model.set_params(lr=0.01)
+    model.partial_fit(X, y)
+    assert rates.rates[6:] == pytest.approx([10 * rate for rate in first])
+
+
+def test_a_new_patience_and_holdout_after_a_fit_bring_early_stopping(table):
+    model, X, y, _ = _fitted(table, lr_schedule=None)
+    assert "early_stopping" not in dict(model.callbacks_)
+    model.set_params(patience=1, validation_fraction=0.25, max_epochs=30)
+    model.partial_fit(X, y)
+    assert "early_stopping" in dict(model.callbacks_) and "valid_loss" in model.history_[-1]
+    assert len(model.history_) < 3 + 30  # it stopped
