@@ -184,14 +184,15 @@ def test_image_paths_with_less_common_extensions_are_images(tmp_path):
 
 def test_a_holdout_whose_sample_weights_are_all_zero_is_refused():
     # Its loss read 0.0 every epoch, so early stopping ended the fit on no signal (a review's find).
-    X, y = make_table(n=60)
+    X, _ = make_table(n=60)
+    target = np.linspace(0.0, 1.0, len(X))  # a regressor: a classifier first refuses weights that leave one class
     weights = np.zeros(len(X))
     weights[7] = 1.0  # one weighted row: one side of any split weighs 0
     with pytest.raises(
         ValueError, match=r"the (holdout|training) rows of the validation_fraction=0.1 split \(\d+ rows\) have a total"
     ):
-        TabFormerClassifier(**TINY, validation_fraction=0.1, patience=2).fit(X, y, sample_weight=weights)
-    TabFormerClassifier(**TINY, validation_fraction=None).fit(X, y, sample_weight=weights)  # the way out the message names
+        TabFormerRegressor(**TINY, validation_fraction=0.1, patience=2).fit(X, target, sample_weight=weights)
+    TabFormerRegressor(**TINY, validation_fraction=None).fit(X, target, sample_weight=weights)  # the way out the message names
 
 
 def test_a_2d_y_that_is_no_indicator_matrix_names_a_bad_value():

@@ -64,3 +64,28 @@ def test_a_new_patience_and_holdout_after_a_fit_bring_early_stopping(table):
     model.partial_fit(X, y)
     assert "early_stopping" in dict(model.callbacks_) and "valid_loss" in model.history_[-1]
     assert len(model.history_) < 3 + 30  # it stopped
+
+
+def test_classes_declared_up_front_let_batches_lack_some_classes(table):
+    X, y = table
+    labels = np.array(["a", "b", "c"])[np.arange(len(X)) % 3]
+    first = labels != "c"
+    model = TabFormerClassifier(**TINY, random_state=0, validation_fraction=None)
+    model.partial_fit(X[first], labels[first], classes=["a", "b", "c"])
+    assert list(model.classes_) == ["a", "b", "c"] and model.predict_proba(X[:2]).shape == (2, 3)
+    model.partial_fit(X[~first], labels[~first])  # refused before: 'c' not seen in fit
+    one_class = TabFormerClassifier(**TINY, random_state=0, validation_fraction=None)
+    one_class.partial_fit(X[y == "yes"], y[y == "yes"], classes=["no", "yes"])  # a first batch of one class
+    assert list(one_class.classes_) == ["no", "yes"]
+    built = TabFormerClassifier(**TINY, classes=["a", "b", "c"], validation_fraction=None).fit(X[first], labels[first])
+    assert list(built.classes_) == ["a", "b", "c"]
+    with pytest.raises(ValueError, match=r"y holds label\(s\) \['c'\] that classes=\['a', 'b'\] does not list"):
+        TabFormerClassifier(**TINY, classes=["a", "b"]).fit(X, labels)
+    with pytest.raises(ValueError, match=r"classes=\['a', 'b'\] differs from the classes the model was fitted with"):
+        model.partial_fit(X[first], labels[first], classes=["a", "b"])
+
+
+def test_weights_that_leave_one_class_are_refused(table):
+    X, y = table
+    with pytest.raises(ValueError, match=r"sample_weight leaves only class 'yes' with any weight"):
+        TabFormerClassifier(**TINY).fit(X, y, sample_weight=np.where(y == "yes", 1.0, 0.0))

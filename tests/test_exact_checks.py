@@ -72,7 +72,9 @@ def test_check_pixels_scale_boundary_is_twice_the_fitted_scale():
         check_pixels(images, fitted_kind="float", scale=1.0)
     check_pixels(images, fitted_kind="float", scale=None)  # no scale: no bound
     check_pixels(np.full((2, 4, 4), 255, np.uint8), fitted_kind="integer", scale=255.0)  # integers: up to the depth itself
-    with pytest.raises(ValueError, match=r"^image 0 has pixels up to 256 \(dtype uint16\), but the training images were 255-level"):
+    with pytest.raises(
+        ValueError, match=r"^image 0 has pixels up to 256 \(dtype uint16\), but the training images were 255-level"
+    ):
         check_pixels(np.full((2, 4, 4), 256, np.uint16), fitted_kind="integer", scale=255.0)
 
 

@@ -35,6 +35,7 @@ from ..nn.models import PretrainedEncoder
 from ..persistence import save_estimator
 from ..tokenizers import make_tokenizer
 from ._categories import continue_with_categories
+from ._classes import check_same_classes
 from ._collapse import ValidationAnswerSpread
 from ._distributed import DistributedMixin
 from ._epoch import EpochMixin
@@ -379,9 +380,16 @@ class TabFormerNet(
         tokenizer stays as fitted: table categories it has not seen are refused
         (``ValueError`` naming them) rather than read as "unseen", or learned where the
         estimator has ``new_categories="grow"``; ``warm_start=False`` refits everything.
+        ``classes`` (classifiers) on the first call fixes ``classes_``, as scikit-learn's
+        incremental learners take it, so a batch may lack classes later ones bring.
         """
         if not hasattr(self, "tokenizer_") or not self.initialized_:
-            return self.fit(X, y, sample_weight=sample_weight, **fit_params)
+            self._classes_for_fit = classes  # the first call's classes= fixes classes_ (the classifier's)
+            try:
+                return self.fit(X, y, sample_weight=sample_weight, **fit_params)
+            finally:
+                del self._classes_for_fit
+        check_same_classes(classes, getattr(self, "classes_", classes))
         data, y_encoded = self._continued_data(X, y)
         data = continue_with_categories(self, X, data)
         # The cosine schedule left the rate at ~0; CosineAnnealingLR restarts from the current

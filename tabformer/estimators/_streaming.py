@@ -15,6 +15,7 @@ from torch.utils.data import DataLoader
 
 from .._data import collate_batched
 from .._stream import StreamedRows, is_image_paths, open_source
+from ._classes import check_same_classes
 from ._params import check_params
 from ._weights import check_sample_weight
 
@@ -95,7 +96,9 @@ class StreamingMixin:
         Parameters
         ----------
         X, y, sample_weight, **fit_params : as :meth:`fit`
-        classes : ignored (the classes are those of the first fit)
+        classes : array-like or None
+            On the first call, the classes the classifier knows (later batches may bring
+            ones this one lacks); later, it must list the fitted classes.
 
         Returns
         -------
@@ -104,6 +107,7 @@ class StreamingMixin:
         source, y = self._open_stream(X, y)
         if source is None or not hasattr(self, "tokenizer_") or not self.initialized_:
             return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight, **fit_params)
+        check_same_classes(classes, getattr(self, "classes_", classes))
         y_encoded = self._encode_target(y)
         weights = self._row_weights(y_encoded, check_sample_weight(sample_weight, source.n_rows))
         for group in self.optimizer_.param_groups:  # as the in-memory partial_fit: the schedule restarts at peak lr

@@ -25,6 +25,7 @@ from .._validation import check_target, standardization
 from ..nn.heads import ClassificationHead, RegressionHead
 from ._base import construct
 from ._categories import NEW_CATEGORIES_CONSTRAINT, NEW_CATEGORIES_PARAM_DOC
+from ._classes import check_weighted_classes, fit_label_encoder
 from ._collapse import check_samples, is_constant, kept_epoch_answers_vary
 from ._finetuning import FineTuningNet
 from ._params import (
@@ -191,6 +192,8 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
         return self
 
     def _row_weights(self, y_encoded, sample_weight):
+        if not self._multilabel:
+            check_weighted_classes(y_encoded, sample_weight, self.classes_)
         if self.class_weight is None:
             return sample_weight
         if self._multilabel:
@@ -252,9 +255,8 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
                 )
             else:
                 raise ValueError(f"y must be 1-D class labels for a classifier, got shape {y.shape}")
-        self.label_encoder_ = LabelEncoder().fit(y)
-        if len(self.label_encoder_.classes_) < 2:
-            raise ValueError(f"y has only 1 class ({self.label_encoder_.classes_[0]!r}); a classifier needs at least 2 classes")
+        declared = self.__dict__.get("_classes_for_fit")  # partial_fit's classes=, over the constructor's
+        self.label_encoder_ = fit_label_encoder(y, self.classes if declared is None else declared)
         return self._encode_target(y)
 
     def _encode_target(self, y):
