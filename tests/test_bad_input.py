@@ -209,3 +209,23 @@ def test_complex_regression_targets_are_refused_not_cut_to_their_real_part():
     X, _ = make_table(n=40)
     with pytest.raises(ValueError, match=r"Complex data not supported: regression targets must be real numbers"):
         TabFormerRegressor(**TINY).fit(X, np.arange(40) + 1j)
+
+
+def test_a_pair_of_texts_needs_room_for_a_token_of_each():
+    from tabformer.tokenizers import WordPieceTokenizer
+
+    pairs = pd.DataFrame({"question": ["is it good", "why not"] * 5, "answer": ["yes it is", "because"] * 5})
+    with pytest.raises(ValueError, match=r"max_length must be an int >= 5 for pairs of texts .* got 4"):
+        WordPieceTokenizer(vocab_size=40, max_length=4).fit(pairs)
+    batch = WordPieceTokenizer(vocab_size=40, max_length=5).fit(pairs).transform(pairs)
+    assert (batch["token_type_ids"] == 1).any(axis=1).all()  # the second text kept a token in every row
+
+
+def test_a_column_of_image_paths_with_a_stray_string_is_named_not_read_as_words():
+    from tabformer.tokenizers.detect import infer_column_kind
+
+    paths = pd.Series([f"photos/{i}.png" for i in range(9)] + [""], name="photo")
+    with pytest.raises(ValueError, match=r"column 'photo' holds image paths \(9 of 10 values\) and other strings such as ''"):
+        infer_column_kind(paths)
+    assert infer_column_kind(paths.replace("", None)) == "image"  # marked missing: images with a gap
+    assert infer_column_kind(pd.Series(["a.png", "b", "c", "d"], name="x")) == "categorical"  # mostly not paths

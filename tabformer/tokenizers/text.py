@@ -217,6 +217,11 @@ class WordPieceTokenizer(BaseTokenizer):
         if not isinstance(self.max_length, numbers.Integral) or self.max_length < 3:
             raise ValueError(f"max_length must be an int >= 3 (CLS, one token, SEP), got {self.max_length!r}")
         first, second, pretokenized = self._parts(X, fitting=True)
+        if second is not None and self.max_length < 5:
+            # Two texts share max_length - 3 positions (CLS and two SEP): at 3 or 4 one or both get none.
+            raise ValueError(
+                f"max_length must be an int >= 5 for pairs of texts (CLS, a token and a SEP each), got {self.max_length!r}"
+            )
         self.n_features_in_ = 1 if second is None else 2
         if self.vocab_file is not None:
             vocab, self.source_ids_ = read_vocab(self.vocab_file)
