@@ -89,7 +89,8 @@ def open_source(X, y=None, chunk_rows: int = 8192):
     if isinstance(X, (str, os.PathLike)):
         path = Path(X)
         if not path.exists():
-            raise ValueError(f"X is the path {str(path)!r}, which does not exist")
+            hint = "; to predict on one text, pass a list: [text]" if isinstance(X, str) and " " in X.strip() else ""
+            raise ValueError(f"X is the path {str(path)!r}, which does not exist{hint}")
         if path.is_file() or any(path.rglob("*.parquet")):
             import pyarrow.dataset as ds
 

@@ -229,3 +229,13 @@ def test_a_column_of_image_paths_with_a_stray_string_is_named_not_read_as_words(
         infer_column_kind(paths)
     assert infer_column_kind(paths.replace("", None)) == "image"  # marked missing: images with a gap
     assert infer_column_kind(pd.Series(["a.png", "b", "c", "d"], name="x")) == "categorical"  # mostly not paths
+
+
+def test_one_text_and_tag_strings_get_messages_that_say_what_to_pass():
+    clf = TabFormerClassifier(**TINY, tokenizer__vocab_size=40).fit(["good film", "bad film"] * 10, ["pos", "neg"] * 10)
+    with pytest.raises(
+        ValueError, match=r"X is the path 'great film', which does not exist; to predict on one text, pass a list"
+    ):
+        clf.predict("great film")
+    with pytest.raises(ValueError, match=r"y\[0\] must be a list of tags, got str: one tag per word"):
+        TabFormerTagger(**TINY).fit([["a", "b"]], ["B O"])

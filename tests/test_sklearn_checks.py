@@ -45,7 +45,7 @@ _WEIGHTS_VS_REPEATS = (
 )
 _NOT_SENTENCES = (
     "the check fits on a 2-D numeric array with one class label per row; a tagger takes sentences (lists of "
-    "words) with one tag list per sentence, so fit refuses that y ('y[0] must be a list of words'). The "
+    "words) with one tag list per sentence, so fit refuses that y ('y[0] must be a list of tags'). The "
     "property the check guards is tested on sentences in test_tagger_contract_on_sentences"
 )
 _NO_FEATURE_COUNT = (

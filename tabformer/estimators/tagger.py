@@ -42,11 +42,10 @@ def _check_sentences(X, what="X") -> list:
     sentences = list(X)
     if not sentences:
         raise ValueError(f"{what} has 0 sentences; at least 1 is required")
+    unit, advice = ("tags", "one tag per word") if what == "y" else ("words (str)", "split the text into words first")
     for i, words in enumerate(sentences):
         if isinstance(words, str) or not hasattr(words, "__len__"):
-            raise ValueError(
-                f"{what}[{i}] must be a list of words (str), got {type(words).__name__}: split the text into words first"
-            )
+            raise ValueError(f"{what}[{i}] must be a list of {unit}, got {type(words).__name__}: {advice}")
     return [list(words) for words in sentences]
 
 
