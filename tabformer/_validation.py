@@ -166,6 +166,9 @@ def check_target(y, n_samples: int, *, numeric: bool):
     else:
         from sklearn.utils.multiclass import type_of_target
 
+        if y_array.ndim == 2 and np.any(pd.isna(y_array)):  # a multi-label indicator matrix with gaps
+            row, column = (int(i) for i in np.argwhere(pd.isna(y_array))[0])
+            raise ValueError(f"y holds {int(np.sum(pd.isna(y_array)))} missing value(s) (first at row {row}, column {column})")
         if (
             y_array.dtype.kind == "f"
             and type_of_target(y_array[~np.isnan(y_array)] if y_array.ndim == 1 else y_array) == "continuous"

@@ -239,3 +239,11 @@ def test_one_text_and_tag_strings_get_messages_that_say_what_to_pass():
         clf.predict("great film")
     with pytest.raises(ValueError, match=r"y\[0\] must be a list of tags, got str: one tag per word"):
         TabFormerTagger(**TINY).fit([["a", "b"]], ["B O"])
+
+
+def test_a_multi_label_y_with_a_gap_names_its_row_and_column():
+    X, _ = make_table(n=40)
+    y = np.random.default_rng(0).integers(0, 2, (40, 3)).astype(float)
+    y[5, 2] = np.nan
+    with pytest.raises(ValueError, match=r"y holds 1 missing value\(s\) \(first at row 5, column 2\)"):
+        TabFormerClassifier(**TINY).fit(X, y)
