@@ -89,3 +89,17 @@ def test_weights_that_leave_one_class_are_refused(table):
     X, y = table
     with pytest.raises(ValueError, match=r"sample_weight leaves only class 'yes' with any weight"):
         TabFormerClassifier(**TINY).fit(X, y, sample_weight=np.where(y == "yes", 1.0, 0.0))
+
+
+def test_components_set_after_a_fit_are_stored_for_the_next_fit(table):
+    from tabformer import TabFormerPretrainer
+
+    model, X, y, _ = _fitted(table)
+    model.set_params(tokenizer="table", encoder=None)  # skorch raised "Something went wrong" for these
+    assert model.get_params()["tokenizer"] == "table"
+    texts = ["the cat sat on the mat", "a dog ran in the park", "birds fly high"] * 10
+    pretrainer = TabFormerPretrainer(**TINY, tokenizer__vocab_size=60).fit(texts)
+    pretrainer.set_params(objective="masked_cells", objective__mask_prob=0.2)
+    assert pretrainer.get_params()["objective"] == "masked_cells"
+    with pytest.raises(TypeError, match=r"objective='simclr' augments images and needs a fitted PatchTokenizer"):
+        TabFormerPretrainer(**TINY, objective="simclr").fit(texts)  # KeyError 'pixels' before

@@ -402,7 +402,7 @@ CLASS_WEIGHT_DOC = """    class_weight : "balanced", dict or None, default=None
 
 
 #: routed prefixes a fitted net reads when it next needs them, so ``set_params`` only stores them
-_READ_LATER = ("iterator_train", "iterator_valid", "dataset", "tokenizer", "encoder", "head")
+_READ_LATER = ("iterator_train", "iterator_valid", "dataset", "tokenizer", "encoder", "head", "objective")
 
 
 class DeferredCallbacksMixin:
@@ -420,8 +420,9 @@ class DeferredCallbacksMixin:
         if getattr(self, "initialized_", False):
             # skorch re-initialises a fitted net's module or criterion for a routed setting and
             # raises ("Something went wrong") for any other prefix; these are read at the next
-            # fit (tokenizer, encoder, head, dataset) or the next call (iterator_*), so store them.
-            stored = {k: v for k, v in params.items() if "__" in k and k.partition("__")[0] in _READ_LATER}
+            # fit (tokenizer, encoder, head, dataset, objective) or the next call (iterator_*), so
+            # store them, and the components themselves (set_params(tokenizer="table") raised so too).
+            stored = {k: v for k, v in params.items() if k.partition("__")[0] in _READ_LATER}
             vars(self).update(stored)
             self._params_to_validate.update(stored)
             return super().set_params(**{key: value for key, value in params.items() if key not in stored})

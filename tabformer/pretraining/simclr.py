@@ -254,7 +254,8 @@ class SimCLR:
             return MixedTwoViewDataset(
                 batch, tokenizer, self.make_transform, self.corruption_rate, self.text_mask_prob, self.text_crop, random_state
             )
-        return TwoViewDataset(batch["pixels"], self.make_transform(tokenizer), random_state)
+        transform = self.make_transform(tokenizer)  # checks the tokenizer reads images first (not KeyError 'pixels')
+        return TwoViewDataset(batch["pixels"], transform, random_state)
 
     def build_head(self, tokenizer, embedder, d_model: int) -> ContrastiveHead:
         """A fresh projection head; the shared embedder and encoder are passed at each call.
