@@ -103,3 +103,26 @@ def test_components_set_after_a_fit_are_stored_for_the_next_fit(table):
     assert pretrainer.get_params()["objective"] == "masked_cells"
     with pytest.raises(TypeError, match=r"objective='simclr' augments images and needs a fitted PatchTokenizer"):
         TabFormerPretrainer(**TINY, objective="simclr").fit(texts)  # KeyError 'pixels' before
+
+
+def test_freezing_set_after_a_fit_takes_effect_at_the_next_partial_fit(table):
+    import torch
+
+    from tabformer import TabFormerPretrainer
+
+    X, y = table
+    encoder = TabFormerPretrainer(**TINY, random_state=0).fit(X).encoder_
+    model = TabFormerClassifier(**TINY, encoder=encoder, freeze_encoder=True, lr=0.05, random_state=0).fit(X, y)
+
+    def encoder_weights():
+        return {k: v.clone() for k, v in model.module_.encoder.state_dict().items()}
+
+    before = encoder_weights()
+    model.set_params(freeze_encoder=False)  # the linear probe, unfrozen for fine-tuning
+    model.partial_fit(X, y)
+    assert any(not torch.equal(v, before[k]) for k, v in encoder_weights().items())
+    before = encoder_weights()
+    model.set_params(freeze_encoder=True)
+    model.partial_fit(X, y)
+    assert all(torch.equal(v, before[k]) for k, v in encoder_weights().items())
+    assert model.module_.freeze_encoder and not any(p.requires_grad for p in model.module_.encoder.parameters())

@@ -30,6 +30,36 @@ class FineTuningNet(TabFormerNet):
         self.freeze_encoder = freeze_encoder
         self.freeze_embedder = freeze_embedder
 
+    def set_params(self, **params):
+        """scikit-learn's ``set_params``; on a fitted model ``freeze_encoder`` and ``freeze_embedder``
+        take effect at once (a linear probe unfrozen for fine-tuning, or the reverse).
+
+        The flags were read only when the module was built, so a fitted model kept training
+        (or kept frozen) whatever they said (a review's find). Changing one rebuilds the
+        optimizer for the weights that now train; its moments start over.
+
+        Parameters
+        ----------
+        **params : estimator parameters
+
+        Returns
+        -------
+        self
+        """
+        super().set_params(**params)
+        module = self.__dict__.get("module_")
+        if {"freeze_encoder", "freeze_embedder"} & set(params) and getattr(self, "initialized_", False) and module is not None:
+            if not hasattr(module, "encoder") or (self.freeze_embedder and self._pretrained() is None):
+                raise ValueError(
+                    "freezing needs one pretrained encoder (fusion='early' and `encoder`); this model was built without "
+                    "one, so freezing would fix randomly initialised weights: fit a new model instead"
+                )
+            module.freeze_encoder, module.freeze_embedder = bool(self.freeze_encoder), bool(self.freeze_embedder)
+            module.encoder.requires_grad_(not self.freeze_encoder)
+            module.embedder.requires_grad_(not self.freeze_embedder)
+            self.initialize_optimizer()
+        return self
+
     def fusion_mode(self):
         """``"early"``, ``"late"`` or a number of modality-only layers (mid fusion).
 
