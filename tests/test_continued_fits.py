@@ -126,3 +126,16 @@ def test_freezing_set_after_a_fit_takes_effect_at_the_next_partial_fit(table):
     model.partial_fit(X, y)
     assert all(torch.equal(v, before[k]) for k, v in encoder_weights().items())
     assert model.module_.freeze_encoder and not any(p.requires_grad for p in model.module_.encoder.parameters())
+
+
+def test_simclr_never_scores_a_batch_of_one_image():
+    # It failed after a whole training epoch ("NT-Xent needs at least 2 images per batch").
+    from tabformer import TabFormerPretrainer
+
+    images = np.random.default_rng(0).integers(0, 256, (10, 8, 8)).astype(np.uint8)
+    simclr = dict(TINY, objective="simclr", tokenizer__patch_size=4, random_state=0)
+    with pytest.raises(ValueError, match=r"objective='simclr' needs at least 2 rows in the validation holdout.* holds 1"):
+        TabFormerPretrainer(**simclr).fit(images)
+    pretrainer = TabFormerPretrainer(**{**simclr, "batch_size": 4}, validation_fraction=None).fit(images)
+    pretrainer.set_params(iterator_valid__batch_size=4)
+    assert np.isfinite(pretrainer.score(np.concatenate([images, images[:3]])))  # 13 rows: batches of 5, 5, 3

@@ -109,6 +109,9 @@ class EpochMixin:
         if kwargs["batch_size"] == -1:
             kwargs["batch_size"] = len(dataset)
         group_by_length = kwargs.pop("group_by_length", False)
+        least = getattr(self.__dict__.get("objective_"), "min_batch_rows", 1)
+        if not training and least > 1 and len(dataset) % kwargs["batch_size"] == 1 and len(dataset) > 1:
+            kwargs["batch_size"] += 1  # no last batch of one row (SimCLR's NT-Xent has nothing to contrast it with)
         if training:
             kwargs.setdefault("shuffle", True)
             if self._drop_last_in_training() and len(dataset) > kwargs["batch_size"]:

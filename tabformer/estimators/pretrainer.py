@@ -22,6 +22,7 @@ from ..nn.models import PretrainedEncoder, PretrainingModel
 from ..pretraining import get_objective, resolve_objective
 from ._base import POOLINGS, TabFormerNet, construct
 from ._params import SHARED_CONSTRAINTS, check_params
+from ._util import num_samples
 
 __all__ = ["TabFormerPretrainer"]
 
@@ -184,6 +185,14 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
             name = resolve_objective(self.objective, self.tokenizer_)
             self.objective_ = construct(get_objective(name), self.get_params_for("objective"), "objective")
             self.resolved_params_["objective"] = name
+            n_valid = self._validation_rows(num_samples(X))
+            if 0 < n_valid < getattr(self.objective_, "min_batch_rows", 1):
+                # Found after a whole training epoch before: the holdout's one image has no negatives.
+                raise ValueError(
+                    f"objective={name!r} needs at least {self.objective_.min_batch_rows} rows in the validation "
+                    f"holdout, and validation_fraction={self._validation_fraction()} of {num_samples(X)} rows holds "
+                    f"{n_valid}; pass more rows, a larger validation_fraction, or validation_fraction=None"
+                )
             dataset = self.objective_.make_dataset(batch, self.tokenizer_, self._fit_seed())
             self._train_new_module(dataset, None, **fit_params)
         return self

@@ -143,6 +143,9 @@ class SimCLR:
     parameters.
     """
 
+    #: NT-Xent contrasts each image with the others of its batch: a batch of one has none
+    min_batch_rows = 2
+
     drop_last = True
 
     def __init__(
