@@ -29,7 +29,7 @@ from .._data import TensorDictDataset
 from .._validation import check_target
 from ..callbacks import EarlyStopping, NonFiniteGuard, WarmupLinearLR, log_user_interrupt
 from ..export import export_onnx
-from ..hub import load_for_estimator, load_pretrained
+from ..hub import configure_pretrained, load_for_estimator, load_pretrained
 from ..nn.encoder import TransformerEncoder
 from ..nn.models import PretrainedEncoder
 from ..persistence import save_estimator
@@ -180,12 +180,23 @@ class TabFormerNet(
 
     # ------------------------------------------------------------ building
     def _pretrained(self) -> PretrainedEncoder | None:
+        """The pretrained ``encoder`` (or folder) with the user's ``tokenizer__*`` / ``encoder__*``
+        settings applied as ``from_pretrained`` applies them (they were ignored here before)."""
+        pretrained = None
         if isinstance(self.encoder, PretrainedEncoder):
-            return self.encoder
-        if isinstance(self.encoder, (str, os.PathLike)) and os.path.isdir(self.encoder):
+            pretrained = self.encoder
+        elif isinstance(self.encoder, (str, os.PathLike)) and os.path.isdir(self.encoder):
             loaded = load_pretrained(self.encoder)  # a saved folder or a BERT folder
-            return loaded if isinstance(loaded, PretrainedEncoder) else None
-        return None
+            pretrained = loaded if isinstance(loaded, PretrainedEncoder) else None
+        if pretrained is None:
+            return None
+        if not isinstance(self.tokenizer, str):
+            raise ValueError(
+                "a pretrained `encoder` brings its own fitted tokenizer, so a tokenizer instance cannot replace it; "
+                "set what the weights allow with tokenizer__* (e.g. tokenizer__max_length) instead"
+            )
+        user = NeuralNet.get_params_for  # the user's settings only: a recipe adds none for pretrained weights
+        return configure_pretrained(pretrained, user(self, "tokenizer"), user(self, "encoder"))
 
     def build_encoder(self) -> TransformerEncoder:
         """The encoder to train: fresh from ``encoder__*``, or a copy of ``encoder``."""
