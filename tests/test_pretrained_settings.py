@@ -36,3 +36,11 @@ def test_settings_the_weights_allow_are_applied_and_others_refused(pretrained, a
 def test_a_tokenizer_instance_cannot_replace_the_pretrained_one(pretrained):
     with pytest.raises(ValueError, match=r"a pretrained `encoder` brings its own fitted tokenizer"):
         TabFormerClassifier(encoder=pretrained[0], tokenizer=PatchTokenizer(), max_epochs=1).fit(TEXTS, LABELS)
+
+
+def test_inputs_of_another_kind_say_what_the_pretrained_tokenizer_reads(pretrained):
+    images = [[[0, 255], [255, 0]]] * 4
+    with pytest.raises(
+        (ValueError, TypeError), match=r"the pretrained encoder's WordPieceTokenizer reads text inputs and cannot read X"
+    ):
+        TabFormerClassifier(encoder=pretrained[0], max_epochs=1).fit(images, ["a", "b"] * 2)

@@ -50,7 +50,7 @@ from ._params import (
 )
 from ._precision import PrecisionMixin
 from ._recipes import AUTO, RecipeMixin, resolve_recipe
-from ._util import construct, num_samples, seeded_torch
+from ._util import construct, num_samples, seeded_torch, transform_with_pretrained
 from ._weights import WeightedLossMixin, check_sample_weight, check_split_weights, with_weights
 
 __all__ = ["TabFormerNet", "construct", "num_samples", "POOLINGS"]
@@ -358,7 +358,9 @@ class TabFormerNet(
         self.tokenizer_ = tokenizer
         dtypes = getattr(X, "dtypes", None)
         self.feature_dtypes_in_ = {str(c): str(t) for c, t in dtypes.items()} if hasattr(dtypes, "items") else None
-        return self.tokenizer_.transform(X) if n_rows is None else None
+        if n_rows is not None:
+            return None
+        return self.tokenizer_.transform(X) if pretrained is None else transform_with_pretrained(self.tokenizer_, X)
 
     def _train_new_module(self, data, y, **fit_params):
         """Build a fresh module for the fitted tokenizer and train it on ``data`` (tokens or a dataset)."""

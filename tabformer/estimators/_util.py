@@ -10,7 +10,7 @@ import torch
 
 from ..nn.encoder import TransformerEncoder
 
-__all__ = ["construct", "encoder_settings", "num_samples", "seeded_torch"]
+__all__ = ["construct", "encoder_settings", "num_samples", "seeded_torch", "transform_with_pretrained"]
 
 
 def construct(cls, params: dict, prefix: str, *args):
@@ -54,3 +54,25 @@ def encoder_settings(estimator) -> dict:
         return dict(config)
     defaults = {name: p.default for name, p in inspect.signature(TransformerEncoder).parameters.items()}
     return {**defaults, **estimator.get_params_for("encoder")}
+
+
+def transform_with_pretrained(tokenizer, X):
+    """``tokenizer.transform(X)`` for a pretrained encoder's tokenizer; on failure the error also
+    says what that tokenizer reads (texts given to an image encoder said "file ... does not exist").
+
+    Parameters
+    ----------
+    tokenizer : a fitted tokenizer (a PretrainedEncoder's)
+    X : the training input
+
+    Returns
+    -------
+    dict of ndarray
+    """
+    try:
+        return tokenizer.transform(X)
+    except (ValueError, TypeError) as error:
+        kind = getattr(tokenizer, "kind", type(tokenizer).__name__)
+        raise type(error)(
+            f"the pretrained encoder's {type(tokenizer).__name__} reads {kind} inputs and cannot read X: {error}"
+        ) from error
