@@ -297,9 +297,11 @@ class PatchTokenizer(BaseTokenizer):
                 shape = stem.eval()(torch.zeros(1, 3, height, width)).shape
             return int(shape[2]), int(shape[3])
         if height % self.patch_size or width % self.patch_size:
+            one_image = width in (3, 4) and self.n_channels_ == 1  # (H, W, 3) read as H grey images of W x 3
+            hint = "; if X is one colour image of shape (H, W, 3), pass [X] or X[None]" if one_image else ""
             raise ValueError(
                 f"image size {height}x{width} is not divisible by patch_size={self.patch_size}; "
-                "choose another patch_size or set image_size"
+                f"choose another patch_size or set image_size{hint}"
             )
         return height // self.patch_size, width // self.patch_size
 
