@@ -195,8 +195,9 @@ class TabFormerNet(
                 "a pretrained `encoder` brings its own fitted tokenizer, so a tokenizer instance cannot replace it; "
                 "set what the weights allow with tokenizer__* (e.g. tokenizer__max_length) instead"
             )
-        user = NeuralNet.get_params_for  # the user's settings only: a recipe adds none for pretrained weights
-        return configure_pretrained(pretrained, user(self, "tokenizer"), user(self, "encoder"))
+        # The user's settings only (a recipe adds none for pretrained weights); without any, no copy.
+        routed = [NeuralNet.get_params_for(self, prefix) for prefix in ("tokenizer", "encoder")]
+        return configure_pretrained(pretrained, *routed) if any(routed) else pretrained
 
     def build_encoder(self) -> TransformerEncoder:
         """The encoder to train: fresh from ``encoder__*``, or a copy of ``encoder``."""

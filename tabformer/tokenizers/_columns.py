@@ -9,6 +9,7 @@ between fit and predict.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import numpy as np
@@ -20,6 +21,7 @@ __all__ = [
     "category_index",
     "check_unseen_kind",
     "numeric_values",
+    "unhashable_named",
     "value_kind",
     "warn_if_numbers_as_categories",
 ]
@@ -43,10 +45,11 @@ def _first_unhashable(values: pd.Series):
     return None
 
 
-def category_index(categories: pd.Index, values: pd.Series, column) -> np.ndarray:
-    """``categories.get_indexer(values)``, or a ValueError naming the column's first unhashable cell."""
+@contextlib.contextmanager
+def unhashable_named(values: pd.Series, column):
+    """Within: a TypeError from hashing ``values`` becomes a ValueError naming the column's first unhashable cell."""
     try:
-        return categories.get_indexer(values.astype(object))
+        yield
     except TypeError:
         found = _first_unhashable(values)
         if found is None:
@@ -56,6 +59,12 @@ def category_index(categories: pd.Index, values: pd.Series, column) -> np.ndarra
             f"categorical column {column!r} holds {value!r} (row {row!r}), a {type(value).__name__}, which cannot be "
             "a category (unhashable); turn such cells into strings or tuples, or drop the column"
         ) from None
+
+
+def category_index(categories: pd.Index, values: pd.Series, column) -> np.ndarray:
+    """``categories.get_indexer(values)``, or a ValueError naming the column's first unhashable cell."""
+    with unhashable_named(values, column):
+        return categories.get_indexer(values.astype(object))
 
 
 def warn_if_numbers_as_categories(values: pd.Series, column) -> None:

@@ -22,7 +22,14 @@ from sklearn.preprocessing import QuantileTransformer, StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import as_frame, is_categorical_dtype, is_numeric_dtype
-from ._columns import category_index, check_unseen_kind, numeric_values, value_kind, warn_if_numbers_as_categories
+from ._columns import (
+    category_index,
+    check_unseen_kind,
+    numeric_values,
+    unhashable_named,
+    value_kind,
+    warn_if_numbers_as_categories,
+)
 from ._datetimes import datetime_parts, expand_datetimes, is_tz_aware
 from .base import BaseTokenizer, register_tokenizer
 
@@ -176,8 +183,10 @@ class TabularTokenizer(BaseTokenizer):
         for column in self.categorical_columns_:
             if column not in (self.categorical_columns or ()):
                 warn_if_numbers_as_categories(frame[column], column)
-            category_index(pd.Index([]), frame[column], column)  # an unhashable cell, named
-        self.categories_ = [_sorted_categories(frame[c]) for c in self.categorical_columns_]
+        self.categories_ = []
+        for column in self.categorical_columns_:
+            with unhashable_named(frame[column], column):
+                self.categories_.append(_sorted_categories(frame[column]))
         for column, categories in zip(self.categorical_columns_, self.categories_):
             if not len(categories):  # as for numbers: a column with nothing to learn from is a mistake
                 raise ValueError(f"categorical column {column!r} holds no values at fit time (all missing)")
