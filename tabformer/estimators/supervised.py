@@ -27,15 +27,18 @@ from ._base import construct
 from ._categories import NEW_CATEGORIES_CONSTRAINT, NEW_CATEGORIES_PARAM_DOC
 from ._classes import check_weighted_classes, fit_label_encoder
 from ._collapse import check_samples, is_constant, kept_epoch_answers_vary
-from ._finetuning import FineTuningNet
-from ._params import (
-    CLASS_WEIGHT_CONSTRAINT,
+from ._docs import (
     CLASS_WEIGHT_DOC,
-    FINE_TUNING_CONSTRAINTS,
     FINE_TUNING_PARAMS_DOC,
     FUSION_PARAM_DOC,
     RECIPES_NOTES_DOC,
+    RESOLVED_ATTRIBUTES_DOC,
     SHARED_PARAMS_DOC,
+)
+from ._finetuning import FineTuningNet
+from ._params import (
+    CLASS_WEIGHT_CONSTRAINT,
+    FINE_TUNING_CONSTRAINTS,
 )
 from ._recipes import late_fusion_suits
 from ._streaming import STREAMING_PARAM_DOC, StreamingMixin
@@ -141,13 +144,9 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
     tokenizer_ : fitted tokenizer
     module_ : TabFormerModel (LateFusionModel with ``fusion="late"``)
     history_ : skorch History (per-epoch losses, timings)
-    resolved_params_ : dict
-        The settings ``fit`` used: yours where given, the default recipe's for those
-        left ``"auto"`` or unset: ``lr``, ``max_epochs``, ``batch_size``,
-        ``lr_schedule``, ``patience``, ``monitor``, and the routed settings the recipe
-        adds (e.g. ``encoder__d_model`` for text); see the Notes. ``get_params`` still
-        returns what you passed.
-    n_features_in_ : int
+"""
+        + RESOLVED_ATTRIBUTES_DOC
+        + """    n_features_in_ : int
     feature_names_in_ : ndarray of str (DataFrame input only)
 """
         + RECIPES_NOTES_DOC
@@ -346,13 +345,9 @@ class TabFormerRegressor(_CLSHeadNet, NeuralNetRegressor):
     Attributes
     ----------
     target_mean_, target_scale_ : ndarray of shape (n_targets,)
-    resolved_params_ : dict
-        The settings ``fit`` used: yours where given, the default recipe's for those
-        left ``"auto"`` or unset: ``lr``, ``max_epochs``, ``batch_size``,
-        ``lr_schedule``, ``patience``, ``monitor``, and the routed settings the recipe
-        adds (e.g. ``encoder__d_model`` for text); see the Notes. ``get_params`` still
-        returns what you passed.
-    tokenizer_, module_, history_, n_features_in_, feature_names_in_ : as the classifier
+"""
+        + RESOLVED_ATTRIBUTES_DOC
+        + """    tokenizer_, module_, history_, n_features_in_, feature_names_in_ : as the classifier
 """
         + RECIPES_NOTES_DOC
         + """

@@ -18,13 +18,15 @@ from sklearn.utils.validation import check_is_fitted
 from ..metrics import entity_f1
 from ..nn.heads import IGNORE_INDEX, TokenClassificationHead, TokenCrossEntropy
 from ._base import construct
-from ._finetuning import FineTuningNet
-from ._params import (
-    CLASS_WEIGHT_CONSTRAINT,
+from ._docs import (
     CLASS_WEIGHT_DOC,
     FINE_TUNING_PARAMS_DOC,
     RECIPES_NOTES_DOC,
     SHARED_PARAMS_DOC,
+)
+from ._finetuning import FineTuningNet
+from ._params import (
+    CLASS_WEIGHT_CONSTRAINT,
     check_params,
 )
 from ._weights import check_sample_weight, class_weights_of, with_weights
