@@ -35,6 +35,18 @@ def _patches_unless_stem_tested(request, monkeypatch):
         monkeypatch.setattr(_image_recipes, "stem_available", lambda: False)
 
 
+@pytest.fixture(autouse=True)
+def _scratch_text_unless_weights_tested(request, monkeypatch):
+    """Texts default to fine-tuning all-MiniLM-L6-v2 when its package is installed
+    (docs/defaults.md): 22M parameters, seconds per fit even on a few texts. Unit tests of
+    everything else keep the from-scratch default; tests marked ``pretrained_text`` check
+    the weights default itself."""
+    if request.node.get_closest_marker("pretrained_text") is None:
+        from tabformer.estimators import _text_recipes
+
+        monkeypatch.setattr(_text_recipes, "text_weights_available", lambda: False)
+
+
 _CUDA_IS_AVAILABLE = torch.cuda.is_available
 
 

@@ -29,7 +29,7 @@ from .._data import TensorDictDataset
 from .._validation import check_target
 from ..callbacks import EarlyStopping, NonFiniteGuard, WarmupLinearLR, log_user_interrupt
 from ..export import export_onnx
-from ..hub import configure_pretrained, load_for_estimator, load_pretrained
+from ..hub import load_for_estimator, load_pretrained
 from ..nn.encoder import TransformerEncoder
 from ..nn.models import PretrainedEncoder
 from ..persistence import save_estimator
@@ -50,6 +50,7 @@ from ._params import (
 )
 from ._precision import PrecisionMixin
 from ._recipes import AUTO, RecipeMixin, resolve_recipe
+from ._text_recipes import pretrained_encoder, text_weights_folder, wants_text_weights
 from ._util import construct, num_samples, seeded_torch, transform_with_pretrained
 from ._weights import WeightedLossMixin, check_sample_weight, check_split_weights, with_weights
 
@@ -180,24 +181,9 @@ class TabFormerNet(
 
     # ------------------------------------------------------------ building
     def _pretrained(self) -> PretrainedEncoder | None:
-        """The pretrained ``encoder`` (or folder) with the user's ``tokenizer__*`` / ``encoder__*``
-        settings applied as ``from_pretrained`` applies them (they were ignored here before)."""
-        pretrained = None
-        if isinstance(self.encoder, PretrainedEncoder):
-            pretrained = self.encoder
-        elif isinstance(self.encoder, (str, os.PathLike)) and os.path.isdir(self.encoder):
-            loaded = load_pretrained(self.encoder)  # a saved folder or a BERT folder
-            pretrained = loaded if isinstance(loaded, PretrainedEncoder) else None
-        if pretrained is None:
-            return None
-        if not isinstance(self.tokenizer, str):
-            raise ValueError(
-                "a pretrained `encoder` brings its own fitted tokenizer, so a tokenizer instance cannot replace it; "
-                "set what the weights allow with tokenizer__* (e.g. tokenizer__max_length) instead"
-            )
-        # The user's settings only (a recipe adds none for pretrained weights); without any, no copy.
-        routed = [NeuralNet.get_params_for(self, prefix) for prefix in ("tokenizer", "encoder")]
-        return configure_pretrained(pretrained, *routed) if any(routed) else pretrained
+        """The pretrained encoder ``fit`` starts from (``encoder``, or the default text weights), configured
+        with the user's ``tokenizer__*`` / ``encoder__*`` settings; ``None`` for a fresh one."""
+        return pretrained_encoder(self)
 
     def build_encoder(self) -> TransformerEncoder:
         """The encoder to train: fresh from ``encoder__*``, or a copy of ``encoder``."""
@@ -343,6 +329,7 @@ class TabFormerNet(
 
     def _fit_tokenizer(self, X, n_rows=None) -> dict:
         """Fit ``tokenizer_`` on ``X`` (or reuse a pretrained one); X's tokens, or None for a sample of ``n_rows``."""
+        self.pretrained_weights_ = text_weights_folder() if wants_text_weights(self, X) else None
         pretrained = self._pretrained()
         user = NeuralNet.get_params_for(self, "tokenizer")
         if pretrained is not None:

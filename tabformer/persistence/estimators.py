@@ -182,11 +182,12 @@ def _stem_weights_not_read(tokenizer):
 
 @contextlib.contextmanager
 def _warm_start_stand_in(estimator, architecture):
-    """A warm-started estimator builds its module from its ``encoder``; while it is rebuilt, a
-    stand-in of the saved architecture takes that place, so the original (a path, perhaps
-    absent here) is never read. Its weights come from model.safetensors right after."""
+    """A warm-started estimator builds its module from its ``encoder`` (or the default text
+    weights, ``pretrained_weights_``); while it is rebuilt, a stand-in of the saved
+    architecture takes that place, so the original (a path, perhaps absent here) is never
+    read. Its weights come from model.safetensors right after."""
     original = estimator.encoder
-    if original is None:
+    if original is None and not getattr(estimator, "pretrained_weights_", None):  # a fresh encoder: built from the config
         yield
         return
     encoder = TransformerEncoder(**architecture["encoders"][0])
