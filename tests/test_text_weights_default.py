@@ -128,3 +128,21 @@ def test_freezing_the_default_weights_is_a_linear_probe():
     clf = TabFormerClassifier(freeze_encoder=True, freeze_embedder=True, max_epochs=1, verbose=0).fit(texts, y)
     trainable = {name for name, p in clf.module_.named_parameters() if p.requires_grad}
     assert trainable and all(name.startswith("head.") for name in trainable)
+
+
+def test_small_text_sets_fine_tune_for_at_least_300_steps():
+    from tabformer.estimators._recipes import pretrained_text_epochs
+
+    # 930 icon names at batch 32: 27 steps an epoch, so 10 epochs (the cap); 2,192 names: 5; 10,000 texts: BERT's 3
+    assert [pretrained_text_epochs(n, 32) for n in (930, 2192, 10_000)] == [10, 5, 3]
+    assert pretrained_text_epochs(2192, 64) == 10 and pretrained_text_epochs(100_000, 8) == 3
+    texts, y = _reviews()
+    clf = TabFormerClassifier(verbose=0, random_state=0, patience=None, max_epochs="auto")
+    clf.set_params(max_epochs=1).fit(texts, y)  # the user's epochs win
+    assert clf.resolved_params_["max_epochs"] == 1
+    from tabformer.estimators._recipes import resolve_recipe
+
+    resolved = resolve_recipe(TabFormerClassifier(), clf.tokenizer_, texts, len(texts), pretrained=True)
+    assert resolved["max_epochs"] == 10 and resolved["batch_size"] == 32
+    resolved = resolve_recipe(TabFormerClassifier(batch_size=8), clf.tokenizer_, texts * 200, 9600, pretrained=True)
+    assert resolved["max_epochs"] == 3  # 1,080 steps an epoch

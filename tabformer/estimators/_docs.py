@@ -140,7 +140,7 @@ RECIPES_NOTES_DOC = """
     image + other, late     3e-4, warmup_linear    15 (no stop)  32 steps/ep    d_model 256, 2
                                                                                 layers, weight
                                                                                 decay 0.05
-    text, pretrained        5e-5, warmup_linear    3 (pat. 2)    32             mean pooling,
+    text, pretrained        5e-5, warmup_linear    3-10 (pat.2)  32             mean pooling,
                                                                                 length grouping,
                                                                                 watch valid_acc
     text, from scratch      3e-4, warmup_linear    15 (no stop)  64             30k WordPiece,
@@ -161,6 +161,9 @@ RECIPES_NOTES_DOC = """
                                                                                 WordPiece, d 256
     pretrainer              1e-3, cosine           20 (pat. 5)   128
     ======================  =====================  ============  =============  =================
+
+    "3-10": BERT's 3 epochs, or on small data as many as give 300 optimizer steps, at most
+    10 (930 icon names: 0.797 validation accuracy with 3 epochs, 0.871 with 10).
 
     "no stop": no early stopping, the last epoch is kept, and ``validation_fraction="auto"``
     holds out no row (elsewhere 10%, for early stopping). The regressor on text from
