@@ -10,6 +10,7 @@ from sklearn.base import clone
 
 from tabformer import TabFormerClassifier, TabFormerRegressor, TabFormerTagger, load
 from tabformer.estimators import _text_recipes
+from tabformer.tokenizers.base import SEP
 
 pytestmark = pytest.mark.pretrained_text
 pytest.importorskip(_text_recipes.TEXT_WEIGHTS_PACKAGE)
@@ -50,6 +51,21 @@ def test_a_regressor_and_a_frame_of_one_text_column_get_the_weights_too():
     frame = pd.DataFrame({"review": texts})
     clf = TabFormerClassifier(max_epochs=1, verbose=0, random_state=0).fit(frame, y)
     assert clf.pretrained_weights_ is not None and clf.predict(frame.iloc[:3]).shape == (3,)
+    # the column's name is recorded, as from scratch (the copied tokenizer kept none: a review's find)
+    assert list(clf.feature_names_in_) == ["review"] and list(clf.tokenizer_.feature_names_in_) == ["review"]
+
+
+def test_a_sentence_pair_fine_tunes_the_weights_as_a_pair():
+    texts, y = _reviews()
+    pairs = pd.DataFrame({"premise": texts, "hypothesis": texts[::-1]})
+    clf = TabFormerClassifier(max_epochs=1, verbose=0, random_state=0).fit(pairs, y)  # raised "fitted on 1" column
+    assert clf.pretrained_weights_ is not None and clf.tokenizer_.n_features_in_ == 2
+    ids = clf.tokenize(pairs.iloc[:2])["input_ids"]
+    assert (ids == SEP).sum(axis=1).tolist() == [2, 2]  # a [SEP] b [SEP]
+    with pytest.raises(ValueError, match="1 text column.*fitted on 2"):
+        clf.predict(pairs[["premise"]])
+    # the shared weights' own tokenizer still reads one column
+    assert _text_recipes.default_text_weights(clf.pretrained_weights_).tokenizer.n_features_in_ == 1
 
 
 @pytest.mark.parametrize(

@@ -51,7 +51,7 @@ from ._params import (
 from ._precision import PrecisionMixin
 from ._recipes import AUTO, RecipeMixin, resolve_recipe
 from ._text_recipes import pretrained_encoder, text_weights_folder, wants_text_weights
-from ._util import construct, num_samples, seeded_torch, transform_with_pretrained
+from ._util import adopt_pretrained_tokenizer, construct, num_samples, pretrained_step, seeded_torch
 from ._weights import WeightedLossMixin, check_sample_weight, check_split_weights, with_weights
 
 __all__ = ["TabFormerNet", "construct", "num_samples", "POOLINGS"]
@@ -333,8 +333,8 @@ class TabFormerNet(
         pretrained = self._pretrained()
         user = NeuralNet.get_params_for(self, "tokenizer")
         if pretrained is not None:
-            # The embedder's ids belong to the pretrained tokenizer: reuse it, fitted.
-            tokenizer = copy.deepcopy(pretrained.tokenizer)
+            # The embedder's ids belong to the pretrained tokenizer: reuse it, fitted (X's columns read).
+            tokenizer = adopt_pretrained_tokenizer(pretrained.tokenizer, X)
         else:
             tokenizer = make_tokenizer(self.tokenizer, X, user)
         self.resolved_params_ = resolve_recipe(self, tokenizer, X, n_rows or num_samples(X), pretrained is not None)
@@ -348,7 +348,7 @@ class TabFormerNet(
         self.feature_dtypes_in_ = {str(c): str(t) for c, t in dtypes.items()} if hasattr(dtypes, "items") else None
         if n_rows is not None:
             return None
-        return self.tokenizer_.transform(X) if pretrained is None else transform_with_pretrained(self.tokenizer_, X)
+        return self.tokenizer_.transform(X) if pretrained is None else pretrained_step(self.tokenizer_, X, "transform")
 
     def _train_new_module(self, data, y, **fit_params):
         """Build a fresh module for the fitted tokenizer and train it on ``data`` (tokens or a dataset)."""

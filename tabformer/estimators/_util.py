@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import inspect
 
 import numpy as np
@@ -10,7 +11,14 @@ import torch
 
 from ..nn.encoder import TransformerEncoder
 
-__all__ = ["construct", "encoder_settings", "num_samples", "seeded_torch", "transform_with_pretrained"]
+__all__ = [
+    "adopt_pretrained_tokenizer",
+    "construct",
+    "encoder_settings",
+    "num_samples",
+    "seeded_torch",
+    "pretrained_step",
+]
 
 
 def construct(cls, params: dict, prefix: str, *args):
@@ -56,21 +64,42 @@ def encoder_settings(estimator) -> dict:
     return {**defaults, **estimator.get_params_for("encoder")}
 
 
-def transform_with_pretrained(tokenizer, X):
-    """``tokenizer.transform(X)`` for a pretrained encoder's tokenizer; on failure the error also
+def adopt_pretrained_tokenizer(tokenizer, X):
+    """A copy of a pretrained encoder's fitted ``tokenizer`` that reads ``X``'s text columns
+    (a sentence pair, DataFrame column names); its vocabulary is the weights' and is not refit.
+
+    Parameters
+    ----------
+    tokenizer : the PretrainedEncoder's tokenizer (left unchanged)
+    X : what ``fit`` was given
+
+    Returns
+    -------
+    a fitted tokenizer
+    """
+    tokenizer = copy.deepcopy(tokenizer)
+    if hasattr(tokenizer, "read_columns"):  # text: the pair it was saved with need not be X's
+        pretrained_step(tokenizer, X, "read_columns")
+    return tokenizer
+
+
+def pretrained_step(tokenizer, X, method: str):
+    """``tokenizer.<method>(X)`` for a pretrained encoder's tokenizer; on failure the error also
     says what that tokenizer reads (texts given to an image encoder said "file ... does not exist").
 
     Parameters
     ----------
     tokenizer : a fitted tokenizer (a PretrainedEncoder's)
     X : the training input
+    method : str
+        ``"transform"`` or ``"read_columns"``.
 
     Returns
     -------
-    dict of ndarray
+    what the method returns
     """
     try:
-        return tokenizer.transform(X)
+        return getattr(tokenizer, method)(X)
     except (ValueError, TypeError) as error:
         kind = getattr(tokenizer, "kind", type(tokenizer).__name__)
         raise type(error)(

@@ -130,6 +130,32 @@ class WordPieceTokenizer(BaseTokenizer):
         self.text_columns = text_columns
         self.token_dropout = token_dropout
 
+    def read_columns(self, X):
+        """Record ``X``'s text columns on this fitted tokenizer; the vocabulary stays as fitted.
+
+        A pretrained tokenizer was fitted on its own files. The texts an estimator then
+        fine-tunes it on may be one column or a sentence pair, named in a DataFrame:
+        ``transform`` and ``feature_names_in_`` follow them from here on.
+
+        Parameters
+        ----------
+        X : list/Series of str, DataFrame with 1-2 text columns, or list of word lists
+
+        Returns
+        -------
+        self
+        """
+        self._set_columns(self._parts(X, fitting=True)[1])
+        return self
+
+    def _set_columns(self, second) -> None:
+        if second is not None and self.max_length < 5:
+            # Two texts share max_length - 3 positions (CLS and two SEP): at 3 or 4 one or both get none.
+            raise ValueError(
+                f"max_length must be an int >= 5 for pairs of texts (CLS, a token and a SEP each), got {self.max_length!r}"
+            )
+        self.n_features_in_ = 1 if second is None else 2
+
     # ---------------------------------------------------------------- input
     def _parts(self, X, fitting: bool):
         """Return ``(first, second_or_None, pretokenized)`` lists from any accepted input."""
@@ -217,12 +243,7 @@ class WordPieceTokenizer(BaseTokenizer):
         if not isinstance(self.max_length, numbers.Integral) or self.max_length < 3:
             raise ValueError(f"max_length must be an int >= 3 (CLS, one token, SEP), got {self.max_length!r}")
         first, second, pretokenized = self._parts(X, fitting=True)
-        if second is not None and self.max_length < 5:
-            # Two texts share max_length - 3 positions (CLS and two SEP): at 3 or 4 one or both get none.
-            raise ValueError(
-                f"max_length must be an int >= 5 for pairs of texts (CLS, a token and a SEP each), got {self.max_length!r}"
-            )
-        self.n_features_in_ = 1 if second is None else 2
+        self._set_columns(second)
         if self.vocab_file is not None:
             vocab, self.source_ids_ = read_vocab(self.vocab_file)
             backend = self._new_backend(vocab)
