@@ -152,6 +152,7 @@ def test_small_text_sets_fine_tune_for_at_least_300_steps():
     # 930 icon names at batch 32: 27 steps an epoch, so 10 epochs (the cap); 2,192 names: 5; 10,000 texts: BERT's 3
     assert [pretrained_text_epochs(n, 32) for n in (930, 2192, 10_000)] == [10, 5, 3]
     assert pretrained_text_epochs(2192, 64) == 10 and pretrained_text_epochs(100_000, 8) == 3
+    assert pretrained_text_epochs(930, np.int64(32)) == 10 and pretrained_text_epochs(930, -1) == 3  # -1: one step an epoch
     texts, y = _reviews()
     clf = TabFormerClassifier(verbose=0, random_state=0, patience=None, max_epochs="auto")
     clf.set_params(max_epochs=1).fit(texts, y)  # the user's epochs win

@@ -110,7 +110,7 @@ SHARED_PARAMS_DOC = """
         (``optimizer__*``, ``callbacks__*``, ``iterator_train__*``...).
 """
 
-#: the classifier's and regressor's attributes that say what ``fit`` resolved
+#: the classifier's, regressor's and tagger's attributes that say what ``fit`` resolved
 RESOLVED_ATTRIBUTES_DOC = """    resolved_params_ : dict
         The settings ``fit`` used: yours where given, the default recipe's for those
         left ``"auto"`` or unset: ``lr``, ``max_epochs``, ``batch_size``,

@@ -40,6 +40,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import math
+import numbers
 
 import torch
 from skorch.callbacks import LRScheduler
@@ -187,7 +188,7 @@ def pretrained_text_epochs(n_rows: int, batch_size: int) -> int:
     from-scratch recipe's 0.839, and 10 epochs 0.871 (docs/defaults.md). Few-sample
     fine-tuning wants more steps, not more epochs of a large set (Zhang et al., 2021).
     """
-    if not isinstance(batch_size, int) or batch_size <= 0:
+    if not isinstance(batch_size, numbers.Integral) or batch_size <= 0:  # -1: the whole set in one step
         return _TEXT_PRETRAINED["max_epochs"]
     steps = math.ceil(n_rows * (1 - DEFAULT_VALIDATION_FRACTION) / batch_size)
     return int(min(10, max(_TEXT_PRETRAINED["max_epochs"], math.ceil(MIN_FINE_TUNING_STEPS / max(steps, 1)))))
