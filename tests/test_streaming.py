@@ -146,3 +146,16 @@ def test_streamed_fit_refuses_a_custom_split(parquet):
     path, _, _ = parquet
     with pytest.raises(ValueError, match="train_split='auto' or None"):
         TabFormerClassifier(**SETTINGS, train_split=lambda X, y: (X, X)).fit(path, "label")
+
+
+def test_streamed_texts_train_without_the_recipes_length_grouping(tmp_path):
+    # The text recipes group batches by length, which needs in-memory tokens: a streamed text
+    # fit failed on the recipe's own setting. It is dropped for streams; the user's is refused.
+    words = ["good", "great", "bad", "awful", "fine", "dull"]
+    texts = [f"the film was {words[i % 6]}, review {i}" + " indeed" * (i % 5) for i in range(120)]
+    path = write(tmp_path / "reviews.parquet", pd.DataFrame({"review": texts, "label": [i % 6 < 3 for i in range(120)]}))
+    clf = TabFormerClassifier(**SETTINGS, tokenizer__text__vocab_size=200, fit_sample_size=64).fit(path, "label")
+    assert clf.resolved_params_["iterator_train__group_by_length"] is True  # the recipe's, not applied to the stream
+    assert clf.predict(pd.DataFrame({"review": texts[:5]})).shape == (5,)
+    with pytest.raises(ValueError, match="group_by_length needs in-memory tokens"):
+        TabFormerClassifier(**SETTINGS, iterator_train__group_by_length=True).fit(path, "label")

@@ -157,12 +157,15 @@ class StreamingMixin:
         """A DataLoader over a stream (``iterator_train__*`` / ``iterator_valid__*`` settings), else skorch's."""
         if not isinstance(dataset, StreamedRows):
             return super().get_iterator(dataset, training=training)
-        kwargs = self.get_params_for("iterator_train" if training else "iterator_valid")
+        prefix = "iterator_train" if training else "iterator_valid"
+        kwargs = self.get_params_for(prefix)
         batch_size = kwargs.pop("batch_size", self._setting("batch_size"))
         shuffle = kwargs.pop("shuffle", training)
         drop_last = kwargs.pop("drop_last", training and self._drop_last_in_training() and dataset.n_rows > batch_size)
-        if kwargs.pop("group_by_length", False):
-            raise ValueError("iterator_train__group_by_length needs in-memory tokens; it does not apply to streamed input")
+        # Length grouping sorts in-memory tokens; streamed rows come in file order. The text
+        # recipes' grouping is dropped here (a streamed text fit failed on it); the user's is refused.
+        if kwargs.pop("group_by_length", False) and "group_by_length" in NeuralNet.get_params_for(self, prefix):
+            raise ValueError(f"{prefix}__group_by_length needs in-memory tokens; it does not apply to streamed input")
         workers = kwargs.get("num_workers", 0)
         stream = dataset.with_options(batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, workers=workers)
         kwargs.setdefault("collate_fn", collate_batched)
