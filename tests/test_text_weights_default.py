@@ -63,7 +63,10 @@ def test_a_sentence_pair_fine_tunes_the_weights_as_a_pair():
     ids = clf.tokenize(pairs.iloc[:2])["input_ids"]
     assert (ids == SEP).sum(axis=1).tolist() == [2, 2]  # a [SEP] b [SEP]
     with pytest.raises(ValueError, match="1 text column.*fitted on 2"):
-        clf.predict(pairs[["premise"]])
+        clf.predict(pairs["premise"])
+    # a renamed column may hold other texts: refused, as scikit-learn refuses other feature names
+    with pytest.raises(ValueError, match=r"\['premise', 'answer'\] are not those seen in fit, \['premise', 'hypothesis'\]"):
+        clf.predict(pairs.rename(columns={"hypothesis": "answer"}))
     # the shared weights' own tokenizer still reads one column
     assert _text_recipes.default_text_weights(clf.pretrained_weights_).tokenizer.n_features_in_ == 1
 

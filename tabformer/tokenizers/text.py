@@ -131,11 +131,8 @@ class WordPieceTokenizer(BaseTokenizer):
         self.token_dropout = token_dropout
 
     def read_columns(self, X):
-        """Record ``X``'s text columns on this fitted tokenizer; the vocabulary stays as fitted.
-
-        A pretrained tokenizer was fitted on its own files. The texts an estimator then
-        fine-tunes it on may be one column or a sentence pair, named in a DataFrame:
-        ``transform`` and ``feature_names_in_`` follow them from here on.
+        """Record ``X``'s text columns (a pretrained tokenizer meeting a sentence pair, or named
+        DataFrame columns) for ``transform`` and ``feature_names_in_``; the vocabulary stays.
 
         Parameters
         ----------
@@ -161,6 +158,7 @@ class WordPieceTokenizer(BaseTokenizer):
         """Return ``(first, second_or_None, pretokenized)`` lists from any accepted input."""
         if isinstance(X, str):
             raise ValueError("X must be a collection of texts, got a single str; wrap it in a list")
+        named = isinstance(X, pd.DataFrame)  # an array's columns get names here, none the user chose
         if isinstance(X, np.ndarray) and X.ndim == 2:
             X = pd.DataFrame(X, columns=[f"x{i}" for i in range(X.shape[1])])
         if isinstance(X, pd.DataFrame):
@@ -173,8 +171,13 @@ class WordPieceTokenizer(BaseTokenizer):
                     f"WordPieceTokenizer reads one text column or two (a sentence pair); X has {len(columns)} "
                     f"columns {columns}: pick them with tokenizer__text_columns"
                 )
+            names = [str(c) for c in columns]
             if fitting:
-                self.feature_names_in_ = np.asarray([str(c) for c in columns], dtype=object)
+                self.feature_names_in_ = np.asarray(names, dtype=object)
+            elif named and "feature_names_in_" in vars(self) and names != list(self.feature_names_in_):
+                # scikit-learn refuses other feature names too: a renamed column may be other texts
+                seen = list(self.feature_names_in_)
+                raise ValueError(f"X's text column(s) {columns} are not those seen in fit, {seen}: rename them (or pass a list)")
             parts = [_check_strings(X[c].tolist(), f"column {c!r}") for c in columns]
             return parts[0], (parts[1] if len(parts) == 2 else None), False
         if fitting and "feature_names_in_" in vars(self):
