@@ -26,7 +26,7 @@ from skorch import NeuralNet
 from ..hub import _ENCODER_TUNABLE, _TOKENIZER_TUNABLE, configure_pretrained, load_pretrained
 from ..nn.models import PretrainedEncoder
 from ..tokenizers import make_tokenizer
-from ..tokenizers.detect import infer_column_kind
+from ._recipes import _all_text_frame
 
 __all__ = [
     "TEXT_WEIGHTS_PACKAGE",
@@ -70,12 +70,7 @@ def _is_text(X) -> bool:
     """Texts as the pretrained tokenizer reads them: a list/Series of str, or a DataFrame of one or two text columns."""
     columns = getattr(X, "columns", None)
     if columns is not None:
-        if not 1 <= len(columns) <= 2:
-            return False
-        try:
-            return all(infer_column_kind(X.iloc[:, i], 100) == "text" for i in range(len(columns)))
-        except ValueError:  # fit names the column it cannot read
-            return False
+        return len(columns) <= 2 and _all_text_frame(X, max_categories=100)  # MixedTokenizer's default
     try:
         return make_tokenizer("auto", X).kind == "text"
     except (TypeError, ValueError):
