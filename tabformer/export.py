@@ -71,8 +71,14 @@ def input_layout(spec: dict, prefix: str = "") -> list:
         "hybrid": {"pixels": (spec.get("n_channels", 3), *spec.get("image_size", (0, 0)))},
     }.get(kind, {})
     shapes.setdefault("num_missing", shapes.get("num_values"))
+    unread = set()
+    if kind == "tabular":  # an array of width 0 is no graph input: the exporter drops it, so onnx_inputs must too
+        unread = {"cat_ids"} if not spec.get("cardinalities") else set()
+        unread |= {"num_values", "num_missing"} if not spec.get("n_numeric", 0) else set()
     layout = []
     for array, (dtype, has_length) in _ARRAYS[kind].items():
+        if array in unread:
+            continue
         shape = (None,) if has_length else shapes[array]
         layout.append((prefix + array, dtype, shape, f"{prefix}length" if has_length else None))
     return layout

@@ -47,6 +47,19 @@ def test_table_classifier_and_metadata(tmp_path):
     assert json.loads(metadata["classes"]) == ["no", "yes"] and metadata["output"] == "probabilities"
 
 
+@pytest.mark.parametrize("kind", ["numeric", "categorical"])
+def test_a_table_of_one_column_kind_exports_and_runs(kind, tmp_path):
+    # The exporter drops an input of width 0 from the graph; onnx_inputs fed it anyway and
+    # onnxruntime refused the whole call ("Invalid input name: cat_ids") for every numeric-only table.
+    X, y = make_table(n=80)
+    X = X.select_dtypes("number" if kind == "numeric" else "object")
+    clf = TabFormerClassifier(random_state=0, **TINY).fit(X, y)
+    out, session = run(clf, tmp_path / "m.onnx", X[:9])
+    np.testing.assert_allclose(out, clf.predict_proba(X[:9]), atol=ATOL)
+    expected = ["num_values", "num_missing"] if kind == "numeric" else ["cat_ids"]
+    assert [i.name for i in session.get_inputs()] == expected
+
+
 def test_regressor_predictions_on_the_target_scale(tmp_path):
     X, _ = make_table(n=120)
     y = np.c_[np.linspace(100, 200, len(X)), np.linspace(-1, 1, len(X))]

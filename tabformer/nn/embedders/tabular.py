@@ -120,14 +120,14 @@ class TabularEmbedder(nn.Module):
             tokens = values[..., None] * self.numeric_weight + self.numeric_bias
         return torch.where(missing[..., None], self.missing_embedding.to(tokens.dtype), tokens)
 
-    def forward(self, cat_ids, num_values, num_missing):
+    def forward(self, cat_ids=None, num_values=None, num_missing=None):
         """Embed a table batch.
 
         Parameters
         ----------
-        cat_ids : long Tensor of shape (B, n_categorical)
-        num_values : float Tensor of shape (B, n_numeric)
-        num_missing : bool Tensor of shape (B, n_numeric)
+        cat_ids : long Tensor of shape (B, n_categorical), or None when there is no categorical column
+        num_values : float Tensor of shape (B, n_numeric), or None when there is no numeric column
+        num_missing : bool Tensor of shape (B, n_numeric), or None when there is no numeric column
 
         Returns
         -------
