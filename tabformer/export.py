@@ -63,6 +63,8 @@ def input_layout(spec: dict, prefix: str = "") -> list:
             if column is not None:
                 layout.append((f"{key}{SEPARATOR}present", np.bool_, (), None))
         return layout
+    if kind == "sentence":  # the words, and the pretrained ids over their mask with a length of their own
+        return input_layout({"kind": "text"}, prefix) + [(f"{prefix}stem_rows", np.int64, (2, None), f"{prefix}stem_length")]
     if kind not in _ARRAYS:
         raise ValueError(f"no ONNX input layout for embedder kind {kind!r}; pass example=X[:2] to export_onnx")
     shapes = {
@@ -93,6 +95,8 @@ def _example(layout, spec_vocab: int, rows: int = 3, length: int = 7) -> dict:
         array = np.zeros((rows, *shape), dtype=dtype)
         if name.endswith("input_ids"):
             array[:] = min(5, spec_vocab - 1)
+        elif name.endswith("stem_rows"):
+            array[:, 0], array[:, 1], array[-1, :, length - 2 :] = 5, 1, 0
         elif name.endswith(("attention_mask", "present")):
             array[:] = True
             array[-1, ...] = False if name.endswith("present") else array[-1, ...]
@@ -199,7 +203,7 @@ def export_onnx(estimator, path, *, opset: int = 17, example=None):
         batch = _example(layout, _vocab(spec))
     output, extra = _output(estimator)
     wrapper = _Exported(copy.deepcopy(estimator.module_).cpu().eval(), names, output, **extra).eval()
-    dynamic = {name: {0: BATCH, **({1: length} if length else {})} for name, _, _, length in layout}
+    dynamic = {name: {0: BATCH, **({1 + shape.index(None): length} if length else {})} for name, _, shape, length in layout}
     if output == "probabilities" and hasattr(estimator, "default_tag_"):
         dynamic[output] = {0: BATCH, 1: "length"}
     else:

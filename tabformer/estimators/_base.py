@@ -50,7 +50,14 @@ from ._params import (
 )
 from ._precision import PrecisionMixin
 from ._recipes import AUTO, RecipeMixin, resolve_recipe
-from ._text_recipes import pretrained_encoder, text_weights_folder, wants_text_weights
+from ._text_recipes import (
+    load_text_stems,
+    pretrained_encoder,
+    text_stem_tokenizer,
+    text_weights_folder,
+    wants_text_stem,
+    wants_text_weights,
+)
 from ._util import adopt_pretrained_tokenizer, construct, num_samples, pretrained_step, seeded_torch
 from ._weights import WeightedLossMixin, check_sample_weight, check_split_weights, with_weights
 
@@ -337,6 +344,9 @@ class TabFormerNet(
             tokenizer = adopt_pretrained_tokenizer(pretrained.tokenizer, X)
         else:
             tokenizer = make_tokenizer(self.tokenizer, X, user)
+        self.text_stem_weights_ = text_weights_folder() if pretrained is None and wants_text_stem(self, tokenizer, X) else None
+        if self.text_stem_weights_:
+            tokenizer.set_params(text=text_stem_tokenizer(self.text_stem_weights_))
         self.resolved_params_ = resolve_recipe(self, tokenizer, X, n_rows or num_samples(X), pretrained is not None)
         if pretrained is None:
             recipe = {key: value for key, value in self.get_params_for("tokenizer").items() if key not in user}
@@ -361,6 +371,8 @@ class TabFormerNet(
         check_training_memory(self, data)
         self._resolve_inference_batch_size(data)
         self.initialize()
+        if getattr(self, "text_stem_weights_", None):
+            load_text_stems(self.module_, self.text_stem_weights_)
         NeuralNet.partial_fit(self, data, y, _routing_method="fit", **fit_params)
         if isinstance(data, dict) and hasattr(self, "_warn_if_collapsed"):  # classifiers and regressors (``_collapse``)
             self._warn_if_collapsed(data, y)

@@ -120,6 +120,9 @@ RESOLVED_ATTRIBUTES_DOC = """    resolved_params_ : dict
     pretrained_weights_ : str or None
         The folder of the default pretrained weights ``fit`` started from (texts:
         all-MiniLM-L6-v2 where installed; see the Notes), or ``None``.
+    text_stem_weights_ : str or None
+        The folder of the default text weights whose frozen sentence embedding joins the
+        text columns of a mixed DataFrame beside an image (see the Notes), or ``None``.
 """
 
 #: the Notes section on default recipes; goes after the Attributes, before the Examples
@@ -184,7 +187,11 @@ RECIPES_NOTES_DOC = """
 
     A DataFrame whose columns are all text is text: it gets the text recipes, their
     tokenizer settings routed to the mixed tokenizer's text template
-    (``tokenizer__text__vocab_size``...). Images, and the image columns of a mixed
+    (``tokenizer__text__vocab_size``...). The text columns of a mixed DataFrame beside an
+    image keep their sub-words and get one more token from the same MiniLM weights, frozen:
+    the text's mean-pooled sentence embedding, projected, dropped for half the rows while
+    training (``text_stem_weights_``; docs/mixed.md); ``tokenizer__text=...`` or a
+    ``tokenizer__text__*`` setting keeps the sub-words alone. Images, and the image columns of a mixed
     DataFrame, go through a frozen ImageNet EfficientNet-Lite0 stem when its weights are
     installed (docs/defaults.md), unless you set ``tokenizer__patch_size`` or a backbone.
     Grey images under 16 px given alone go through a small conv stem trained with the model instead,

@@ -9,6 +9,14 @@ fine-tuned MiniLM is 6-23 points above it, and tags CoNLL-2003 at 0.71 entity F1
 0.49 from scratch (validation figures in docs/defaults.md, "Texts now: pretrained weights
 by default").
 
+A mixed DataFrame's text columns beside an image (fused late) keep their sub-words learned
+from the data and get the same weights as a frozen stem: one more token per text, MiniLM's
+mean-pooled sentence embedding projected to the shared encoder's width
+(:class:`~tabformer.nn.embedders.sentence.SentenceEmbedder`, ``text_stem_weights_``).
+Fine-tuning 22M parameters inside late fusion would need its own width and learning rate;
+the frozen embedding reads as well as the fine-tuned model on the emoji names. Text + table
+frames keep their sub-words alone (docs/mixed.md has the validation runs).
+
 The weights are not used where the user asked for a model of their own: a tokenizer other
 than ``"auto"``, an ``encoder``, or a ``tokenizer__*`` / ``encoder__*`` setting a
 pretrained encoder cannot take (``vocab_size``, ``d_model``, ``n_layers``...). Settings it
@@ -24,16 +32,20 @@ import os
 from skorch import NeuralNet
 
 from ..hub import _ENCODER_TUNABLE, _TOKENIZER_TUNABLE, configure_pretrained, load_pretrained
+from ..nn.embedders.sentence import SentenceEmbedder
 from ..nn.models import PretrainedEncoder
-from ..tokenizers import make_tokenizer
-from ._recipes import _all_text_frame
+from ..tokenizers import SentenceTokenizer, make_tokenizer
+from ._recipes import _all_text_frame, _fuses_image_late
 
 __all__ = [
     "TEXT_WEIGHTS_PACKAGE",
     "default_text_weights",
+    "load_text_stems",
     "pretrained_encoder",
+    "text_stem_tokenizer",
     "text_weights_available",
     "text_weights_folder",
+    "wants_text_stem",
     "wants_text_weights",
 ]
 
@@ -145,3 +157,56 @@ def pretrained_encoder(estimator):
             f"{error} (texts start from the installed all-MiniLM-L6-v2 weights by default; "
             "tokenizer='wordpiece' trains a model of your own from scratch)"
         ) from error
+
+
+def wants_text_stem(estimator, tokenizer, X) -> bool:
+    """Whether ``fit`` adds the default text weights' sentence embedding to ``X``'s text columns.
+
+    Yes for a classifier or regressor with ``tokenizer="auto"``, no ``encoder`` and no
+    ``tokenizer__text*`` setting, given a DataFrame whose text columns go beside an image
+    fused late (``_MIXED_LATE``'s case), where the weights are installed. Text + table
+    frames keep their sub-words alone: the sentence token cost tweets 0.9 points (validation,
+    docs/mixed.md).
+
+    Parameters
+    ----------
+    estimator : TabFormerNet
+    tokenizer : the unfitted tokenizer ``"auto"`` resolved to
+    X : the training input
+
+    Returns
+    -------
+    bool
+    """
+    if estimator._recipe_role not in ("classifier", "regressor") or estimator.encoder is not None:
+        return False
+    if not (isinstance(estimator.tokenizer, str) and estimator.tokenizer == "auto"):
+        return False
+    if getattr(tokenizer, "kind", None) != "mixed" or tokenizer.transformers is not None:
+        return False
+    if any(key.startswith("text") for key in NeuralNet.get_params_for(estimator, "tokenizer")):
+        return False  # the user's own text template or settings
+    if not _fuses_image_late(estimator, tokenizer, X, pretrained=False):
+        return False
+    routing = tokenizer._routing(tokenizer._check_frame(X))  # _fuses_image_late read it already
+    return any(name == "text" for name, _, _ in routing) and text_weights_available()
+
+
+def text_stem_tokenizer(folder: str) -> SentenceTokenizer:
+    """The mixed tokenizer's text template reading the weights in ``folder`` (unfitted).
+
+    Half the rows lose their sentence token while training (``sentence_dropout=0.5``):
+    the ready-made embedding otherwise takes over and the words stay untrained (desktop
+    icons, validation: 0.862 without, 0.889 with; docs/mixed.md).
+    """
+    config = dict(default_text_weights(folder).encoder.config)
+    return SentenceTokenizer(stem_folder=folder, encoder_config=config, sentence_dropout=0.5)
+
+
+def load_text_stems(module, folder: str) -> int:
+    """Copy the weights in ``folder`` into every :class:`SentenceEmbedder` of ``module``; how many there were."""
+    pretrained = default_text_weights(folder)
+    stems = [part for part in module.modules() if isinstance(part, SentenceEmbedder)]
+    for stem in stems:
+        stem.load_pretrained(pretrained.embedder, pretrained.encoder)
+    return len(stems)

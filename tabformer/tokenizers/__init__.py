@@ -5,7 +5,7 @@ from .base import TOKENIZERS, BaseTokenizer, register_tokenizer
 from .detect import infer_column_kinds
 from .image import PatchTokenizer
 from .mixed import MixedTokenizer
-from .pretrained_text import PretrainedTextTokenizer
+from .pretrained_text import PretrainedTextTokenizer, SentenceTokenizer
 from .registry import make_tokenizer
 from .tabular import TabularTokenizer
 from .text import WordPieceTokenizer
@@ -15,6 +15,7 @@ __all__ = [
     "TabularTokenizer",
     "WordPieceTokenizer",
     "PretrainedTextTokenizer",
+    "SentenceTokenizer",
     "PatchTokenizer",
     "MixedTokenizer",
     "infer_column_kinds",

@@ -379,7 +379,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
             embedders[name] = tokenizer.embedder_spec()
             kinds[name] = self.segment_kind(tokenizer)
             if kinds[name] == "text":
-                max_lengths[name] = int(tokenizer.max_length)
+                max_lengths[name] = int(tokenizer.max_length) + int(getattr(tokenizer, "extra_tokens", 0))
         segments = [list(segment) for segment in self.segments_]
         return {
             "kind": "mixed",

@@ -17,6 +17,7 @@ import os
 
 import numpy as np
 import pandas as pd
+from sklearn.utils.validation import check_is_fitted
 
 from .base import SPECIAL_TOKENS, register_tokenizer
 from .text import WordPieceTokenizer
@@ -281,3 +282,140 @@ class PretrainedTextTokenizer(WordPieceTokenizer):
         for level in levels:
             level["add_prefix_space"] = True
         return json.dumps(spec, ensure_ascii=False)
+
+
+@register_tokenizer("sentence")
+class SentenceTokenizer(WordPieceTokenizer):
+    """Texts as sub-words learned from the data *and* as a pretrained model's ids: the text
+    columns of a mixed DataFrame when the default text weights are installed.
+
+    The sub-words are :class:`WordPieceTokenizer`'s (a vocabulary fitted on the column);
+    the pretrained model's tokenizer (``stem_folder``) encodes the same texts for its
+    frozen encoder, whose mean-pooled sentence embedding
+    (:class:`~tabformer.nn.embedders.sentence.SentenceEmbedder`) becomes one more token in
+    front of the words. The estimator copies the pretrained weights in after building.
+
+    Parameters
+    ----------
+    stem_folder : str or path-like
+        The pretrained model's Hugging Face folder (its ``tokenizer.json`` is read).
+    encoder_config : dict
+        The pretrained encoder's ``TransformerEncoder.config``: the stem's architecture.
+    sentence_dropout : float, default=0.0
+        Training only: probability of masking a row's sentence token, so that the words
+        learn to carry the answer too.
+    vocab_size, lowercase, max_length, min_frequency, vocab_file, text_columns, token_dropout
+        As in :class:`WordPieceTokenizer`, for the sub-words; ``max_length`` also
+        truncates the pretrained model's ids.
+
+    Attributes
+    ----------
+    stem_state_ : dict
+        The fitted attributes of the pretrained model's tokenizer (a
+        :class:`PretrainedTextTokenizer`: ``vocab_size_``, ``tokenizer_json_``...).
+
+    Examples
+    --------
+    >>> tok = SentenceTokenizer(minilm_folder, encoder_config=config).fit(["a text"])  # doctest: +SKIP
+    >>> sorted(tok.transform(["a text"]))  # doctest: +SKIP
+    ['attention_mask', 'input_ids', 'stem_rows', 'token_type_ids']
+    """
+
+    #: tokens the embedder adds in front of the words (the sentence embedding)
+    extra_tokens = 1
+
+    def __init__(
+        self,
+        stem_folder=None,
+        encoder_config=None,
+        sentence_dropout=0.0,
+        vocab_size=8000,
+        lowercase=True,
+        max_length=128,
+        min_frequency=2,
+        vocab_file=None,
+        text_columns=None,
+        token_dropout=0.0,
+    ):
+        super().__init__(vocab_size, lowercase, max_length, min_frequency, vocab_file, text_columns, token_dropout)
+        self.stem_folder = stem_folder
+        self.encoder_config = encoder_config
+        self.sentence_dropout = sentence_dropout
+
+    def fit(self, X, y=None):
+        """Fit the sub-word vocabulary on ``X`` and read the pretrained model's tokenizer.
+
+        Parameters
+        ----------
+        X : list/Series of str
+        y : ignored
+
+        Returns
+        -------
+        self : SentenceTokenizer
+
+        Raises
+        ------
+        ValueError
+            If ``stem_folder`` or ``encoder_config`` is missing, or a setting is invalid.
+        """
+        if self.stem_folder is None or not isinstance(self.encoder_config, dict):
+            raise ValueError(
+                "SentenceTokenizer needs stem_folder (a pretrained text model's folder) and encoder_config "
+                f"(its encoder's config dict); got {self.stem_folder!r} and {type(self.encoder_config).__name__}"
+            )
+        super().fit(X, y)
+        stem = PretrainedTextTokenizer(tokenizer_file=self.stem_folder, max_length=self.max_length).fit([""])
+        # Its fitted attributes, not the tokenizer: a tokenizer inside a tokenizer is saved unfitted.
+        self.stem_state_ = {key: value for key, value in vars(stem).items() if key.endswith("_") and not key.startswith("_")}
+        self._stem_cache = stem
+        return self
+
+    def _stem(self) -> PretrainedTextTokenizer:
+        """The pretrained model's fitted tokenizer, rebuilt from ``stem_state_`` after a load."""
+        stem = getattr(self, "_stem_cache", None)
+        if stem is None:
+            stem = PretrainedTextTokenizer(tokenizer_file=self.stem_folder, max_length=self.max_length)
+            for key, value in self.stem_state_.items():
+                setattr(stem, key, value)
+            self._stem_cache = stem
+        return stem
+
+    def transform(self, X):
+        """The sub-words' arrays, plus ``stem_rows`` (n, 2, L): the pretrained ids over their mask.
+
+        Parameters
+        ----------
+        X : list/Series of str
+
+        Returns
+        -------
+        batch : dict of ndarray
+        """
+        batch = super().transform(X)
+        check_is_fitted(self, "stem_state_")
+        stem = self._stem().transform(X)
+        # One 3-D array: the host-side trim cuts 2-D arrays to the words' length, never this one.
+        batch["stem_rows"] = np.stack([stem["input_ids"], stem["attention_mask"].astype(stem["input_ids"].dtype)], axis=1)
+        return batch
+
+    def embedder_spec(self) -> dict:
+        """Describe the :class:`~tabformer.nn.embedders.sentence.SentenceEmbedder` these arrays need.
+
+        Returns
+        -------
+        spec : dict
+            ``{"kind": "sentence", "words": <the sub-words' TextEmbedder spec, kind left out>,
+            "stem_vocab_size", "encoder", "sentence_dropout"}``.
+        """
+        if not 0.0 <= float(self.sentence_dropout) < 1.0:
+            raise ValueError(f"sentence_dropout must be a probability in [0, 1), got {self.sentence_dropout!r}")
+        words = super().embedder_spec()
+        words.pop("kind")
+        return {
+            "kind": "sentence",
+            "words": words,
+            "stem_vocab_size": int(self.stem_state_["vocab_size_"]),
+            "encoder": dict(self.encoder_config),
+            "sentence_dropout": float(self.sentence_dropout),
+        }

@@ -13,6 +13,7 @@ from torch import nn
 
 from .image import HybridEmbedder, PatchEmbedder
 from .mixed import MixedEmbedder
+from .sentence import SentenceEmbedder
 from .tabular import TabularEmbedder
 from .text import TextEmbedder
 
@@ -26,6 +27,7 @@ EMBEDDERS: dict = {
     "patch": PatchEmbedder,
     "hybrid": HybridEmbedder,
     "mixed": MixedEmbedder,
+    "sentence": SentenceEmbedder,
 }
 
 

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 import torch
 
-__all__ = ["FrozenFeatureCache", "caching_frozen_features"]
+__all__ = ["FrozenFeatureCache", "caching_frozen_features", "clear_feature_cache"]
 
 #: Memory for cached feature maps per embedder. EfficientNet-Lite0's stage 5 on a 64x64 image is
 #: 320 x 2 x 2 floats (5 KiB), so this holds about 100k images; past it, images are recomputed.
@@ -131,3 +131,17 @@ def caching_frozen_features(module: torch.nn.Module):
         for cache in caches:
             cache.enabled = False
             cache.clear()
+
+
+def clear_feature_cache(module, incompatible_keys=None) -> None:
+    """Empty ``module.feature_cache``: a ``load_state_dict`` post-hook (loaded weights make cached
+    features stale), a module-level function so that the embedder owning it still pickles.
+
+    Parameters
+    ----------
+    module : nn.Module
+        An embedder with a ``feature_cache``.
+    incompatible_keys : ignored
+        What ``load_state_dict`` passes its post-hooks.
+    """
+    module.feature_cache.clear()

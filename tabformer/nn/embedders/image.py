@@ -10,7 +10,7 @@ from torch import nn
 
 from ..positions import GridPositions
 from .backbone import load_backbone
-from .feature_cache import FrozenFeatureCache
+from .feature_cache import FrozenFeatureCache, clear_feature_cache
 
 __all__ = ["PatchEmbedder", "HybridEmbedder", "PixelNorm", "make_conv_stem", "shift_images"]
 
@@ -188,7 +188,7 @@ class HybridEmbedder(nn.Module):
             self.stem.requires_grad_(False)
         self.feature_cache = FrozenFeatureCache()
         # Loaded weights make cached features stale (so does a move: see _apply).
-        self.register_load_state_dict_post_hook(_clear_feature_cache)
+        self.register_load_state_dict_post_hook(clear_feature_cache)
         self.train()
 
     @classmethod
@@ -247,6 +247,5 @@ class HybridEmbedder(nn.Module):
         return super()._apply(fn, *args, **kwargs)
 
 
-def _clear_feature_cache(module, incompatible_keys) -> None:
-    """``load_state_dict`` post-hook (a module-level function, so the embedder still pickles)."""
-    module.feature_cache.clear()
+# The name models pickled before clear_feature_cache moved to feature_cache.py refer to.
+_clear_feature_cache = clear_feature_cache
