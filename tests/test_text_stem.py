@@ -205,3 +205,49 @@ def test_the_stem_runs_on_a_gpu_under_bf16_autocast_as_on_the_cpu():
     torch.testing.assert_close(tokens.float().cpu(), expected, atol=0.05, rtol=0.05)
     tokens.float().sum().backward()
     assert gpu.projection.weight.grad is not None
+
+
+@pytest.mark.pretrained_text
+def test_explanations_place_the_sentence_token_and_initialize_keeps_the_weights():
+    pytest.importorskip(_text_recipes.TEXT_WEIGHTS_PACKAGE)
+    X, y = _frame(30)
+    clf = TabFormerClassifier(max_epochs=1, verbose=0, random_state=0).fit(X, y)
+    batch = clf.tokenize(X.iloc[:2])
+    rows = clf.tokenizer_.describe_tokens(batch)
+    assert rows[0][0][1:] == ("name", "[SENTENCE]")
+    clf.module_.eval()
+    tensors = {key: torch.as_tensor(value) for key, value in batch.items()}
+    length = sum(tokens.shape[1] for _, tokens, _ in clf.module_.embedder.forward_segments(**tensors))
+    assert max(position for position, _, _ in rows[0]) == length - 1  # the last table cell is the last token
+    assert [label for _, column, label in rows[0] if column == "image"][0] == "r0c0"
+    # initialize() rebuilds the module (set_params(module__...) does too): the stem is MiniLM again
+    clf.initialize()
+    stem = next(m for m in clf.module_.modules() if isinstance(m, SentenceEmbedder))
+    minilm = _text_recipes.default_text_weights(clf.text_stem_weights_)
+    assert torch.equal(
+        stem.stem_encoder.layers[5].feed_forward.linear2.weight, minilm.encoder.layers[5].feed_forward.linear2.weight
+    )
+
+
+@pytest.mark.pretrained_text
+def test_loading_the_weights_draws_nothing_from_the_seeded_generator():
+    # The first fit of a process loads them inside its seeded block; drawing there made that
+    # fit differ from every later one with the same random_state (the text-alone default too).
+    pytest.importorskip(_text_recipes.TEXT_WEIGHTS_PACKAGE)
+    folder = _text_recipes.text_weights_folder()
+    _text_recipes.default_text_weights.cache_clear()
+    torch.manual_seed(0)
+    _text_recipes.default_text_weights(folder)
+    after_loading = torch.rand(3)
+    torch.manual_seed(0)
+    assert torch.equal(after_loading, torch.rand(3))
+
+
+@pytest.mark.pretrained_text
+def test_the_sentence_tokenizer_reads_a_pair_as_it_was_fitted():
+    pytest.importorskip(_text_recipes.TEXT_WEIGHTS_PACKAGE)
+    folder = _text_recipes.text_weights_folder()
+    config = dict(_text_recipes.default_text_weights(folder).encoder.config)
+    pairs = pd.DataFrame({"premise": ["first part", "x y"], "hypothesis": ["second part", "z"]})
+    tokenizer = SentenceTokenizer(folder, encoder_config=config, min_frequency=1).fit(pairs)
+    assert tokenizer.n_features_in_ == 2 and tokenizer.transform(pairs)["stem_rows"].shape[:2] == (2, 2)

@@ -51,7 +51,6 @@ from ._params import (
 from ._precision import PrecisionMixin
 from ._recipes import AUTO, RecipeMixin, resolve_recipe
 from ._text_recipes import (
-    load_text_stems,
     pretrained_encoder,
     text_stem_tokenizer,
     text_weights_folder,
@@ -371,8 +370,6 @@ class TabFormerNet(
         check_training_memory(self, data)
         self._resolve_inference_batch_size(data)
         self.initialize()
-        if getattr(self, "text_stem_weights_", None):
-            load_text_stems(self.module_, self.text_stem_weights_)
         NeuralNet.partial_fit(self, data, y, _routing_method="fit", **fit_params)
         if isinstance(data, dict) and hasattr(self, "_warn_if_collapsed"):  # classifiers and regressors (``_collapse``)
             self._warn_if_collapsed(data, y)

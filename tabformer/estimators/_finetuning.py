@@ -10,6 +10,7 @@ import torch
 from ..nn.models import LateFusionModel, TabFormerModel
 from ._base import TabFormerNet
 from ._params import FINE_TUNING_CONSTRAINTS
+from ._text_recipes import load_text_stems
 
 __all__ = ["FineTuningNet"]
 
@@ -102,13 +103,17 @@ class FineTuningNet(TabFormerNet):
         head = self.build_head(encoder.d_model)
         if fusion == "late":
             self.module_ = self._late_fusion_model(embedder, encoder, head)
-            return self
-        kwargs = self.get_params_for("module")
-        if fusion != "early" and fusion > 0:
-            kwargs["fusion_layer"] = fusion
-        if self.freeze_embedder:
-            kwargs["freeze_embedder"] = True
-        self.module_ = self.module(embedder=embedder, encoder=encoder, head=head, freeze_encoder=self.freeze_encoder, **kwargs)
+        else:
+            kwargs = self.get_params_for("module")
+            if fusion != "early" and fusion > 0:
+                kwargs["fusion_layer"] = fusion
+            if self.freeze_embedder:
+                kwargs["freeze_embedder"] = True
+            self.module_ = self.module(
+                embedder=embedder, encoder=encoder, head=head, freeze_encoder=self.freeze_encoder, **kwargs
+            )
+        if getattr(self, "text_stem_weights_", None):  # a text column's frozen MiniLM stem (``_text_recipes``)
+            load_text_stems(self.module_, self.text_stem_weights_)
         return self
 
     def _late_fusion_model(self, embedder, encoder, head) -> LateFusionModel:

@@ -29,6 +29,7 @@ import functools
 import importlib.util
 import os
 
+import torch
 from skorch import NeuralNet
 
 from ..hub import _ENCODER_TUNABLE, _TOKENIZER_TUNABLE, configure_pretrained, load_pretrained
@@ -71,11 +72,15 @@ def default_text_weights(folder: str):
     Callers copy what they change (``build_encoder`` deep-copies, ``configure_pretrained``
     copies), so one loaded copy serves every fit.
 
+    The first call runs inside a seeded fit; loading must not draw from torch's generator,
+    or a process's first fit with a ``random_state`` would differ from every later one.
+
     Parameters
     ----------
     folder : str
     """
-    return load_pretrained(folder)
+    with torch.random.fork_rng(devices=[]):
+        return load_pretrained(folder)
 
 
 def _is_text(X) -> bool:

@@ -181,6 +181,18 @@ def _stem_weights_not_read(tokenizer):
 
 
 @contextlib.contextmanager
+def _text_stem_not_read(estimator):
+    """A text column's frozen MiniLM stem (``text_stem_weights_``) is copied in when the module
+    is built; model.safetensors holds those tensors, so the folder is not read to load."""
+    saved = getattr(estimator, "text_stem_weights_", None)
+    estimator.text_stem_weights_ = None
+    try:
+        yield
+    finally:
+        estimator.text_stem_weights_ = saved
+
+
+@contextlib.contextmanager
 def _warm_start_stand_in(estimator, architecture):
     """A warm-started estimator builds its module from its ``encoder`` (or the default text
     weights, ``pretrained_weights_``); while it is rebuilt, a stand-in of the saved
@@ -239,6 +251,7 @@ def load_estimator(reader: Reader, config: dict, device=None):
     with (
         torch.random.fork_rng(devices=[]),
         _stem_weights_not_read(estimator.tokenizer_),
+        _text_stem_not_read(estimator),
         _warm_start_stand_in(estimator, architecture),
     ):
         estimator.initialize()

@@ -379,7 +379,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
             embedders[name] = tokenizer.embedder_spec()
             kinds[name] = self.segment_kind(tokenizer)
             if kinds[name] == "text":
-                max_lengths[name] = int(tokenizer.max_length) + int(getattr(tokenizer, "extra_tokens", 0))
+                max_lengths[name] = int(tokenizer.max_length) + len(getattr(tokenizer, "extra_token_names", ()))
         segments = [list(segment) for segment in self.segments_]
         return {
             "kind": "mixed",
@@ -407,8 +407,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         """
         check_is_fitted(self, "transformers_")
         tokenizers = {name: tokenizer for name, tokenizer, _ in self.transformers_}
-        n_rows = len(next(iter(batch.values())))
-        rows = [[] for _ in range(n_rows)]
+        rows = [[] for _ in range(len(next(iter(batch.values()))))]
         offset = 0
         for key, name, column in self.segments_:
             tokenizer = tokenizers[name]
@@ -423,12 +422,14 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
             present = np.asarray(arrays["present"], dtype=bool)
             if kind == "text":
                 ids, mask = np.asarray(arrays["input_ids"]), np.asarray(arrays["attention_mask"], dtype=bool)
+                extra = list(getattr(tokenizer, "extra_token_names", ()))  # tokens its embedder puts before the words
                 for i, row in enumerate(rows):
                     if present[i]:
                         positions = np.flatnonzero(mask[i])
-                        labels = tokenizer.convert_ids_to_tokens(ids[i][positions])
-                        row.extend((offset + int(p), column, label) for p, label in zip(positions, labels))
-                offset += ids.shape[1]
+                        labels = extra + list(tokenizer.convert_ids_to_tokens(ids[i][positions]))
+                        where = [*range(len(extra)), *(len(extra) + positions)]
+                        row.extend((offset + int(p), column, label) for p, label in zip(where, labels))
+                offset += len(extra) + ids.shape[1]
             else:
                 labels = tokenizer.get_feature_names_out()
                 for i, row in enumerate(rows):

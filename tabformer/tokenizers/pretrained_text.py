@@ -321,8 +321,8 @@ class SentenceTokenizer(WordPieceTokenizer):
     ['attention_mask', 'input_ids', 'stem_rows', 'token_type_ids']
     """
 
-    #: tokens the embedder adds in front of the words (the sentence embedding)
-    extra_tokens = 1
+    #: the tokens the embedder puts in front of the words (the sentence embedding), as explanations label them
+    extra_token_names = ("[SENTENCE]",)
 
     def __init__(
         self,
@@ -365,7 +365,10 @@ class SentenceTokenizer(WordPieceTokenizer):
                 f"(its encoder's config dict); got {self.stem_folder!r} and {type(self.encoder_config).__name__}"
             )
         super().fit(X, y)
-        stem = PretrainedTextTokenizer(tokenizer_file=self.stem_folder, max_length=self.max_length).fit([""])
+        stem = PretrainedTextTokenizer(
+            tokenizer_file=self.stem_folder, max_length=self.max_length, text_columns=self.text_columns
+        )
+        stem.fit(X)  # it reads X's columns only (one text or a pair), as the words do
         # Its fitted attributes, not the tokenizer: a tokenizer inside a tokenizer is saved unfitted.
         self.stem_state_ = {key: value for key, value in vars(stem).items() if key.endswith("_") and not key.startswith("_")}
         self._stem_cache = stem
@@ -375,7 +378,9 @@ class SentenceTokenizer(WordPieceTokenizer):
         """The pretrained model's fitted tokenizer, rebuilt from ``stem_state_`` after a load."""
         stem = getattr(self, "_stem_cache", None)
         if stem is None:
-            stem = PretrainedTextTokenizer(tokenizer_file=self.stem_folder, max_length=self.max_length)
+            stem = PretrainedTextTokenizer(
+                tokenizer_file=self.stem_folder, max_length=self.max_length, text_columns=self.text_columns
+            )
             for key, value in self.stem_state_.items():
                 setattr(stem, key, value)
             self._stem_cache = stem
