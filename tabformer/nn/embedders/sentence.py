@@ -48,30 +48,6 @@ class TextFeatureCache(FrozenFeatureCache):
         ids = row[0][row[1].bool()].detach().contiguous().numpy()
         return hashlib.blake2b(ids.astype("int64").tobytes(), digest_size=20).digest()
 
-    def __call__(self, stem, rows: torch.Tensor) -> torch.Tensor:
-        """``stem(rows)`` (``(B, 1+T, W)``, CLS first), each text's states read from the cache when there.
-
-        A text is stored without its padding (``1 + length`` states) and padded with zeros to
-        the batch's ``T`` when read, so the same text in batches of other lengths is one entry.
-        """
-        keys = [self.key(row) for row in rows]
-        lengths = rows[:, 1].bool().sum(dim=1).tolist()
-        missing = [i for i, key in enumerate(keys) if key not in self._features]
-        self.hits += len(keys) - len(missing)
-        computed = {}
-        if missing:
-            for i, states in zip(missing, stem(rows[missing]).float()):
-                computed[i] = states = states[: 1 + lengths[i]].clone()  # not a view pinning the whole batch
-                size = states.numel() * states.element_size()
-                if keys[i] not in self._features and self.bytes + size <= self.max_bytes:
-                    self._features[keys[i]] = states
-                    self.bytes += size
-        out = []
-        for i, key in enumerate(keys):
-            states = computed[i] if i in computed else self._features[key]
-            out.append(torch.nn.functional.pad(states, (0, 0, 0, rows.shape[2] + 1 - states.shape[0])))
-        return torch.stack(out)
-
 
 class SentenceEmbedder(nn.Module):
     """A text's sub-words as tokens, led by a frozen pretrained encoder's sentence embedding.
@@ -154,24 +130,23 @@ class SentenceEmbedder(nn.Module):
         words, mask = self.words(input_ids, attention_mask, token_type_ids)
         tracing = torch.jit.is_tracing() or torch.compiler.is_compiling() or torch.onnx.is_in_onnx_export()
         if self.feature_cache.enabled and stem_rows.device.type == "cpu" and not tracing:
-            hidden = self.feature_cache(self._states, stem_rows)
+            pooled = self.feature_cache(self._pooled, stem_rows)
         else:
-            hidden = self._states(stem_rows)
-        stem_mask = stem_rows[:, 1].bool()
-        real = torch.cat([stem_mask.new_ones(stem_mask.shape[0], 1), stem_mask], dim=1).to(hidden.dtype)[..., None]
-        pooled = (hidden * real).sum(dim=1, keepdim=True) / real.sum(dim=1, keepdim=True)
-        sentence = self.projection(pooled.to(self.projection.weight.dtype)).to(words.dtype)
-        present = stem_mask.any(dim=1, keepdim=True)
+            pooled = self._pooled(stem_rows)
+        sentence = self.projection(pooled[:, None].to(self.projection.weight.dtype)).to(words.dtype)
+        present = stem_rows[:, 1].bool().any(dim=1, keepdim=True)
         if self.training and self.sentence_dropout > 0:
             kept = torch.rand(present.shape, device=present.device) >= self.sentence_dropout
             present = present & (kept | ~mask.any(dim=1, keepdim=True))  # a text keeps one real token
         return torch.cat([sentence, words], dim=1), torch.cat([present, mask], dim=1)
 
-    def _states(self, rows: torch.Tensor) -> torch.Tensor:
-        """``(B, 2, L)`` ids over mask -> the frozen encoder's output ``(B, 1+L, width)``, CLS first."""
+    def _pooled(self, rows: torch.Tensor) -> torch.Tensor:
+        """``(B, 2, L)`` ids over mask -> ``(B, width)``: the mean of the frozen encoder's output, CLS included."""
         with torch.no_grad():
             words, mask = self.stem_words(rows[:, 0], rows[:, 1].bool())
-            return self.stem_encoder(words, mask)
+            hidden = self.stem_encoder(words, mask)
+            real = torch.cat([mask.new_ones(mask.shape[0], 1), mask], dim=1).to(hidden.dtype)[..., None]
+            return (hidden * real).sum(dim=1) / real.sum(dim=1)
 
     def _apply(self, fn, *args, **kwargs):
         if hasattr(self, "feature_cache"):
