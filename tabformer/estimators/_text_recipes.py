@@ -208,10 +208,8 @@ def text_stem_tokenizer(folder: str) -> SentenceTokenizer:
     return SentenceTokenizer(stem_folder=folder, encoder_config=config, sentence_dropout=0.5)
 
 
-def load_text_stems(module, folder: str) -> int:
-    """Copy the weights in ``folder`` into every :class:`SentenceEmbedder` of ``module``; how many there were."""
+def load_text_stems(module, folder: str) -> None:
+    """Copy the weights in ``folder`` into every :class:`SentenceEmbedder` of ``module``."""
     pretrained = default_text_weights(folder)
-    stems = [part for part in module.modules() if isinstance(part, SentenceEmbedder)]
-    for stem in stems:
+    for stem in (part for part in module.modules() if isinstance(part, SentenceEmbedder)):
         stem.load_pretrained(pretrained.embedder, pretrained.encoder)
-    return len(stems)

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 import torch
 
-__all__ = ["FrozenFeatureCache", "caching_frozen_features", "clear_feature_cache"]
+__all__ = ["CachedStemModule", "FrozenFeatureCache", "caching_frozen_features", "clear_feature_cache"]
 
 #: Memory for cached feature maps per embedder. EfficientNet-Lite0's stage 5 on a 64x64 image is
 #: 320 x 2 x 2 floats (5 KiB), so this holds about 100k images; past it, images are recomputed.
@@ -145,3 +145,17 @@ def clear_feature_cache(module, incompatible_keys=None) -> None:
         What ``load_state_dict`` passes its post-hooks.
     """
     module.feature_cache.clear()
+
+
+class CachedStemModule(torch.nn.Module):
+    """Base of the embedders owning a ``feature_cache`` (a frozen stem's outputs): the cache is
+    emptied when the module moves to another device or dtype, and when weights are loaded."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_load_state_dict_post_hook(clear_feature_cache)
+
+    def _apply(self, fn, *args, **kwargs):
+        if hasattr(self, "feature_cache"):
+            self.feature_cache.clear()  # a new device or dtype
+        return super()._apply(fn, *args, **kwargs)

@@ -10,7 +10,7 @@ from torch import nn
 
 from ..positions import GridPositions
 from .backbone import load_backbone
-from .feature_cache import FrozenFeatureCache, clear_feature_cache
+from .feature_cache import CachedStemModule, FrozenFeatureCache, clear_feature_cache
 
 __all__ = ["PatchEmbedder", "HybridEmbedder", "PixelNorm", "make_conv_stem", "shift_images"]
 
@@ -141,7 +141,7 @@ class PatchEmbedder(nn.Module):
             self._modules["stem"] = nn.Sequential()
 
 
-class HybridEmbedder(nn.Module):
+class HybridEmbedder(CachedStemModule):
     """Hybrid ViT: a CNN stem's feature-map cells, projected by a 1x1 conv, are the tokens.
 
     Grey images are replicated to the three channels the stem expects; pixels get the
@@ -187,8 +187,6 @@ class HybridEmbedder(nn.Module):
         if freeze:
             self.stem.requires_grad_(False)
         self.feature_cache = FrozenFeatureCache()
-        # Loaded weights make cached features stale (so does a move: see _apply).
-        self.register_load_state_dict_post_hook(clear_feature_cache)
         self.train()
 
     @classmethod
@@ -240,11 +238,6 @@ class HybridEmbedder(nn.Module):
         tracing = torch.jit.is_tracing() or torch.compiler.is_compiling() or torch.onnx.is_in_onnx_export()
         fixed = self.freeze and not shifting and not tracing and not pixels.requires_grad
         return self.feature_cache.enabled and fixed and pixels.device.type == "cpu"
-
-    def _apply(self, fn, *args, **kwargs):
-        if hasattr(self, "feature_cache"):
-            self.feature_cache.clear()  # a new device or dtype
-        return super()._apply(fn, *args, **kwargs)
 
 
 # The name models pickled before clear_feature_cache moved to feature_cache.py refer to.

@@ -20,7 +20,7 @@ import torch
 from torch import nn
 
 from ..encoder import TransformerEncoder
-from .feature_cache import FrozenFeatureCache, clear_feature_cache
+from .feature_cache import CachedStemModule, FrozenFeatureCache
 from .text import TextEmbedder
 
 __all__ = ["SentenceEmbedder", "TextFeatureCache"]
@@ -49,7 +49,7 @@ class TextFeatureCache(FrozenFeatureCache):
         return hashlib.blake2b(ids.astype("int64").tobytes(), digest_size=20).digest()
 
 
-class SentenceEmbedder(nn.Module):
+class SentenceEmbedder(CachedStemModule):
     """A text's sub-words as tokens, led by a frozen pretrained encoder's sentence embedding.
 
     The sub-words are a :class:`~tabformer.nn.embedders.text.TextEmbedder` trained with
@@ -92,7 +92,6 @@ class SentenceEmbedder(nn.Module):
         self.stem_encoder.requires_grad_(False)
         self.projection = nn.Linear(self.stem_encoder.d_model, d_model)
         self.feature_cache = TextFeatureCache()
-        self.register_load_state_dict_post_hook(clear_feature_cache)
         self.train()
 
     def load_pretrained(self, words: nn.Module, encoder: nn.Module) -> None:
@@ -147,8 +146,3 @@ class SentenceEmbedder(nn.Module):
             hidden = self.stem_encoder(words, mask)
             real = torch.cat([mask.new_ones(mask.shape[0], 1), mask], dim=1).to(hidden.dtype)[..., None]
             return (hidden * real).sum(dim=1) / real.sum(dim=1)
-
-    def _apply(self, fn, *args, **kwargs):
-        if hasattr(self, "feature_cache"):
-            self.feature_cache.clear()  # a new device or dtype
-        return super()._apply(fn, *args, **kwargs)
