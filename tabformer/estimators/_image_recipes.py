@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from ..tokenizers._image_io import GREY_MODES
+from ..tokenizers._image_io import image_header
 from ..tokenizers.detect import is_pil
 
 __all__ = [
@@ -36,35 +36,45 @@ def auto_patch_size(height: int, width: int) -> int | None:
     return None
 
 
+#: files (paths, encoded bytes) whose headers ``image_shape`` reads; in-memory images are all read
+HEADER_SAMPLE = 256
+
+
 def image_shape(X):
-    """``(H, W, C)`` of the first image of an array or tensor, a list or Series of arrays or of PIL images, or
-    ``None`` (paths: not opened here). ``C`` is 1 only when every image is grey, as the tokenizer decides."""
+    """``(H, W, C)`` of the first image of ``X``, or ``None`` when it holds anything but images.
+
+    ``X`` is an array or tensor, or a list or Series of arrays, PIL images, paths, encoded
+    bytes or nested lists. ``C`` is 1 only when every image is grey, as the tokenizer
+    decides; files are opened for their header only, the first ``HEADER_SAMPLE`` of them.
+    """
     shape = getattr(X, "shape", None)
     numeric = (isinstance(X, np.ndarray) and X.dtype.kind != "O") or type(X).__module__.startswith("torch")
     if numeric and len(shape) in (3, 4):
         return int(shape[1]), int(shape[2]), int(shape[3]) if len(shape) == 4 else 1
     if hasattr(X, "tolist") and not isinstance(X, np.ndarray):
         X = X.tolist()  # a pandas Series of images
+    if isinstance(X, np.ndarray) and X.dtype.kind == "O" and X.ndim == 1:
+        X = list(X)
     if not isinstance(X, (list, tuple)) or not X:
         return None
-    if all(isinstance(image, np.ndarray) and image.ndim in (2, 3) for image in X):
-        grey = all(image.ndim == 2 or image.shape[2] == 1 for image in X)
-        return int(X[0].shape[0]), int(X[0].shape[1]), 1 if grey else 3
-    if all(is_pil(image) for image in X):
-        grey = all(image.mode in GREY_MODES for image in X)
-        return int(X[0].height), int(X[0].width), 1 if grey else 3
-    return None
+    in_memory = all(is_pil(image) or isinstance(image, np.ndarray) for image in X)
+    headers = [image_header(image) for image in (X if in_memory else X[:HEADER_SAMPLE])]
+    if any(header is None for header in headers):
+        return None
+    grey = all(channels == 1 for _, _, channels in headers)
+    return headers[0][0], headers[0][1], 1 if grey else 3
 
 
 def frame_image_side(X):
-    """``(H, W)`` of the first image array in a DataFrame's columns, or ``None``."""
+    """``(H, W)`` of the first image in a DataFrame's columns (arrays, PIL images, paths, bytes...), or ``None``."""
     for column in getattr(X, "columns", ()):
         values = X[column]
         if values.dtype.kind != "O":
             continue
         first = next((v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))), None)
-        if isinstance(first, np.ndarray) and first.ndim in (2, 3) and first.dtype.kind in "uif":
-            return int(first.shape[0]), int(first.shape[1])
+        header = image_header(first)
+        if header is not None:
+            return header[:2]
     return None
 
 

@@ -1,17 +1,19 @@
 """Reading images for :class:`~tabformer.tokenizers.PatchTokenizer`: numpy arrays, tensors,
-PIL images or file paths become ``(H, W, C)`` arrays, and every error names the image."""
+PIL images, file paths, encoded bytes or nested lists of pixels become ``(H, W, C)``
+arrays, and every error names the image."""
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from .detect import is_pil
+from .detect import is_image_bytes, is_path, is_pil, nested_pixels, stored_image
 
-__all__ = ["GREY_MODES", "read_images"]
+__all__ = ["GREY_MODES", "image_header", "read_images"]
 
 #: PIL modes read as one grey channel; any other mode is read as RGB
 GREY_MODES = ("1", "L", "LA", "I", "I;16", "F")
@@ -39,10 +41,64 @@ def _check_pixel_array(array: np.ndarray, what: str) -> None:
         raise ValueError(f"{what} is empty: its height x width is {array.shape[-3]}x{array.shape[-2]}")
 
 
+def _unwrap_stored(item):
+    stored = stored_image(item)
+    return item if stored is None else stored
+
+
+def image_header(item) -> tuple | None:
+    """``(H, W, C)`` of one image, reading only the header of a file or of encoded bytes.
+
+    ``C`` is 1 for a grey image and 3 otherwise (as :func:`read_images` reads it); ``None``
+    when ``item`` is no image or its file cannot be opened (reading it raises later,
+    naming the file).
+
+    Parameters
+    ----------
+    item : object
+        An array or tensor, a PIL image, a path, encoded bytes, a Hugging Face image dict
+        or nested lists of pixels.
+
+    Returns
+    -------
+    tuple of int or None
+    """
+    item = _unwrap_stored(item)
+    if is_path(item) or is_image_bytes(item):
+        from PIL import Image
+
+        try:
+            with Image.open(io.BytesIO(bytes(item)) if is_image_bytes(item) else item) as image:  # lazy: the header only
+                return image.height, image.width, 1 if image.mode in GREY_MODES else 3
+        except (OSError, ValueError):
+            return None
+    if is_pil(item):
+        return item.height, item.width, 1 if item.mode in GREY_MODES else 3
+    if isinstance(item, torch.Tensor):
+        item = item.detach().cpu().numpy()
+    array = item if isinstance(item, np.ndarray) and item.dtype != object else nested_pixels(item)
+    if array is None or array.ndim not in (2, 3):
+        return None
+    return int(array.shape[0]), int(array.shape[1]), 1 if array.ndim == 2 or array.shape[2] == 1 else 3
+
+
 def _read_item(item, index: int, colour: bool | None) -> np.ndarray:
     """One image as an (H, W, C) array of its native dtype; errors name the item."""
+    item = _unwrap_stored(item)
     if is_pil(item):
         return _pil_to_array(item, colour)
+    if is_image_bytes(item):
+        from PIL import Image, UnidentifiedImageError
+
+        try:
+            with Image.open(io.BytesIO(bytes(item))) as image:
+                image.load()
+                return _pil_to_array(image, colour)
+        except (UnidentifiedImageError, OSError) as error:
+            raise ValueError(f"image {index}: its {len(item)} bytes cannot be read as an image ({error})") from None
+    pixels = nested_pixels(item)
+    if pixels is not None:
+        item = pixels
     if isinstance(item, (str, os.PathLike)):
         from PIL import Image, UnidentifiedImageError
 

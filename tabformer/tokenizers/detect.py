@@ -5,8 +5,10 @@ Each column becomes one of ``"text"``, ``"image"``, ``"categorical"`` or ``"nume
 - numeric dtypes (not bool) are numeric;
 - bool and pandas ``category`` columns are categorical (a category dtype is the user's
   explicit choice, whatever its values look like);
-- object / string columns are read by their values: numpy arrays, tensors, PIL images
-  or image-file paths are images; strings are text when they have many distinct values
+- object / string columns are read by their values: numpy arrays, tensors, PIL images,
+  image-file paths, encoded image bytes (PNG, JPEG... as a Parquet binary column, or
+  Hugging Face datasets' ``{"bytes", "path"}`` image struct) and nested lists of pixels
+  (an array written to Parquet reads back as lists of lists) are images; strings are text when they have many distinct values
   (more than ``max_categories``), or when most rows are distinct *and* hold several
   words (names, titles, sentences); other strings are categorical.
 
@@ -37,8 +39,11 @@ __all__ = [
     "looks_like_images",
     "looks_like_text",
     "is_word_lists",
+    "is_image_bytes",
     "is_path",
     "is_pil",
+    "nested_pixels",
+    "stored_image",
 ]
 
 #: every kind :func:`infer_column_kind` can return
@@ -91,6 +96,80 @@ def is_path(item) -> bool:
     return isinstance(item, (str, os.PathLike)) and str(item).lower().endswith(IMAGE_EXTENSIONS)
 
 
+#: leading bytes of the encoded formats a bytes value is read as an image for (WebP: ``RIFF`` + size + ``WEBP``)
+IMAGE_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF87a", b"GIF89a", b"II*\x00", b"MM\x00*", b"BM")
+
+
+def is_image_bytes(item) -> bool:
+    """Whether ``item`` is bytes starting the way an encoded PNG, JPEG, GIF, TIFF, BMP or WebP file does.
+
+    Parameters
+    ----------
+    item : object
+
+    Returns
+    -------
+    bool
+        True for the bytes of an image file, as a Parquet binary column reads back.
+    """
+    if not isinstance(item, (bytes, bytearray, memoryview)):
+        return False
+    head = bytes(item[:12])
+    return head.startswith(IMAGE_MAGIC) or (head[:4] == b"RIFF" and head[8:12] == b"WEBP")
+
+
+def stored_image(item):
+    """What to read from Hugging Face datasets' image struct ``{"bytes": ..., "path": ...}``.
+
+    Parameters
+    ----------
+    item : object
+
+    Returns
+    -------
+    bytes, str or None
+        The encoded bytes where there are any, else the path; ``None`` when ``item`` is no
+        such dict.
+    """
+    if not (isinstance(item, dict) and "bytes" in item and "path" in item):
+        return None
+    return item["bytes"] if item["bytes"] is not None else item["path"]
+
+
+def _stack_nested(item) -> np.ndarray:
+    if isinstance(item, np.ndarray) and item.dtype == object:
+        if item.size == 0:
+            raise ValueError("an empty level")
+        return np.stack([_stack_nested(part) for part in item])  # ragged levels raise ValueError
+    return np.asarray(item)
+
+
+def nested_pixels(item) -> np.ndarray | None:
+    """A numeric ``(H, W)`` or ``(H, W, C)`` array from nested sequences, or ``None``.
+
+    An array written to Parquet is stored as lists of lists; pandas and pyarrow read it
+    back as object arrays of arrays, and a user may hold nested Python lists.
+
+    Parameters
+    ----------
+    item : object
+
+    Returns
+    -------
+    ndarray or None
+        ``None`` unless ``item`` is a list, tuple or object array whose levels are regular
+        and whose leaves are numbers, two or three levels deep.
+    """
+    if not (isinstance(item, (list, tuple)) or (isinstance(item, np.ndarray) and item.dtype == object)):
+        return None
+    try:
+        array = _stack_nested(item)
+    except (ValueError, TypeError):
+        return None
+    numeric = np.issubdtype(array.dtype, np.number) or array.dtype == bool
+    return array if numeric and array.ndim in (2, 3) else None
+
+
 def looks_like_images(X) -> bool:
     """Whether ``tokenizer="auto"`` should treat ``X`` as images.
 
@@ -103,7 +182,8 @@ def looks_like_images(X) -> bool:
     -------
     bool
         True for 3-D/4-D numeric arrays or tensors, and for non-empty sequences of PIL
-        images, 2-D/3-D arrays, or paths that all end in an image file extension.
+        images, 2-D/3-D arrays, or items that are all paths ending in an image file
+        extension or encoded image bytes.
     """
     if isinstance(X, (np.ndarray, torch.Tensor)) and X.dtype != object:
         return X.ndim in (3, 4)
@@ -116,9 +196,9 @@ def looks_like_images(X) -> bool:
     first = X[0]
     if is_pil(first):
         return True
-    if isinstance(first, np.ndarray):
+    if isinstance(first, np.ndarray) and first.dtype != object:
         return first.ndim in (2, 3)
-    return all(is_path(item) for item in X)
+    return all(is_path(item) or is_image_bytes(item) for item in X)
 
 
 def looks_like_text(X) -> bool:
@@ -179,11 +259,14 @@ def _hashable(value) -> bool:
 
 
 def _is_image_value(value) -> bool:
-    if is_pil(value):
+    stored = stored_image(value)
+    if stored is not None:
+        value = stored
+    if is_pil(value) or is_image_bytes(value):
         return True
-    if isinstance(value, (np.ndarray, torch.Tensor)):
+    if isinstance(value, (np.ndarray, torch.Tensor)) and value.dtype != object:
         return value.ndim in (2, 3)
-    return is_path(value)
+    return is_path(value) or nested_pixels(value) is not None
 
 
 def infer_column_kind(values: pd.Series, max_categories: int = 100) -> str:
@@ -235,7 +318,8 @@ def infer_column_kind(values: pd.Series, max_categories: int = 100) -> str:
     if unhashable is not None:
         raise ValueError(
             f"column {name!r} holds {type(unhashable).__name__} values such as {str(unhashable)[:40]!r}, which are "
-            "neither images (2-D/3-D arrays, PIL images, paths) nor categories; expand or drop it"
+            "neither images (2-D/3-D arrays or nested lists of numbers, PIL images, paths, image bytes) nor categories; "
+            "expand or drop it"
         )
     return "categorical"  # e.g. an object column of Python bools or tuples
 
