@@ -53,7 +53,7 @@ from sklearn.pipeline import make_pipeline  # noqa: E402
 from sklearn.preprocessing import FunctionTransformer, OneHotEncoder, StandardScaler  # noqa: E402
 
 from bench_defaults import parse_variant  # noqa: E402
-from splits import emoji_split, icons_split, lending_club_split, tweets_split  # noqa: E402
+from splits import bird_strikes_split, emoji_split, icons_split, lending_club_split, tweets_split  # noqa: E402
 from tabformer import TabFormerClassifier, TabFormerRegressor  # noqa: E402
 
 
@@ -72,6 +72,7 @@ DATASETS = {
     "icons": (icons_split, "clf", {"image": ["image"], "text": ["name"]}),
     "tweets": (tweets_split, "clf", {"text": ["text"], "table": None}),
     "lending": (lending_data, "reg", {"text": ["emp_title"], "table": None}),
+    "birds": (bird_strikes_split, "clf", {"text": ["remarks"], "table": None}),
 }
 
 
@@ -256,6 +257,7 @@ TITLES = {
     "icons": ("Desktop icon context (9 classes) from image + name, test accuracy", "accuracy"),
     "tweets": ("Tweets, Android vs iPhone, from text + table, test accuracy", "accuracy"),
     "lending": ("Lending Club log annual income from table + job title, test R²", "R²"),
+    "birds": ("Bird strikes, flight phase (6 classes) from remarks + table, test accuracy", "accuracy"),
 }
 
 

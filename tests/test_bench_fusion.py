@@ -1,4 +1,4 @@
-"""The fusion benchmark runs end to end on a slice of its four real datasets (smoke test)."""
+"""The fusion benchmark runs end to end on a slice of its five real datasets (smoke test)."""
 
 import importlib.util
 import os
@@ -25,13 +25,14 @@ def test_bench_fusion_prints_every_row(capsys):
     except MissingDatasetError as error:
         pytest.skip(str(error))
     labels = {title: [row[0] for row in rows] for title, _, rows in results}
-    emoji, icons, tweets, lending = labels.values()
+    emoji, icons, tweets, lending, birds = labels.values()
     assert "tabformer defaults, text only" in icons and "HistGradientBoosting, all modalities" in icons
     assert any("late fusion" in r for r in emoji) and "tabformer defaults, image only" in emoji
     assert "tabformer defaults (fusion='auto': late)" in emoji and "tabformer defaults (fusion='auto': early)" in tweets
     assert "logistic regression, image only" in emoji and "logistic regression, all modalities" in emoji
     assert "tabformer defaults, table only" in tweets and "logistic regression, text only" in tweets
     assert any("mid fusion" in r for r in lending) and "HistGradientBoosting, all modalities" in lending
+    assert "tabformer defaults (fusion='auto': early)" in birds and "logistic regression, text only" in birds
     for _, _, rows in results:
         assert all(np.isfinite(row[1]) for row in rows)
     out = capsys.readouterr().out
