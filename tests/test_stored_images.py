@@ -124,7 +124,11 @@ def test_streamed_parquet_with_nested_list_images_fits_and_predicts(forms, colou
 
 
 def test_bytes_that_are_no_image_stay_categories_and_broken_images_are_named():
-    assert not is_image_bytes(b"abc") and is_image_bytes(png_bytes(np.zeros((4, 4), np.uint8)))
+    assert not is_image_bytes(b"abc") and not is_image_bytes(b"BMW") and is_image_bytes(png_bytes(np.zeros((4, 4), np.uint8)))
+    for format in ("BMP", "WEBP", "JPEG", "GIF", "TIFF"):
+        buffer = io.BytesIO()
+        Image.fromarray(np.zeros((4, 4, 3), np.uint8)).save(buffer, format=format)
+        assert is_image_bytes(buffer.getvalue()), format
     assert infer_column_kind(pd.Series([b"a", b"b", b"a"], name="code")) == "categorical"
     truncated = png_bytes(np.zeros((8, 8), np.uint8))[:20]
     tok = PatchTokenizer(patch_size=4).fit([np.zeros((8, 8), np.uint8)])

@@ -8,9 +8,10 @@ Each column becomes one of ``"text"``, ``"image"``, ``"categorical"`` or ``"nume
 - object / string columns are read by their values: numpy arrays, tensors, PIL images,
   image-file paths, encoded image bytes (PNG, JPEG... as a Parquet binary column, or
   Hugging Face datasets' ``{"bytes", "path"}`` image struct) and nested lists of pixels
-  (an array written to Parquet reads back as lists of lists) are images; strings are text when they have many distinct values
-  (more than ``max_categories``), or when most rows are distinct *and* hold several
-  words (names, titles, sentences); other strings are categorical.
+  (an array written to Parquet reads back as lists of lists) are images; strings are
+  text when they have many distinct values (more than ``max_categories``), or when most
+  rows are distinct *and* hold several words (names, titles, sentences); other strings
+  are categorical.
 
 Anything else (datetimes, a column holding no value at all, a mix of strings and
 numbers) raises an error naming the column, so nothing is guessed silently.
@@ -96,8 +97,9 @@ def is_path(item) -> bool:
     return isinstance(item, (str, os.PathLike)) and str(item).lower().endswith(IMAGE_EXTENSIONS)
 
 
-#: leading bytes of the encoded formats a bytes value is read as an image for (WebP: ``RIFF`` + size + ``WEBP``)
-IMAGE_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF87a", b"GIF89a", b"II*\x00", b"MM\x00*", b"BM")
+#: leading bytes of the encoded formats a bytes value is read as an image for; WebP is ``RIFF`` + size +
+#: ``WEBP``, and BMP ``BM`` + size + 4 reserved zero bytes (``BM`` alone would take ``b"BMW"`` for an image)
+IMAGE_MAGIC = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF87a", b"GIF89a", b"II*\x00", b"MM\x00*")
 
 
 def is_image_bytes(item) -> bool:
@@ -115,7 +117,9 @@ def is_image_bytes(item) -> bool:
     if not isinstance(item, (bytes, bytearray, memoryview)):
         return False
     head = bytes(item[:12])
-    return head.startswith(IMAGE_MAGIC) or (head[:4] == b"RIFF" and head[8:12] == b"WEBP")
+    webp = head[:4] == b"RIFF" and head[8:12] == b"WEBP"
+    bmp = head[:2] == b"BM" and head[6:10] == bytes(4)
+    return head.startswith(IMAGE_MAGIC) or webp or bmp
 
 
 def stored_image(item):
