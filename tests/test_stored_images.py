@@ -81,15 +81,13 @@ def test_stored_images_get_the_arrays_default_recipe_and_model(forms, colour, fo
     _, y = colour
     frame = pd.DataFrame({"image": forms[form], "size": np.arange(24.0)})
     reference = pd.DataFrame({"image": forms["arrays"], "size": np.arange(24.0)})
-    # Nested lists given alone are an array's worth of numbers: np.asarray(X) is the user's call.
-    for X, X_ref in [(frame, reference)] + ([] if form == "nested_lists" else [(forms[form], forms["arrays"])]):
+    for X, X_ref in [(frame, reference), (forms[form], forms["arrays"])]:
         clf = TabFormerClassifier(**SETTINGS).fit(X, y)
         ref = TabFormerClassifier(**SETTINGS).fit(X_ref, y)
         assert clf.resolved_params_ == ref.resolved_params_
         np.testing.assert_allclose(clf.predict_proba(X), ref.predict_proba(X_ref), atol=1e-6)
-    if form != "nested_lists":
-        alone = TabFormerClassifier(**SETTINGS).fit(forms[form], y)
-        assert alone.resolved_params_["tokenizer__patch_size"] == 7  # 28 px: a 4x4 grid
+    alone = TabFormerClassifier(**SETTINGS).fit(forms[form], y)
+    assert alone.resolved_params_["tokenizer__patch_size"] == 7  # 28 px: a 4x4 grid
 
 
 @pytest.mark.pretrained_stem

@@ -186,8 +186,8 @@ def looks_like_images(X) -> bool:
     -------
     bool
         True for 3-D/4-D numeric arrays or tensors, and for non-empty sequences of PIL
-        images, 2-D/3-D arrays, or items that are all paths ending in an image file
-        extension or encoded image bytes.
+        images, 2-D/3-D arrays or their nested lists, or items that are all paths ending
+        in an image file extension or encoded image bytes.
     """
     if isinstance(X, (np.ndarray, torch.Tensor)) and X.dtype != object:
         return X.ndim in (3, 4)
@@ -202,6 +202,8 @@ def looks_like_images(X) -> bool:
         return True
     if isinstance(first, np.ndarray) and first.dtype != object:
         return first.ndim in (2, 3)
+    if nested_pixels(first) is not None:  # an image's nested lists: three levels or more make no table
+        return True
     return all(is_path(item) or is_image_bytes(item) for item in X)
 
 
