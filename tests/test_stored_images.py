@@ -141,3 +141,89 @@ def test_ragged_or_non_numeric_nested_lists_are_no_images():
     assert nested_pixels(np.array([np.array([1, 2]), np.array([3, 4])], dtype=object)).shape == (2, 2)
     with pytest.raises(ValueError, match="column 'tags' holds list values"):
         infer_column_kind(pd.Series([[[1, 2], [3]], [[1], [2, 3]]], name="tags"))
+
+
+# ----------------------------------------------------------------------------- found by a review
+def test_an_image_column_with_a_bad_cell_is_refused_naming_the_cell_not_read_as_categories(forms, colour):
+    _, y = colour
+    column = list(forms["bytes"])
+    column[5] = "n/a"
+    frame = pd.DataFrame({"image": column, "size": np.arange(24.0)})
+    with pytest.raises(ValueError, match=r"column 'image' mixes images with other values such as 'n/a' \(row 5\)$"):
+        TabFormerClassifier(**SETTINGS).fit(frame, y)
+
+
+@pytest.mark.parametrize("format", ["TGA", "PPM", "SGI"])
+def test_bytes_of_formats_without_a_listed_signature_are_images(colour, format):
+    images, _ = colour
+    encoded = []
+    for image in images[:4]:
+        buffer = io.BytesIO()
+        Image.fromarray(image).save(buffer, format=format)
+        encoded.append(buffer.getvalue())
+    assert infer_column_kind(pd.Series(encoded, name="image")) == "image"
+    pixels = PatchTokenizer(patch_size=7).fit(encoded).transform(encoded)["pixels"]
+    np.testing.assert_array_equal(pixels, PatchTokenizer(patch_size=7).fit(images[:4]).transform(images[:4])["pixels"])
+
+
+def test_big_endian_16_bit_grey_tiff_reads_at_its_depth(tmp_path):
+    pixels = np.random.default_rng(0).integers(0, 65536, (8, 8)).astype(np.uint16)
+    Image.fromarray(pixels.astype(">u2")).save(tmp_path / "deep.tif")
+    assert Image.open(tmp_path / "deep.tif").mode == "I;16B"
+    assert image_header(str(tmp_path / "deep.tif")) == (8, 8, 1)
+    tok = PatchTokenizer(patch_size=4).fit([str(tmp_path / "deep.tif")])
+    assert tok.pixel_scale_ == 65535 and tok.n_channels_ == 1
+    np.testing.assert_allclose(
+        tok.transform([str(tmp_path / "deep.tif")])["pixels"],
+        PatchTokenizer(patch_size=4).fit([pixels]).transform([pixels])["pixels"],
+    )
+
+
+def test_the_recipe_reads_the_size_images_are_resized_to(colour, tmp_path):
+    """Images of two sizes resized to 32: the patch size follows 32 (8), not the first file's 30x30."""
+    rng = np.random.default_rng(0)
+    y = np.array([0, 1] * 6)
+    paths = []
+    for i in range(12):
+        path = tmp_path / f"{i}.png"
+        Image.fromarray(rng.integers(0, 256, (24, 20, 3) if i % 2 else (30, 30, 3), dtype=np.uint8)).save(path)
+        paths.append(str(path))
+    clf = TabFormerClassifier(**SETTINGS, tokenizer__image_size=32).fit(paths, y)
+    assert clf.resolved_params_["tokenizer__patch_size"] == 8
+
+
+@pytest.mark.pretrained_stem
+def test_the_stem_keeps_the_size_the_user_resizes_to(colour):
+    from tabformer.estimators._image_recipes import stem_available
+
+    if not stem_available():
+        pytest.skip("the stem's weights package is not installed")
+    images, y = colour
+    clf = TabFormerClassifier(**dict(SETTINGS, max_epochs=1), tokenizer__image_size=32).fit(images[:8], y[:8])
+    assert "tokenizer__image_size" not in clf.resolved_params_  # the user's 32, not the stem's upscale to 64
+    assert clf.resolved_params_["tokenizer__backbone_blocks"] == 4  # stride 16 at 32 px: a 2x2 grid
+
+
+@pytest.mark.parametrize("mix", ["hf_dicts", "bytes_then_arrays", "path_then_nested"])
+def test_lists_of_stored_images_alone_are_images(forms, colour, mix):
+    _, y = colour
+    X = {
+        "hf_dicts": forms["hf_dicts"],
+        "bytes_then_arrays": forms["bytes"][:1] + forms["arrays"][1:],
+        "path_then_nested": forms["paths"][:1] + forms["nested_lists"][1:],
+    }[mix]
+    clf = TabFormerClassifier(**SETTINGS).fit(X, y)
+    ref = TabFormerClassifier(**SETTINGS).fit(forms["arrays"], y)
+    np.testing.assert_allclose(clf.predict_proba(X), ref.predict_proba(forms["arrays"]), atol=1e-6)
+
+
+@pytest.mark.parametrize("form", ["bytes", "nested_lists"])
+def test_arrow_backed_frames_from_read_parquet_fit(forms, colour, form, tmp_path):
+    _, y = colour
+    path = tmp_path / "frame.parquet"
+    pq.write_table(pa.table({"image": forms[form], "size": np.arange(24.0)}), path)
+    numpy_backed = pd.read_parquet(path)
+    arrow_backed = pd.read_parquet(path, dtype_backend="pyarrow")
+    clf = TabFormerClassifier(**SETTINGS).fit(arrow_backed, y)
+    ref = TabFormerClassifier(**SETTINGS).fit(numpy_backed, y)
+    np.testing.assert_allclose(clf.predict_proba(arrow_backed), ref.predict_proba(numpy_backed), atol=1e-6)

@@ -10,6 +10,7 @@ import numpy as np
 
 from ..tokenizers._image_io import image_header
 from ..tokenizers.detect import is_pil
+from ..tokenizers.image import _pair
 
 __all__ = [
     "CONV_STEM",
@@ -21,6 +22,7 @@ __all__ = [
     "image_tokens",
     "stem_available",
     "stem_settings",
+    "user_image_side",
     "wants_stem",
 ]
 
@@ -36,7 +38,7 @@ def auto_patch_size(height: int, width: int) -> int | None:
     return None
 
 
-#: files (paths, encoded bytes) whose headers ``image_shape`` reads; in-memory images are all read
+#: files (paths, encoded bytes) and nested lists ``image_shape`` reads; arrays and PIL images are all read
 HEADER_SAMPLE = 256
 
 
@@ -57,7 +59,7 @@ def image_shape(X):
         X = list(X)
     if not isinstance(X, (list, tuple)) or not X:
         return None
-    in_memory = all(is_pil(image) or isinstance(image, np.ndarray) for image in X)
+    in_memory = all(is_pil(image) or (isinstance(image, np.ndarray) and image.dtype != object) for image in X)
     headers = [image_header(image) for image in (X if in_memory else X[:HEADER_SAMPLE])]
     if any(header is None for header in headers):
         return None
@@ -100,15 +102,16 @@ def wants_stem(user: set, prefix: str) -> bool:
     return not (chosen & user) and stem_available()
 
 
-def stem_settings(side) -> dict:
+def stem_settings(side, upscale: bool = True) -> dict:
     """Tokenizer settings for the frozen pretrained stem on ``(H, W)`` images.
 
     Images whose shorter side is under ``STEM_MIN_SIDE`` are upscaled to it (aspect kept),
-    and the kept stage is the one whose feature map is closest to ``STEM_GRID`` cells a
-    side: deep ImageNet features, few tokens, so an image does not drown a short text.
+    unless ``upscale`` is False (the user chose the size), and the kept stage is the one
+    whose feature map is closest to ``STEM_GRID`` cells a side: deep ImageNet features,
+    few tokens, so an image does not drown a short text.
     """
     height, width = side
-    scale = max(1.0, STEM_MIN_SIDE / min(height, width))
+    scale = max(1.0, STEM_MIN_SIDE / min(height, width)) if upscale else 1.0
     size = (round(height * scale), round(width * scale))
     stage = min(range(len(_STEM_REDUCTIONS)), key=lambda i: abs(min(size) / _STEM_REDUCTIONS[i] - STEM_GRID)) + 1
     settings = dict(backbone=STEM, backbone_blocks=stage, freeze_backbone=True)
@@ -117,7 +120,21 @@ def stem_settings(side) -> dict:
     return settings
 
 
-def image_tokens(shape, user: set, supervised: bool) -> dict:
+def user_image_side(estimator, name: str):
+    """``(H, W)`` of the ``image_size`` the user set as ``name`` (``tokenizer__image_size``...), else ``None``.
+
+    Images are resized to it before any token, so the recipe reads that size, not the
+    files'. An invalid size gives ``None``: the tokenizer raises, naming it.
+    """
+    if name not in estimator.get_params(deep=False):
+        return None
+    try:
+        return _pair(estimator.get_params(deep=False)[name])
+    except ValueError:
+        return None
+
+
+def image_tokens(shape, user: set, supervised: bool, resized_to=None) -> dict:
     """Tokenizer settings for ``(H, W, C)`` images (``shape``, ``None`` if unknown) from scratch.
 
     The frozen ImageNet stem where its weights are installed, except on grey images under
@@ -126,13 +143,16 @@ def image_tokens(shape, user: set, supervised: bool) -> dict:
     digits 0.90 with plain patches, 0.94 with the ImageNet stem, 0.98-0.99 with the conv
     stem; Fashion-MNIST at 7 and 14 px level; the ImageNet stem wins on colour emoji at 8
     and 16 px (natural-image features suit colour pictures, not grey strokes).
+    ``resized_to``: the ``(H, W)`` the user resizes images to, read instead of ``shape``'s.
     """
+    if resized_to is not None:
+        shape = (*resized_to, 3 if shape is None else shape[2])
     side = None if shape is None else shape[:2]
     small = side is not None and min(side) < SMALL_IMAGE_SIDE
     grey_and_small = small and shape[2] == 1
     stem = supervised and side is not None and not grey_and_small and wants_stem(user, "tokenizer__")
     if stem:
-        settings = stem_settings(side)
+        settings = stem_settings(side, upscale=resized_to is None)
     else:
         patch = auto_patch_size(*side) if side else None
         settings = {} if patch is None else {"patch_size": patch}

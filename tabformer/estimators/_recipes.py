@@ -53,6 +53,7 @@ from ._image_recipes import (
     image_shape,
     image_tokens,
     stem_settings,
+    user_image_side,
     wants_stem,
 )
 from ._precision import resolve_device
@@ -290,11 +291,13 @@ def resolve_recipe(estimator, tokenizer, X, n_rows: int, pretrained: bool) -> di
     user = set(estimator.get_params(deep=False))
     supervised = not pretrained and estimator._recipe_role in ("classifier", "regressor")
     if kind == "image" and not pretrained and estimator._recipe_role != "pretrainer":
-        recipe.update(image_tokens(image_shape(X), user, supervised))
+        recipe.update(image_tokens(image_shape(X), user, supervised, user_image_side(estimator, "tokenizer__image_size")))
     if kind == "mixed" and supervised and wants_stem(user, "tokenizer__image__") and "tokenizer__image" not in user:
-        side = frame_image_side(X)
+        resized_to = user_image_side(estimator, "tokenizer__image__image_size")
+        side = resized_to or frame_image_side(X)
         if side is not None:
-            recipe.update({f"tokenizer__image__{k}": v for k, v in stem_settings(side).items()})
+            settings = stem_settings(side, upscale=resized_to is None)
+            recipe.update({f"tokenizer__image__{k}": v for k, v in settings.items()})
     resolved = {}
     for name in TOP_LEVEL:
         value = getattr(estimator, name)

@@ -16,7 +16,7 @@ from .detect import is_image_bytes, is_path, is_pil, nested_pixels, stored_image
 __all__ = ["GREY_MODES", "image_header", "read_images"]
 
 #: PIL modes read as one grey channel; any other mode is read as RGB
-GREY_MODES = ("1", "L", "LA", "I", "I;16", "F")
+GREY_MODES = ("1", "L", "LA", "I", "I;16", "I;16B", "I;16L", "F")
 
 
 #: grey PIL modes deeper than 8 bits, read at their own depth (``convert("L")`` clips 16-bit
@@ -30,7 +30,8 @@ def _pil_to_array(image, colour: bool | None) -> np.ndarray:
     if colour is None:
         colour = image.mode not in GREY_MODES
     if not colour and image.mode in DEEP_GREY_MODES:
-        return np.asarray(image).reshape(image.height, image.width, 1)
+        array = np.asarray(image).reshape(image.height, image.width, 1)
+        return array.astype(array.dtype.newbyteorder("="))  # big-endian 16-bit TIFFs: torch reads native order only
     return np.asarray(image.convert("RGB" if colour else "L")).reshape(image.height, image.width, -1)
 
 

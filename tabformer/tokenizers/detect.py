@@ -23,6 +23,7 @@ The whole-input checks behind ``tokenizer="auto"`` live here too: images
 
 from __future__ import annotations
 
+import io
 import numbers
 import os
 from collections import Counter
@@ -40,6 +41,7 @@ __all__ = [
     "looks_like_images",
     "looks_like_text",
     "is_word_lists",
+    "holds_images",
     "is_image_bytes",
     "is_path",
     "is_pil",
@@ -119,7 +121,24 @@ def is_image_bytes(item) -> bool:
     head = bytes(item[:12])
     webp = head[:4] == b"RIFF" and head[8:12] == b"WEBP"
     bmp = head[:2] == b"BM" and head[6:10] == bytes(4)
-    return head.startswith(IMAGE_MAGIC) or webp or bmp
+    if head.startswith(IMAGE_MAGIC) or webp or bmp:
+        return True
+    return len(item) >= MIN_OTHER_IMAGE_BYTES and _pillow_reads_header(item)
+
+
+#: bytes of another format (AVIF, JPEG 2000, ICO, TGA...) are asked of Pillow from this length on:
+#: a short bytes value is a category, and Pillow's loose formats would claim some
+MIN_OTHER_IMAGE_BYTES = 64
+
+
+def _pillow_reads_header(item) -> bool:
+    from PIL import Image
+
+    try:
+        with Image.open(io.BytesIO(bytes(item))):  # lazy: the header only
+            return True
+    except Exception:  # noqa: BLE001 - Pillow's plugins raise many kinds on bytes that are no image
+        return False
 
 
 def stored_image(item):
@@ -186,8 +205,9 @@ def looks_like_images(X) -> bool:
     -------
     bool
         True for 3-D/4-D numeric arrays or tensors, and for non-empty sequences of PIL
-        images, 2-D/3-D arrays or their nested lists, or items that are all paths ending
-        in an image file extension or encoded image bytes.
+        images or 2-D/3-D arrays, and for sequences whose items are all images as a
+        DataFrame column reads them (paths ending in an image file extension, encoded
+        image bytes, Hugging Face image dicts, nested lists of pixels).
     """
     if isinstance(X, (np.ndarray, torch.Tensor)) and X.dtype != object:
         return X.ndim in (3, 4)
@@ -202,9 +222,8 @@ def looks_like_images(X) -> bool:
         return True
     if isinstance(first, np.ndarray) and first.dtype != object:
         return first.ndim in (2, 3)
-    if nested_pixels(first) is not None:  # an image's nested lists: three levels or more make no table
-        return True
-    return all(is_path(item) or is_image_bytes(item) for item in X)
+    # every item, as a DataFrame column is read: paths, bytes, Hugging Face dicts, nested lists, or a mix
+    return all(_is_image_value(item) for item in X)
 
 
 def looks_like_text(X) -> bool:
@@ -275,6 +294,40 @@ def _is_image_value(value) -> bool:
     return is_path(value) or nested_pixels(value) is not None
 
 
+def holds_images(values: pd.Series) -> bool:
+    """Whether any value of a column is an image (as :func:`infer_column_kind` reads values).
+
+    Parameters
+    ----------
+    values : Series of length n_samples
+
+    Returns
+    -------
+    bool
+    """
+    if _arrow_nested_or_binary(values.dtype):
+        values = values.astype(object)
+    return values.dtype == object and any(_is_image_value(v) for v in values.tolist() if not is_missing(v))
+
+
+def _arrow_nested_or_binary(dtype) -> bool:
+    """Arrow-backed binary, list and struct columns (``pd.read_parquet(..., dtype_backend="pyarrow")``)."""
+    if not isinstance(dtype, pd.ArrowDtype):
+        return False
+    import pyarrow as pa
+
+    kind = dtype.pyarrow_dtype
+    return (
+        pa.types.is_binary(kind)
+        or pa.types.is_large_binary(kind)
+        or pa.types.is_fixed_size_binary(kind)
+        or pa.types.is_list(kind)
+        or pa.types.is_large_list(kind)
+        or pa.types.is_fixed_size_list(kind)
+        or pa.types.is_struct(kind)
+    )
+
+
 def infer_column_kind(values: pd.Series, max_categories: int = 100) -> str:
     """The kind of one column: ``"text"``, ``"image"``, ``"categorical"`` or ``"numeric"``.
 
@@ -300,7 +353,9 @@ def infer_column_kind(values: pd.Series, max_categories: int = 100) -> str:
         return "numeric"
     if isinstance(dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(dtype):
         return "categorical"
-    if not is_categorical_dtype(dtype):  # datetimes, periods, intervals...
+    if _arrow_nested_or_binary(dtype):
+        values = values.astype(object)  # bytes, lists, dicts: read by their values below
+    elif not is_categorical_dtype(dtype):  # datetimes, periods, intervals...
         raise ValueError(
             f"column {name!r} has dtype {dtype}, which tabformer cannot tokenize; convert it to numbers, strings or a category"
         )
@@ -314,12 +369,13 @@ def infer_column_kind(values: pd.Series, max_categories: int = 100) -> str:
     images = [_is_image_value(v) for v in present]
     if all(images):
         return "image"
+    if any(images):
+        row, odd = next((row, v) for row, v in enumerate(values.tolist()) if not is_missing(v) and not _is_image_value(v))
+        raise ValueError(f"column {name!r} mixes images with other values such as {_short(odd)} (row {row})")
     strings = [isinstance(v, str) for v in present]  # not all: the all-strings case returned above
     odd = next(v for v, is_str in zip(present, strings) if not is_str)
-    if any(images):
-        raise ValueError(f"column {name!r} mixes images with other values such as {odd!r}")
     if any(strings):
-        raise ValueError(f"column {name!r} mixes strings with {type(odd).__name__} values such as {odd!r}")
+        raise ValueError(f"column {name!r} mixes strings with {type(odd).__name__} values such as {_short(odd)}")
     unhashable = next((v for v in present if not _hashable(v)), None)
     if unhashable is not None:
         raise ValueError(
@@ -328,6 +384,11 @@ def infer_column_kind(values: pd.Series, max_categories: int = 100) -> str:
             "expand or drop it"
         )
     return "categorical"  # e.g. an object column of Python bools or tuples
+
+
+def _short(value, width: int = 40) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
 
 
 def _string_column_kind(counts: Counter, n_present: int, max_categories: int, name=None) -> str:

@@ -11,7 +11,7 @@ import pandas as pd
 from sklearn.base import clone
 
 from .base import TOKENIZERS, BaseTokenizer
-from .detect import infer_column_kind, is_word_lists, looks_like_images, looks_like_text
+from .detect import holds_images, infer_column_kind, is_word_lists, looks_like_images, looks_like_text
 from .image import PatchTokenizer
 from .mixed import MixedTokenizer
 from .tabular import TabularTokenizer
@@ -94,8 +94,9 @@ def _has_text_or_images(X, max_categories=100) -> bool:
     """Whether a DataFrame holds a text or image column.
 
     A column whose kind cannot be told is left to the table tokenizer's own error,
-    unless another column is text or images: then the detection error is raised, since
-    falling back to a table would silently turn that text into categories.
+    unless another column is text or images, or the column itself holds an image: then
+    the detection error is raised, since falling back to a table would silently turn
+    that text, or those images' bytes, into categories.
     """
     if not isinstance(X, pd.DataFrame):
         return False
@@ -106,6 +107,7 @@ def _has_text_or_images(X, max_categories=100) -> bool:
             found |= infer_column_kind(column, max_categories) in ("text", "image")
         except ValueError as error:
             errors.append(error)
+            found |= holds_images(column)
     if found and errors:
         raise errors[0]
     if found and not all(isinstance(c, str) for c in X.columns):
