@@ -138,9 +138,15 @@ def test_ragged_or_non_numeric_nested_lists_are_no_images():
     assert nested_pixels([[1, 2], [3]]) is None  # ragged
     assert nested_pixels([["a", "b"], ["c", "d"]]) is None
     assert nested_pixels([1, 2, 3]) is None  # 1-D
-    assert nested_pixels(np.array([np.array([1, 2]), np.array([3, 4])], dtype=object)).shape == (2, 2)
+    rows = np.empty(4, dtype=object)
+    rows[:] = [np.arange(4)] * 4  # what pandas reads back from a Parquet list column
+    assert nested_pixels(rows).shape == (4, 4)
+    assert nested_pixels(np.array([np.array([1, 2]), np.array([3, 4])], dtype=object)) is None  # 2x2: under 4 a side
     with pytest.raises(ValueError, match="column 'tags' holds list values"):
         infer_column_kind(pd.Series([[[1, 2], [3]], [[1], [2, 3]]], name="tags"))
+    polygons = pd.Series([[[0, 0], [1, 0], [1, 1], [0, 1], [0, 0]]] * 3, name="outline")  # 5 [x, y] points each
+    with pytest.raises(ValueError, match="column 'outline' holds list values"):
+        infer_column_kind(polygons)
 
 
 # ----------------------------------------------------------------------------- found by a review

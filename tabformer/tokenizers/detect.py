@@ -181,7 +181,9 @@ def nested_pixels(item) -> np.ndarray | None:
     -------
     ndarray or None
         ``None`` unless ``item`` is a list, tuple or object array whose levels are regular
-        and whose leaves are numbers, two or three levels deep.
+        and whose leaves are numbers, two or three levels deep, at least
+        ``MIN_NESTED_SIDE`` a side (a column of equal-length point lists, such as
+        polygons' ``[x, y]`` pairs, is no image).
     """
     if not (isinstance(item, (list, tuple)) or (isinstance(item, np.ndarray) and item.dtype == object)):
         return None
@@ -190,7 +192,11 @@ def nested_pixels(item) -> np.ndarray | None:
     except (ValueError, TypeError):
         return None
     numeric = np.issubdtype(array.dtype, np.number) or array.dtype == bool
-    return array if numeric and array.ndim in (2, 3) else None
+    return array if numeric and array.ndim in (2, 3) and min(array.shape[:2]) >= MIN_NESTED_SIDE else None
+
+
+#: the shortest side nested lists are read as an image at (7x7 Fashion-MNIST is the smallest image task here)
+MIN_NESTED_SIDE = 4
 
 
 def looks_like_images(X) -> bool:
