@@ -98,6 +98,9 @@ def is_numeric_dtype(dtype) -> bool:
 def is_categorical_dtype(dtype) -> bool:
     """Strings (object, ``str``, ``StringDtype``), pandas categories and booleans.
 
+    Arrow dictionaries count as categories: a ``category`` column written to Parquet reads
+    back as one with ``pd.read_parquet(..., dtype_backend="pyarrow")``.
+
     Parameters
     ----------
     dtype : numpy or pandas dtype
@@ -111,6 +114,7 @@ def is_categorical_dtype(dtype) -> bool:
         or pd.api.types.is_string_dtype(dtype)
         or isinstance(dtype, pd.CategoricalDtype)
         or pd.api.types.is_bool_dtype(dtype)
+        or (isinstance(dtype, pd.ArrowDtype) and str(dtype.pyarrow_dtype).startswith("dictionary<"))
     )
 
 

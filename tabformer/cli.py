@@ -38,7 +38,7 @@ from .estimators import TabFormerClassifier, TabFormerPretrainer, TabFormerRegre
 from .persistence import CONFIG_FILE, PersistenceError, load
 from .tokenizers.detect import IMAGE_EXTENSIONS, is_path
 
-__all__ = ["main", "read_data", "parse_settings"]
+__all__ = ["main", "read_data", "category_kinds", "parse_settings"]
 
 TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq", ".txt")
 
@@ -48,7 +48,30 @@ class CLIError(Exception):
 
 
 # ----------------------------------------------------------------------------- input
-def _read_file(path: Path, dtypes: dict | None):
+#: pandas' names (``infer_dtype``) of category values a CSV parses back by itself
+_PARSED_CATEGORY_KINDS = ("integer", "floating", "mixed-integer-float", "boolean")
+
+
+def _is_text_dtype(dtype: str) -> bool:
+    return dtype in ("object", "str") or "string" in dtype  # string, string[pyarrow], large_string[pyarrow]
+
+
+def _as_fitted(frame: pd.DataFrame, dtypes: dict) -> pd.DataFrame:
+    """A CSV's columns cast to what fit saw: categories as categories, datetimes parsed."""
+    for column, dtype in dtypes.items():
+        if column not in frame.columns:
+            continue  # predict names the missing column
+        if dtype == "category":
+            frame[column] = frame[column].astype("category")
+        elif dtype.startswith("datetime64") and not pd.api.types.is_datetime64_any_dtype(frame[column]):
+            try:
+                frame[column] = pd.to_datetime(frame[column])
+            except (ValueError, TypeError) as error:
+                raise CLIError(f"column {column!r} was a datetime at fit and cannot be read as one here: {error}") from None
+    return frame
+
+
+def _read_file(path: Path, dtypes: dict | None, category_kinds: dict | None = None):
     suffix = path.suffix.lower()
     if suffix in (".parquet", ".pq"):
         try:
@@ -59,9 +82,15 @@ def _read_file(path: Path, dtypes: dict | None):
     if suffix == ".txt":
         return [line.rstrip("\n") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     if suffix in (".csv", ".tsv"):
-        # Columns that were text at fit are read as text, so "00123" stays a category, not a number.
-        text = {c: str for c, d in (dtypes or {}).items() if d in ("object", "str", "string", "category")}
-        return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", dtype=text or None)
+        # Columns that were text at fit are read as text, so "00123" stays a category, not a number;
+        # a category of numbers is parsed as numbers, as fit saw it.
+        fitted, kinds = dtypes or {}, category_kinds or {}
+        text = {
+            c: str
+            for c, d in fitted.items()
+            if _is_text_dtype(d) or (d == "category" and kinds.get(c) not in _PARSED_CATEGORY_KINDS)
+        }
+        return _as_fitted(pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", dtype=text or None), fitted)
     raise CLIError(f"cannot read {path}: unknown file type {suffix or '(none)'!r}; use .csv, .tsv, .parquet or .txt")
 
 
@@ -73,8 +102,32 @@ def _resolve_image_paths(frame: pd.DataFrame, root: Path) -> pd.DataFrame:
     return frame
 
 
-def read_data(path, image_root=None, dtypes: dict | None = None):
-    """A DataFrame (table files), a list of str (``.txt``) or a list of image paths (a folder of images)."""
+def category_kinds(estimator) -> dict:
+    """Column -> the kind of value its categories held at fit (pandas' ``infer_dtype`` name), from the fitted table tokenizers.
+
+    Parameters
+    ----------
+    estimator : a fitted tabformer estimator
+
+    Returns
+    -------
+    dict
+        Empty where the estimator has no categorical column.
+    """
+    tokenizer = getattr(estimator, "tokenizer_", None)
+    tables = [tokenizer] + [sub for _, sub, _ in getattr(tokenizer, "transformers_", None) or []]
+    kinds = {}
+    for table in tables:
+        kinds.update(zip(getattr(table, "categorical_columns_", None) or [], getattr(table, "category_kinds_", None) or []))
+    return kinds
+
+
+def read_data(path, image_root=None, dtypes: dict | None = None, category_kinds: dict | None = None):
+    """A DataFrame (table files), a list of str (``.txt``) or a list of image paths (a folder of images).
+
+    ``dtypes`` (column -> the dtype's name at fit) and ``category_kinds`` (see
+    :func:`category_kinds`) make a CSV read back as fit saw it.
+    """
     path = Path(path)
     if not path.exists():
         raise CLIError(f"cannot read {path}: no such file or folder")
@@ -87,12 +140,12 @@ def read_data(path, image_root=None, dtypes: dict | None = None):
             tables = [p for p in files if p.suffix.lower() in TABLE_SUFFIXES]
             if not tables:
                 raise CLIError(f"{path} holds no image or data file ({', '.join(TABLE_SUFFIXES)})")
-            parts = [_read_file(p, dtypes) for p in tables]
+            parts = [_read_file(p, dtypes, category_kinds) for p in tables]
             if all(isinstance(part, list) for part in parts):
                 return [text for part in parts for text in part]
             data = pd.concat(parts, ignore_index=True)
         else:
-            data = _read_file(path, dtypes)
+            data = _read_file(path, dtypes, category_kinds)
     except CLIError:
         raise
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as error:
@@ -227,7 +280,7 @@ def _predictions(estimator, X, proba: bool) -> pd.DataFrame:
 
 def cmd_predict(args):
     estimator = load(args.model, device=args.device)
-    data = read_data(args.data, args.image_root, getattr(estimator, "feature_dtypes_in_", None))
+    data = read_data(args.data, args.image_root, getattr(estimator, "feature_dtypes_in_", None), category_kinds(estimator))
     names = getattr(estimator, "feature_names_in_", None)
     if isinstance(data, pd.DataFrame) and names is not None:
         extra = [c for c in data.columns if c not in set(names)]

@@ -132,3 +132,27 @@ def numeric_values(series: pd.Series, column) -> np.ndarray:
             except (TypeError, ValueError):
                 raise ValueError(f"numeric column {column!r} holds non-numeric value {value!r} (row {row!r})") from None
         raise ValueError(f"numeric column {column!r} ({series.dtype}) cannot be read as numbers") from None
+
+
+def warn_rows_without_input(presence: list) -> None:
+    """Warn naming the rows whose every text and image cell is missing, in a frame without table columns.
+
+    Such a row reaches the encoder as its CLS token alone: the model gives every such row
+    the same answer, read from no data, and training never saw one (segment dropout keeps
+    a segment in every row).
+
+    Parameters
+    ----------
+    presence : list of bool ndarray of shape (n_samples,)
+        One per text or image segment, False where its cell is missing.
+    """
+    if not presence:
+        return
+    empty = np.flatnonzero(~np.logical_or.reduce(presence))
+    if len(empty):
+        warnings.warn(
+            f"{len(empty)} row(s) hold no input: every text and image cell is missing (rows {empty[:5].tolist()}"
+            f"{', ...' if len(empty) > 5 else ''}); the model gives each the same answer, read from no data",
+            UserWarning,
+            stacklevel=4,
+        )

@@ -1,10 +1,9 @@
 """Mixed inputs: one DataFrame of text, image and table columns as one token sequence.
 
-:class:`MixedTokenizer` routes columns to the text, image and table tokenizers the way
-scikit-learn's ``ColumnTransformer`` routes them to transformers, and
-:class:`~tabformer.nn.embedders.mixed.MixedEmbedder` concatenates their token sequences, so that in the encoder a
-description's words, a photo's patches and the price cell attend to each other (early
-fusion).
+:class:`MixedTokenizer` routes columns to the text, image and table tokenizers the way scikit-learn's
+``ColumnTransformer`` routes them to transformers, and :class:`~tabformer.nn.embedders.mixed.MixedEmbedder`
+concatenates their token sequences, so that in the encoder a description's words, a photo's patches and the
+price cell attend to each other (early fusion).
 
 Layout of one row (``d`` = ``d_model``)::
 
@@ -17,9 +16,9 @@ Layout of one row (``d`` = ``d_model``)::
   the title" means the same in every row whatever the other columns hold;
 - several columns of one kind share one tokenizer (one vocabulary, one patch
   embedder), fitted on the values of all those columns;
-- a missing text (None/NaN) or a missing image (None) masks every token of that
-  segment in that row: the encoder never sees made-up content. Missing *cells* of
-  table columns keep the table tokenizer's learned per-column missing tokens.
+- a missing text (None/NaN) or a missing image (None) masks every token of that segment in that row: the
+  encoder never sees made-up content (a row with no text, image or table input at all warns). Missing
+  *cells* of table columns keep the table tokenizer's learned per-column missing tokens.
 """
 
 from __future__ import annotations
@@ -33,6 +32,7 @@ from sklearn.utils.metaestimators import _BaseComposition
 from sklearn.utils.validation import check_is_fitted
 
 from ..nn.embedders.mixed import SEPARATOR, segment_arrays
+from ._columns import warn_rows_without_input
 from .base import TOKENIZERS, BaseTokenizer, register_tokenizer
 from .detect import infer_column_kinds, is_missing
 from .image import PatchTokenizer
@@ -318,9 +318,8 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         Returns
         -------
         batch : dict of ndarray keyed ``"<segment>/<array>"``
-            Each sub-tokenizer's arrays for its segment (first dimension ``n_samples``),
-            plus ``"<segment>/present"`` (bool, (n_samples,)) for text and image
-            segments, False where the cell is missing.
+            Each sub-tokenizer's arrays for its segment (first dimension ``n_samples``), plus
+            ``"<segment>/present"`` (bool, (n_samples,)) for text and image segments, False where missing.
 
         Raises
         ------
@@ -336,8 +335,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
                 f"X does not have the columns seen in fit: missing {missing}, unexpected {extra}. "
                 f"Fitted columns: {list(self.feature_names_in_)}"
             )
-        batch = {}
-        segments = iter(self.segments_)
+        batch, segments = {}, iter(self.segments_)
         for _name, tokenizer, columns in self.transformers_:
             kind = self.segment_kind(tokenizer)
             if kind == "table":
@@ -353,6 +351,8 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
                 out = self._with_column_context([column], lambda tokenizer=tokenizer, values=values: tokenizer.transform(values))
                 batch.update({f"{key}{SEPARATOR}{k}": v for k, v in out.items()})
                 batch[f"{key}{SEPARATOR}present"] = present
+        if not any(self.segment_kind(tokenizer) == "table" for _, tokenizer, _ in self.transformers_):
+            warn_rows_without_input([batch[key] for key in batch if key.endswith(f"{SEPARATOR}present")])
         return batch
 
     @staticmethod

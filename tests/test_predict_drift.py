@@ -1,0 +1,94 @@
+"""Data that drifts between fit and predict, as it does in production (found by a review).
+
+Each case fitted fine and then, at predict, crashed with an unclear message, was refused
+for a change that is none, or answered without a word.
+"""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tabformer import TabFormerClassifier, TabFormerRegressor
+from tabformer.cli import category_kinds, main
+
+pa = pytest.importorskip("pyarrow")
+
+SETTINGS = dict(
+    encoder__d_model=16, encoder__n_layers=1, encoder__n_heads=2, max_epochs=2, batch_size=16, verbose=0, random_state=0
+)
+
+
+@pytest.fixture(scope="module")
+def drifting():
+    """60 rows: a category of strings, a category of integers, codes with leading zeros, a date, a number."""
+    rng = np.random.default_rng(0)
+    n = 60
+    X = pd.DataFrame(
+        {
+            "grade": pd.Series(rng.choice(["lo", "mid", "hi"], n)).astype("category"),
+            "level": pd.Series(rng.integers(1, 4, n)).astype("category"),
+            "code": pd.Series(rng.choice(["001", "002", "017"], n)).astype(pd.ArrowDtype(pa.string())),
+            "when": pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 900, n), unit="D"),
+            "score": rng.normal(size=n),
+        }
+    )
+    y = (X["score"] + (X["grade"] == "hi") > 0.5).astype(int).to_numpy()
+    return X, y, TabFormerClassifier(**SETTINGS).fit(X, y)
+
+
+def test_a_category_column_read_back_arrow_backed_is_a_category(drifting, tmp_path):
+    """pd.read_parquet(..., dtype_backend="pyarrow") gives a category column as an arrow dictionary."""
+    X, y, _ = drifting
+    X = X.drop(columns="level")  # a category of integers reads back as int64[pyarrow]: a numeric column, refused as one
+    clf = TabFormerClassifier(**SETTINGS).fit(X, y)
+    path = tmp_path / "rows.parquet"
+    X.to_parquet(path)
+    arrow_backed = pd.read_parquet(path, dtype_backend="pyarrow")
+    assert str(arrow_backed["grade"].dtype).startswith("dictionary<")
+    np.testing.assert_allclose(clf.predict_proba(arrow_backed), clf.predict_proba(X), atol=1e-6)
+    refit = TabFormerClassifier(**SETTINGS).fit(arrow_backed, y)
+    assert refit.tokenizer_.categorical_columns_[0] == "grade"
+
+
+@pytest.mark.parametrize("missing", [None, np.nan])
+def test_a_record_without_a_date_is_a_missing_date(drifting, missing):
+    X, _, clf = drifting
+    rows = X.iloc[:3].copy()
+    no_date = rows.assign(when=[missing] * 3)  # object or float dtype: pandas cannot tell it held dates
+    np.testing.assert_allclose(clf.predict_proba(no_date), clf.predict_proba(rows.assign(when=pd.NaT)), atol=1e-6)
+
+
+def test_the_command_line_reads_a_csv_back_as_fit_saw_it(drifting, tmp_path):
+    """Integer categories, arrow strings with leading zeros and dates all came back from the CSV as other kinds."""
+    X, _, clf = drifting
+    clf.save(tmp_path / "model")
+    assert category_kinds(clf) == {"grade": "string", "level": "integer", "code": "string"}
+    X.iloc[:8].to_csv(tmp_path / "new.csv", index=False)
+    assert main(
+        ["predict", str(tmp_path / "model"), str(tmp_path / "new.csv"), "--proba", "--output", str(tmp_path / "out.csv")]
+    ) in (
+        0,
+        None,
+    )
+    out = pd.read_csv(tmp_path / "out.csv")
+    np.testing.assert_allclose(out[["proba_0", "proba_1"]].to_numpy(), clf.predict_proba(X.iloc[:8]), atol=1e-5)
+
+
+def test_rows_without_any_input_warn_that_their_answer_reads_no_data():
+    rng = np.random.default_rng(0)
+    words = "red blue green wool cotton silk hat shirt scarf big small old new".split()
+    X = pd.DataFrame(
+        {
+            "title": [" ".join(rng.choice(words, 4)) for _ in range(40)],
+            "photo": [rng.integers(0, 256, (8, 8), dtype=np.uint8) for _ in range(40)],
+        }
+    )
+    reg = TabFormerRegressor(**SETTINGS).fit(X, rng.normal(size=40))
+    empty = pd.DataFrame({"title": [None, "red hat", None], "photo": [None, None, None]})
+    with pytest.warns(UserWarning, match=r"2 row\(s\) hold no input: every text and image cell is missing \(rows \[0, 2\]\)"):
+        reg.predict(empty)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reg.predict(X.iloc[:5].assign(photo=None))  # a text in every row: no warning
