@@ -21,9 +21,9 @@ from sklearn.base import clone
 
 from tabformer import TabFormerClassifier
 from tabformer._validation import as_frame
+from tabformer.estimators._categories import refuse_unseen_categories
 from tabformer.estimators._params import _memory_limit_bytes, check_memory
 from tabformer.tokenizers import TabularTokenizer
-from tabformer.tokenizers.tabular import refuse_unseen_categories
 
 
 # --------------------------------------------------------------------------- 2-D input

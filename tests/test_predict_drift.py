@@ -78,7 +78,7 @@ def test_the_command_line_reads_a_csv_back_as_fit_saw_it(drifting, tmp_path):
 
 def test_rows_without_any_input_warn_that_their_answer_reads_no_data():
     rng = np.random.default_rng(0)
-    words = "red blue green wool cotton silk hat shirt scarf big small old new".split()
+    words = ["red", "blue", "green", "wool", "cotton", "silk", "hat", "shirt", "scarf", "big", "small", "old", "new"]
     X = pd.DataFrame(
         {
             "title": [" ".join(rng.choice(words, 4)) for _ in range(40)],

@@ -11,14 +11,22 @@ moments kept and the new rows' moments at zero.
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from sklearn.utils._param_validation import StrOptions
 from torch.utils.data import Dataset
 
 from ..nn.embedders.tabular import TabularEmbedder
-from ..tokenizers.tabular import UNSEEN_ID, TabularTokenizer, refuse_unseen_categories, unseen_category_columns
+from ..tokenizers.tabular import UNSEEN_ID, TabularTokenizer
 
-__all__ = ["NEW_CATEGORIES_CONSTRAINT", "NEW_CATEGORIES_PARAM_DOC", "continue_with_categories", "grow_for_new_categories"]
+__all__ = [
+    "NEW_CATEGORIES_CONSTRAINT",
+    "NEW_CATEGORIES_PARAM_DOC",
+    "continue_with_categories",
+    "grow_for_new_categories",
+    "refuse_unseen_categories",
+    "unseen_category_columns",
+]
 
 NEW_CATEGORIES_CONSTRAINT = [StrOptions({"error", "grow"})]
 
@@ -129,3 +137,47 @@ def _replace_in_optimizer(optimizer: torch.optim.Optimizer, old, new, positions)
             value = value_new
         grown[key] = value
     optimizer.state[new] = grown
+
+
+def unseen_category_columns(tokenizer, data) -> list:
+    """Names of the table columns whose tokens hold the "unseen" id (a category ``fit`` never saw).
+
+    Parameters
+    ----------
+    tokenizer : fitted TabularTokenizer, or a mixed tokenizer (its table parts are read)
+    data : dict of ndarray (tokens: ``cat_ids``, or ``<segment>/cat_ids`` for mixed input) or a dataset
+
+    Returns
+    -------
+    columns : list of str
+        Empty for a dataset (streamed rows are not checked) or when nothing is unseen.
+    """
+    if not isinstance(data, dict):
+        return []
+    keys = [key for key in data if key == "cat_ids" or key.endswith("/cat_ids")]
+    tables = [tokenizer] if "cat_ids" in data else [t for _, t, _ in getattr(tokenizer, "transformers_", None) or []]
+    tables = [t for t in tables if hasattr(t, "categorical_columns_")]
+    new = []
+    for key, table in zip(keys, tables):
+        columns = table.categorical_columns_
+        new += [str(columns[j]) if j < len(columns) else str(j) for j in np.flatnonzero((data[key] == UNSEEN_ID).any(axis=0))]
+    return new
+
+
+def refuse_unseen_categories(tokenizer, data) -> None:
+    """Raise ``ValueError`` if continued training tokens hold categories the fitted tokenizer never saw.
+
+    Parameters
+    ----------
+    tokenizer : fitted tokenizer (its ``categorical_columns_``, or its table parts', name the columns)
+    data : dict of ndarray (tokens) or a dataset (not checked)
+    """
+    new = unseen_category_columns(tokenizer, data)
+    if not new:
+        return
+    raise ValueError(
+        f"X holds categories the first fit never saw, in column(s) {new}: a continued fit (partial_fit, or fit "
+        "with warm_start=True) keeps the fitted tokenizer, whose categories are fixed, so they would be trained "
+        "as 'unseen'. Refit with warm_start=False to learn them, set new_categories='grow' (table inputs), or "
+        "set those values to missing (None)"
+    )

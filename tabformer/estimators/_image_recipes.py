@@ -126,10 +126,11 @@ def user_image_side(estimator, name: str):
     Images are resized to it before any token, so the recipe reads that size, not the
     files'. An invalid size gives ``None``: the tokenizer raises, naming it.
     """
-    if name not in estimator.get_params(deep=False):
+    params = estimator.get_params(deep=False)
+    if name not in params:
         return None
     try:
-        return _pair(estimator.get_params(deep=False)[name])
+        return _pair(params[name])
     except ValueError:
         return None
 
