@@ -9,9 +9,13 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import make_table
 
 from tabformer import TabFormerClassifier, TabFormerRegressor
 from tabformer.cli import category_kinds, main
+from tabformer.nn.embedders.tabular import UNSEEN_ID as embedder_unseen_id
+from tabformer.nn.embedders.tabular import TabularEmbedder
+from tabformer.tokenizers.tabular import UNSEEN_ID
 
 pa = pytest.importorskip("pyarrow")
 
@@ -92,3 +96,34 @@ def test_rows_without_any_input_warn_that_their_answer_reads_no_data():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         reg.predict(X.iloc[:5].assign(photo=None))  # a text in every row: no warning
+
+
+# ----------------------------------------------------------------------------- unseen categories
+def _unseen_and_category_rows(clf):
+    embedder = next(m for m in clf.module_.modules() if isinstance(m, TabularEmbedder))
+    rows = embedder.category_embedding.weight.detach()
+    return rows[embedder.category_offsets + UNSEEN_ID].clone(), rows[embedder.category_offsets + UNSEEN_ID + 1].clone()
+
+
+def test_the_embedder_and_the_tokenizer_agree_on_the_unseen_id():
+    assert embedder_unseen_id == UNSEEN_ID
+
+
+@pytest.mark.parametrize("rate", [0.0, 0.3])
+def test_category_dropout_trains_the_unseen_id(rate):
+    """Without it no training row holds the unseen id: only weight decay moves its embedding."""
+    X, y = make_table(200)
+    settings = dict(SETTINGS, tokenizer__category_dropout=rate, validation_fraction=None)
+    unseen_1, category_1 = _unseen_and_category_rows(TabFormerClassifier(**dict(settings, max_epochs=1)).fit(X, y))
+    unseen_4, category_4 = _unseen_and_category_rows(TabFormerClassifier(**dict(settings, max_epochs=4)).fit(X, y))
+    unseen_moved = float((unseen_4 - unseen_1).norm(dim=1).mean())
+    category_moved = float((category_4 - category_1).norm(dim=1).mean())
+    assert (unseen_moved > 0.2 * category_moved) == (rate > 0), (unseen_moved, category_moved)
+
+
+def test_category_dropout_is_off_at_predict_and_checked():
+    X, y = make_table(120)
+    clf = TabFormerClassifier(**SETTINGS, tokenizer__category_dropout=0.5).fit(X, y)
+    np.testing.assert_array_equal(clf.predict_proba(X), clf.predict_proba(X))
+    with pytest.raises(ValueError, match=r"category_dropout must be a probability in \[0, 1\), got 1.0"):
+        TabFormerClassifier(**SETTINGS, tokenizer__category_dropout=1.0).fit(X, y)

@@ -85,6 +85,11 @@ class TabularTokenizer(BaseTokenizer):
     frequency_scale : float, default=0.1
         Periodic embedding: std of the initial frequencies; the most sensitive knob
         of that embedding (rtdl tunes it in [0.01, 100]).
+    category_dropout : float in [0, 1), default=0.0
+        Share of the training rows' categories read as "unseen" (id 1) in each training
+        step, so that the unseen id learns what a category the model does not know means;
+        without it no training row ever holds that id, and a new category at predict is
+        read through its random initial embedding. Prediction never drops a category.
 
     Attributes
     ----------
@@ -126,6 +131,7 @@ class TabularTokenizer(BaseTokenizer):
         numeric_embedding="periodic",
         n_frequencies=16,
         frequency_scale=0.1,
+        category_dropout=0.0,
     ):
         self.categorical_columns = categorical_columns
         self.numeric_columns = numeric_columns
@@ -133,6 +139,7 @@ class TabularTokenizer(BaseTokenizer):
         self.numeric_embedding = numeric_embedding
         self.n_frequencies = n_frequencies
         self.frequency_scale = frequency_scale
+        self.category_dropout = category_dropout
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y=None):
@@ -377,9 +384,16 @@ class TabularTokenizer(BaseTokenizer):
         -------
         spec : dict
             ``{"kind": "tabular", "cardinalities", "n_numeric", "numeric_embedding",
-            "n_frequencies", "frequency_scale"}``; one id space per categorical column.
+            "n_frequencies", "frequency_scale", "category_dropout"}``; one id space per categorical column.
+
+        Raises
+        ------
+        ValueError
+            If ``category_dropout`` is not in ``[0, 1)``.
         """
         check_is_fitted(self, "categories_")
+        if not 0.0 <= float(self.category_dropout) < 1.0:
+            raise ValueError(f"category_dropout must be a probability in [0, 1), got {self.category_dropout!r}")
         return {
             "kind": "tabular",
             "cardinalities": [len(c) + FIRST_CATEGORY_ID for c in self.categories_],
@@ -387,6 +401,7 @@ class TabularTokenizer(BaseTokenizer):
             "numeric_embedding": self.numeric_embedding,
             "n_frequencies": int(self.n_frequencies),
             "frequency_scale": float(self.frequency_scale),
+            "category_dropout": float(self.category_dropout),
         }
 
     def get_feature_names_out(self, input_features=None):

@@ -9,6 +9,9 @@ import numpy as np
 import torch
 from torch import nn
 
+#: the categorical id a category ``fit`` never saw gets (``TabularTokenizer``'s; 0 is missing, 2.. the categories)
+UNSEEN_ID = 1
+
 __all__ = ["TabularEmbedder"]
 
 
@@ -38,10 +41,23 @@ class TabularEmbedder(nn.Module):
         Number of frequencies ``k`` per numeric column (periodic only).
     frequency_scale : float, default=0.1
         Standard deviation of the frequencies' initialisation (periodic only).
+    category_dropout : float, default=0.0
+        In training mode, each present category is read as its column's "unseen" id
+        (``UNSEEN_ID``) with this probability, so that id is trained.
     """
 
-    def __init__(self, cardinalities, n_numeric, d_model, numeric_embedding="periodic", n_frequencies=16, frequency_scale=0.1):
+    def __init__(
+        self,
+        cardinalities,
+        n_numeric,
+        d_model,
+        numeric_embedding="periodic",
+        n_frequencies=16,
+        frequency_scale=0.1,
+        category_dropout=0.0,
+    ):
         super().__init__()
+        self.category_dropout = category_dropout
         self.n_categorical = len(cardinalities)
         self.n_numeric = n_numeric
         self.numeric_embedding = numeric_embedding
@@ -139,6 +155,10 @@ class TabularEmbedder(nn.Module):
         if self.n_numeric:
             parts.append(self.embed_numeric(num_values, num_missing))
         if self.n_categorical:
+            if self.training and getattr(self, "category_dropout", 0.0) > 0:
+                # Ids 0 and 1 are missing and unseen; a missing cell stays missing.
+                drop = (torch.rand(cat_ids.shape, device=cat_ids.device) < self.category_dropout) & (cat_ids > UNSEEN_ID)
+                cat_ids = torch.where(drop, torch.full_like(cat_ids, UNSEEN_ID), cat_ids)
             parts.append(self.category_embedding(cat_ids + self.category_offsets) + self.column_embedding)
         tokens = torch.cat(parts, dim=1)
         return tokens, None
