@@ -127,3 +127,17 @@ def test_category_dropout_is_off_at_predict_and_checked():
     np.testing.assert_array_equal(clf.predict_proba(X), clf.predict_proba(X))
     with pytest.raises(ValueError, match=r"category_dropout must be a probability in \[0, 1\), got 1.0"):
         TabFormerClassifier(**SETTINGS, tokenizer__category_dropout=1.0).fit(X, y)
+
+
+def test_a_sentence_pair_given_in_another_column_order_is_read_in_the_fitted_order():
+    from tabformer.tokenizers import WordPieceTokenizer
+
+    pairs = pd.DataFrame(
+        {"question": ["is it red", "how big is it", "who made it"] * 10, "answer": ["yes", "large", "a cat"] * 10}
+    )
+    tok = WordPieceTokenizer(vocab_size=60).fit(pairs)
+    swapped, expected = tok.transform(pairs[["answer", "question"]]), tok.transform(pairs)
+    for key in expected:
+        np.testing.assert_array_equal(swapped[key], expected[key])
+    with pytest.raises(ValueError, match="are not those seen in fit"):
+        tok.transform(pairs.rename(columns={"answer": "reply"}))

@@ -167,17 +167,17 @@ class WordPieceTokenizer(BaseTokenizer):
             if missing:
                 raise ValueError(f"text column(s) {missing} not in X; it has {list(X.columns)}")
             if len(columns) not in (1, 2):
-                raise ValueError(
-                    f"WordPieceTokenizer reads one text column or two (a sentence pair); X has {len(columns)} "
-                    f"columns {columns}: pick them with tokenizer__text_columns"
-                )
-            names = [str(c) for c in columns]
+                message = f"WordPieceTokenizer reads one text column or two (a sentence pair); X has {len(columns)} columns"
+                raise ValueError(f"{message} {columns}: pick them with tokenizer__text_columns")
+            names, seen = [str(c) for c in columns], list(getattr(self, "feature_names_in_", []))
             if fitting:
                 self.feature_names_in_ = np.asarray(names, dtype=object)
-            elif named and "feature_names_in_" in vars(self) and names != list(self.feature_names_in_):
-                # scikit-learn refuses other feature names too: a renamed column may be other texts
-                seen = list(self.feature_names_in_)
-                raise ValueError(f"X's text column(s) {columns} are not those seen in fit, {seen}: rename them (or pass a list)")
+            elif named and "feature_names_in_" in vars(self) and names != seen:
+                if sorted(names) != sorted(seen):  # scikit-learn refuses other names too: renamed columns may be other texts
+                    raise ValueError(
+                        f"X's text column(s) {columns} are not those seen in fit, {seen}: rename them (or pass a list)"
+                    )
+                columns = [columns[names.index(name)] for name in seen]  # a pair in the fitted order, as tables are read
             parts = [_check_strings(X[c].tolist(), f"column {c!r}") for c in columns]
             return parts[0], (parts[1] if len(parts) == 2 else None), False
         if fitting and "feature_names_in_" in vars(self):
