@@ -12,6 +12,7 @@ targets and weights are per-row arrays in memory (a few bytes a row).
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,7 @@ import pandas as pd
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
+from .tokenizers import UntrainedMissingWarning
 from .tokenizers.detect import IMAGE_EXTENSIONS, is_path
 
 __all__ = ["RowSource", "StreamedRows", "open_source", "is_image_paths"]
@@ -307,7 +309,10 @@ class StreamedRows(IterableDataset):
             raw, index = _take(raw, order), index[order]
         whole = len(index) if final and not self.drop_last else len(index) // self.batch_size * self.batch_size
         if whole:
-            tokens = self.tokenizer.transform(_take(raw, np.arange(whole)))
+            with warnings.catch_warnings():
+                # Training on these rows trains the missing tokens the warning is about.
+                warnings.simplefilter("ignore", UntrainedMissingWarning)
+                tokens = self.tokenizer.transform(_take(raw, np.arange(whole)))
             tensors = {key: torch.as_tensor(np.ascontiguousarray(value)) for key, value in tokens.items()}
             for first in range(0, whole, self.batch_size):
                 rows = index[first : first + self.batch_size]

@@ -141,3 +141,39 @@ def test_a_sentence_pair_given_in_another_column_order_is_read_in_the_fitted_ord
         np.testing.assert_array_equal(swapped[key], expected[key])
     with pytest.raises(ValueError, match="are not those seen in fit"):
         tok.transform(pairs.rename(columns={"answer": "reply"}))
+
+
+# ----------------------------------------------------------------------------- tokens no training row trained
+def test_a_column_whose_every_value_is_new_warns_and_names_the_respelling(drifting):
+    X, _, clf = drifting
+    with pytest.warns(
+        UserWarning,
+        match=r"categorical column 'grade': none of its 60 values is a category fit saw.*"
+        r"match a fitted category once case and spaces are ignored \('(LO|MID|HI)' against '(lo|mid|hi)'\)",
+    ):
+        clf.predict(X.assign(grade=X["grade"].astype(str).str.upper()))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clf.predict(X.iloc[:3].assign(grade="new"))  # a few rows to score: a new value is no sign of a recoding
+        clf.predict(X.assign(grade=np.where(np.arange(60) % 2, "new", X["grade"].astype(str))))  # half still known
+
+
+def test_missing_values_in_a_column_that_had_none_at_fit_warn_until_a_continued_fit_trains_them():
+    from tabformer.tokenizers import UntrainedMissingWarning
+
+    X, y = make_table(120)
+    X = X.assign(when=pd.Timestamp("2020-01-01") + pd.to_timedelta(np.arange(120), unit="D"))
+    clf = TabFormerClassifier(**SETTINGS, warm_start=True).fit(X, y)
+    holes = X.copy()
+    holes.loc[:4, "income"] = np.nan  # age and city miss values in fit already: no warning for them
+    holes.loc[:1, "age"] = np.nan
+    holes.loc[:1, "when"] = pd.NaT
+    first, last = "income", "when"
+    expected = rf"column\(s\) '{first}' \(5 missing\), '{last}' \(2 missing\) miss values now"
+    with pytest.warns(UntrainedMissingWarning, match=expected):
+        clf.predict(holes)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UntrainedMissingWarning)
+        clf.partial_fit(holes, y)  # trains those tokens: no warning, and none at predict after it
+        clf.predict(holes)
+    assert clf.tokenizer_.had_missing_[first] and clf.tokenizer_.had_missing_[last]

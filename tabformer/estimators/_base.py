@@ -34,7 +34,7 @@ from ..nn.encoder import TransformerEncoder
 from ..nn.models import PretrainedEncoder
 from ..persistence import save_estimator
 from ..tokenizers import make_tokenizer
-from ._categories import continue_with_categories
+from ._categories import continued_tokens
 from ._classes import check_same_classes
 from ._collapse import ValidationAnswerSpread
 from ._distributed import DistributedMixin
@@ -400,8 +400,7 @@ class TabFormerNet(
             finally:
                 del self._classes_for_fit
         check_same_classes(classes, getattr(self, "classes_", classes))
-        data, y_encoded = self._continued_data(X, y)
-        data = continue_with_categories(self, X, data)
+        data, y_encoded = continued_tokens(self, X, y)
         # The cosine schedule left the rate at ~0; CosineAnnealingLR restarts from the current
         # rate, so without this the continued fit would not move. Every fit and partial_fit
         # runs its schedule from the peak lr (warmup_linear restores it at on_train_end).

@@ -11,19 +11,24 @@ moments kept and the new rows' moments at zero.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
 from sklearn.utils._param_validation import StrOptions
 from torch.utils.data import Dataset
 
 from ..nn.embedders.tabular import TabularEmbedder
-from ..tokenizers.tabular import UNSEEN_ID, TabularTokenizer
+from ..tokenizers import UntrainedMissingWarning
+from ..tokenizers.tabular import MISSING_ID, UNSEEN_ID, TabularTokenizer
 
 __all__ = [
     "NEW_CATEGORIES_CONSTRAINT",
     "NEW_CATEGORIES_PARAM_DOC",
     "continue_with_categories",
+    "continued_tokens",
     "grow_for_new_categories",
+    "note_trained_missing",
     "refuse_unseen_categories",
     "unseen_category_columns",
 ]
@@ -42,6 +47,23 @@ NEW_CATEGORIES_PARAM_DOC = """    new_categories : {"error", "grow"}, default="e
         ``"grow"`` too, and a streamed continued fit (rows read piece by piece) does not
         check them, so it reads them as "unseen".
 """
+
+
+def continued_tokens(estimator, X, y) -> tuple:
+    """``(tokens, encoded target)`` of a continued fit: new categories handled, trained missing tokens noted.
+
+    Parameters
+    ----------
+    estimator : fitted TabFormerNet
+    X, y : the continued fit's input and target
+    """
+    with warnings.catch_warnings():
+        # This fit trains the missing tokens the warning is about; note_trained_missing records it.
+        warnings.simplefilter("ignore", UntrainedMissingWarning)
+        data, y_encoded = estimator._continued_data(X, y)
+    data = continue_with_categories(estimator, X, data)
+    note_trained_missing(estimator.tokenizer_, data)
+    return data, y_encoded
 
 
 def continue_with_categories(estimator, X, data):
@@ -137,6 +159,48 @@ def _replace_in_optimizer(optimizer: torch.optim.Optimizer, old, new, positions)
             value = value_new
         grown[key] = value
     optimizer.state[new] = grown
+
+
+def _table_tokens(tokenizer, data) -> list:
+    """``(table tokenizer, its token arrays)`` for each table part of ``tokenizer`` in ``data`` (tokens)."""
+    if not isinstance(data, dict):
+        return []
+    if "cat_ids" in data or "num_missing" in data:
+        return [(tokenizer, data)] if hasattr(tokenizer, "categorical_columns_") else []
+    parts = []
+    for name, table, _ in getattr(tokenizer, "transformers_", None) or []:
+        if hasattr(table, "categorical_columns_"):
+            prefix = f"{name}/"
+            parts.append((table, {key[len(prefix) :]: value for key, value in data.items() if key.startswith(prefix)}))
+    return parts
+
+
+def note_trained_missing(tokenizer, data) -> None:
+    """Mark the table columns whose missing token ``data`` (continued-fit tokens) trains.
+
+    So predict stops warning (:class:`~tabformer.tokenizers._columns.UntrainedMissingWarning`)
+    about missing values in a column that had none at the first fit but some in a
+    continued one. Streamed continued fits are not read.
+
+    Parameters
+    ----------
+    tokenizer : fitted TabularTokenizer, or a mixed tokenizer (its table parts are updated)
+    data : dict of ndarray (tokens) or a dataset (nothing is noted)
+    """
+    for table, tokens in _table_tokens(tokenizer, data):
+        had = getattr(table, "had_missing_", None)
+        if had is None:
+            continue
+        owners = {}
+        for j, column in enumerate(table.categorical_columns_):
+            if "cat_ids" in tokens and (tokens["cat_ids"][:, j] == MISSING_ID).any():
+                owners[column] = True
+        for j, column in enumerate(table.numeric_columns_):
+            if "num_missing" in tokens and tokens["num_missing"][:, j].any():
+                # an expanded date part ("when.elapsed") belongs to its datetime column
+                parts = getattr(table, "datetime_parts_", {})
+                owners[next((c for c in parts if str(column).startswith(f"{c}.")), column)] = True
+        had.update({column: True for column in owners if column in had})
 
 
 def unseen_category_columns(tokenizer, data) -> list:

@@ -1,6 +1,7 @@
 """Tokenizers: scikit-learn transformers that turn raw inputs into token arrays for the shared
 encoder, each describing the embedder its tokens need (``embedder_spec``)."""
 
+from ._columns import UntrainedMissingWarning
 from .base import TOKENIZERS, BaseTokenizer, register_tokenizer
 from .detect import infer_column_kinds
 from .image import PatchTokenizer
@@ -22,4 +23,5 @@ __all__ = [
     "TOKENIZERS",
     "register_tokenizer",
     "make_tokenizer",
+    "UntrainedMissingWarning",
 ]

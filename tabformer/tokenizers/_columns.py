@@ -18,12 +18,15 @@ import pandas as pd
 from .._validation import is_numeric_dtype
 
 __all__ = [
+    "UntrainedMissingWarning",
     "category_index",
     "check_unseen_kind",
     "numeric_values",
     "unhashable_named",
     "value_kind",
+    "warn_if_all_unseen",
     "warn_if_numbers_as_categories",
+    "warn_missing_unlike_fit",
 ]
 
 #: what ``pandas.api.types.infer_dtype`` calls columns of numbers and of dates
@@ -109,6 +112,79 @@ def check_unseen_kind(values: pd.Series, codes: np.ndarray, categories: pd.Index
             f"categorical column {column!r} held {fitted_kind} values at fit{fitted_example} and holds {kind} "
             f"values now (e.g. {example!r}): none of them is a fitted category. Convert the column back to the "
             "type it had in fit"
+        )
+
+
+#: a predict-time categorical column none of whose values is a fitted category is warned
+#: about from this many present values on; fewer (a single row to score) are common and mean little
+MIN_VALUES_ALL_UNSEEN = 10
+
+
+def _normalised(value):
+    return " ".join(value.split()).casefold() if isinstance(value, str) else value
+
+
+def warn_if_all_unseen(values: pd.Series, codes: np.ndarray, categories: pd.Index, column) -> None:
+    """Warn when no present value of a predict-time categorical column is a fitted category.
+
+    Values of the fitted type that are all new (``"MALE"`` for fitted ``"Male"``, codes
+    renumbered upstream) each read as the column's "unseen" id, so the column tells the
+    model nothing, silently. Where the values match fitted categories once case and
+    spaces are ignored, the warning says so.
+    """
+    present = values.notna().to_numpy()
+    if present.sum() < MIN_VALUES_ALL_UNSEEN or (codes[present] >= 0).any():
+        return
+    seen = values[present]
+    fitted = {_normalised(c): c for c in categories}
+    matches = [(v, fitted[_normalised(v)]) for v in seen.unique() if isinstance(v, str) and _normalised(v) in fitted]
+    hint = ""
+    if matches:
+        value, category = matches[0]
+        hint = (
+            f" {len(matches)} of its {seen.nunique()} distinct values match a fitted category once case and spaces "
+            f"are ignored ({value!r} against {category!r}); map them back to the fitted spelling."
+        )
+    warnings.warn(
+        f"categorical column {column!r}: none of its {int(present.sum())} values is a category fit saw (e.g. "
+        f"{seen.iloc[0]!r}; fitted: {list(categories[:3])}{', ...' if len(categories) > 3 else ''}), so every row "
+        f"reads the column's 'unseen' id and the column tells the model nothing.{hint or ' Check it was not recoded.'}",
+        UserWarning,
+        stacklevel=4,
+    )
+
+
+class UntrainedMissingWarning(UserWarning):
+    """Missing values at predict in a column that had none at fit: they read a token no training row trained."""
+
+
+def warn_missing_unlike_fit(frame: pd.DataFrame, had_missing) -> None:
+    """Warn naming the columns that miss values now but missed none in the rows ``fit`` read.
+
+    Each column's missing token (numeric or categorical) is learned from the training rows
+    that miss it; with none, it keeps its random initial value (weight decay aside), so
+    the rows that miss a value are read through noise, silently.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The predict-time columns, before datetime expansion.
+    had_missing : dict of column to bool, or None
+        Whether each column missed a value at fit (``TabularTokenizer.had_missing_``); None
+        (a tokenizer saved before it existed) checks nothing.
+    """
+    if not had_missing:
+        return
+    new = {column: int(frame[column].isna().sum()) for column in frame.columns if not had_missing.get(column, True)}
+    new = {column: count for column, count in new.items() if count}
+    if new:
+        warnings.warn(
+            f"column(s) {', '.join(f'{column!r} ({count} missing)' for column, count in new.items())} miss values now but "
+            "missed none in the rows fit read: those cells read their column's missing token, which no training row "
+            "trained. Impute them (e.g. "
+            "sklearn's SimpleImputer in a Pipeline) or train on rows that miss values too",
+            UntrainedMissingWarning,
+            stacklevel=4,
         )
 
 

@@ -28,7 +28,9 @@ from ._columns import (
     numeric_values,
     unhashable_named,
     value_kind,
+    warn_if_all_unseen,
     warn_if_numbers_as_categories,
+    warn_missing_unlike_fit,
 )
 from ._datetimes import datetime_parts, expand_datetimes, is_tz_aware
 from .base import BaseTokenizer, register_tokenizer
@@ -103,6 +105,10 @@ class TabularTokenizer(BaseTokenizer):
         The parts each datetime column became (see ``numeric_columns``).
     column_families_ : dict of str to {"numeric", "categorical", "datetime", "other"}
         dtype family of every column at fit; ``transform`` refuses a column that changed.
+    had_missing_ : dict of str to bool
+        Whether each column missed a value at fit. ``transform`` warns
+        (``UntrainedMissingWarning``) for a column that had none and misses values now:
+        its missing token was never trained. A continued fit that trains it sets it True.
     scaler_ : QuantileTransformer, StandardScaler or None
         Scaling fitted on the numeric block (``None`` without numeric columns or transform).
     n_tokens_ : int
@@ -184,6 +190,7 @@ class TabularTokenizer(BaseTokenizer):
             if self.column_families_[c] == "datetime" and c not in (self.categorical_columns or [])
         }
         self.datetime_aware_ = {c: is_tz_aware(frame[c]) for c in self.datetime_parts_}
+        self.had_missing_ = {c: bool(frame[c].isna().any()) for c in frame.columns}
         frame = expand_datetimes(frame, self.datetime_parts_)
         self.categorical_columns_, self.numeric_columns_ = self._resolve_kinds(frame)
 
@@ -260,13 +267,16 @@ class TabularTokenizer(BaseTokenizer):
             If ``X`` does not have the fitted columns, or a column changed kind since ``fit``.
         """
         check_is_fitted(self, "categories_")
-        frame = expand_datetimes(self._check_columns(X), getattr(self, "datetime_parts_", {}))
+        frame = self._check_columns(X)
+        warn_missing_unlike_fit(frame, getattr(self, "had_missing_", None))
+        frame = expand_datetimes(frame, getattr(self, "datetime_parts_", {}))
         n = frame.shape[0]
         cat_ids = np.empty((n, len(self.categorical_columns_)), dtype=np.int64)
         for j, (column, categories) in enumerate(zip(self.categorical_columns_, self.categories_)):
             values = frame[column]
             codes = category_index(categories, values, column).astype(np.int64)
             check_unseen_kind(values, codes, categories, column, getattr(self, "category_kinds_", [None] * (j + 1))[j])
+            warn_if_all_unseen(values, codes, categories, column)
             ids = codes + FIRST_CATEGORY_ID
             ids[codes < 0] = UNSEEN_ID
             ids[values.isna().to_numpy()] = MISSING_ID
