@@ -75,9 +75,9 @@ class NonFiniteGuard(Callback):
         """Check ``action`` (skorch hook); returns ``self``."""
         if self.action not in ("raise", "warn"):
             raise ValueError(f"NonFiniteGuard action must be 'raise' or 'warn', got {self.action!r}")
-        self._good = None
+        self.good_state_ = None
         self.failure_ = None
-        self._pending, self._deferred = {True: [], False: []}, False
+        self.pending_losses_, self.deferred_ = {True: [], False: []}, False
         return self
 
     def on_train_begin(self, net, **kwargs):
@@ -87,14 +87,14 @@ class NonFiniteGuard(Callback):
 
     def on_train_end(self, net, **kwargs):
         """Check what a fit interrupted mid-phase left unchecked; warn, never raise (skorch hook)."""
-        if any(getattr(self, "_pending", {}).values()):
+        if any(getattr(self, "pending_losses_", {}).values()):
             self.check_pending(net, interrupted=True)
 
     def on_epoch_begin(self, net, **kwargs):
         """Restart the batch count (skorch hook)."""
-        self._batch = {True: 0, False: 0}
-        self._pending = {True: [], False: []}
-        self._deferred = self._defers(net)
+        self.batch_counts_ = {True: 0, False: 0}
+        self.pending_losses_ = {True: [], False: []}
+        self.deferred_ = self._defers(net)
 
     def _defers(self, net) -> bool:
         if self.defer != "auto":
@@ -104,13 +104,13 @@ class NonFiniteGuard(Callback):
 
     def on_batch_begin(self, net, training=False, **kwargs):
         """Count the batch; deferred, check the training batches when validation begins (skorch hook)."""
-        if not training and self._pending[True]:
+        if not training and self.pending_losses_[True]:
             self.check_pending(net, training=True)
-        self._batch[bool(training)] += 1
+        self.batch_counts_[bool(training)] += 1
 
     def on_grad_computed(self, net, named_parameters, training=False, **kwargs):
         """Check the gradients before the optimizer step uses them (skorch hook)."""
-        if not self.check_gradients or _scales_losses(net) or self._deferred:
+        if not self.check_gradients or _scales_losses(net) or self.deferred_:
             return
         named = [(name, param.grad) for name, param in named_parameters if param.grad is not None]
         if not named:
@@ -131,8 +131,8 @@ class NonFiniteGuard(Callback):
         loss = None if loss is None else torch.as_tensor(loss).detach()
         if loss is None:
             return
-        if self._deferred:
-            self._pending[bool(training)].append(loss)
+        if self.deferred_:
+            self.pending_losses_[bool(training)].append(loss)
         elif not bool(torch.isfinite(loss).all()):
             self._fail(net, f"a non-finite {'training' if training else 'validation'} loss ({float(loss)})", training)
 
@@ -153,10 +153,10 @@ class NonFiniteGuard(Callback):
             warn, whatever ``action`` says.
         """
         for phase in (True, False) if training is None else (bool(training),):
-            losses = getattr(self, "_pending", {}).get(phase)
+            losses = getattr(self, "pending_losses_", {}).get(phase)
             if not losses:
                 continue
-            self._pending[phase] = []
+            self.pending_losses_[phase] = []
             values = torch.stack([loss.double().reshape(-1).sum() for loss in losses])
             checks = [torch.isfinite(values)]
             if phase:  # a non-finite gradient of the last batch shows in no loss yet
@@ -185,18 +185,18 @@ class NonFiniteGuard(Callback):
         # non-blocking copies, in stream order, so an epoch's end does not wait for the GPU
         # (the restore, load_state_dict, is a blocking copy queued after them).
         state = net.module_.state_dict()
-        good = self._good
+        good = self.good_state_
         if good is None or list(good) != list(state) or any(_mismatch(good[key], value) for key, value in state.items()):
             good = OrderedDict(
                 (key, torch.empty(value.shape, dtype=value.dtype, pin_memory=value.is_cuda)) for key, value in state.items()
             )
         for key, value in state.items():
             good[key].copy_(value, non_blocking=value.is_cuda)
-        self._good = good
+        self.good_state_ = good
 
     def _fail(self, net, what: str, training: bool, batch=None, interrupted=False):
         epoch = len(net.history)
-        batch = self._batch[bool(training)] if batch is None else batch
+        batch = self.batch_counts_[bool(training)] if batch is None else batch
         lr = net.optimizer_.param_groups[0]["lr"] if getattr(net, "optimizer_", None) is not None else None
         lr_text = "" if lr is None else f"; the learning rate was {lr:g}"
         message = (
@@ -206,8 +206,8 @@ class NonFiniteGuard(Callback):
             "check the inputs and targets for extreme values, or use callbacks__nonfinite__action='warn' to keep "
             "the restored model."
         )
-        if self._good is not None:
-            net.module_.load_state_dict(self._good)
+        if self.good_state_ is not None:
+            net.module_.load_state_dict(self.good_state_)
         _forget_non_finite_moments(getattr(net, "optimizer_", None))
         self.failure_ = message
         if interrupted:

@@ -118,6 +118,31 @@ def is_categorical_dtype(dtype) -> bool:
     )
 
 
+def _target_values(y, numeric: bool) -> np.ndarray:
+    """``y`` as a numpy array; a DataFrame of nullable numbers or booleans keeps a numeric dtype.
+
+    ``DataFrame.to_numpy()`` gives an object array for nullable columns (``Int64``,
+    ``boolean``, ``Float64``), which no longer reads as a 0/1 indicator matrix and which
+    ``astype(float)`` refuses at its first ``pd.NA``. Regression targets get NaN there,
+    which the finite check then names by row.
+    """
+    if not isinstance(y, (pd.Series, pd.DataFrame)):
+        return np.asarray(y)
+    dtypes = list(y.dtypes) if isinstance(y, pd.DataFrame) else [y.dtype]
+    numpy_dtypes = [getattr(dtype, "numpy_dtype", None) for dtype in dtypes]
+    nullable_numbers = (
+        isinstance(y, pd.DataFrame)
+        and len(dtypes) > 0
+        and all(isinstance(d, pd.api.extensions.ExtensionDtype) for d in dtypes)
+        and all(d is not None and d.kind in "biuf" for d in numpy_dtypes)
+    )
+    if nullable_numbers and numeric:
+        return y.to_numpy(dtype=np.float64, na_value=np.nan)
+    if nullable_numbers and not y.isna().to_numpy().any():
+        return y.to_numpy(dtype=np.result_type(*numpy_dtypes))
+    return np.asarray(y.to_numpy())
+
+
 def check_target(y, n_samples: int, *, numeric: bool):
     """Check y's length and values; return it as a numpy array.
 
@@ -146,7 +171,7 @@ def check_target(y, n_samples: int, *, numeric: bool):
         raise ValueError("X has 0 sample(s) while a minimum of 1 is required.")
     if y is None:
         raise ValueError("This estimator requires y to be passed, but the target y is None")
-    y_array = np.asarray(y.to_numpy() if isinstance(y, (pd.Series, pd.DataFrame)) else y)
+    y_array = _target_values(y, numeric)
     if y_array.ndim == 0:
         raise ValueError(f"y must be an array of targets, got the scalar {y_array!r}")
     if len(y_array) != n_samples:

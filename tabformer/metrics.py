@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["bio_entities", "entity_f1"]
+__all__ = ["bio_entities", "entity_f1", "is_bio_tag"]
 
 
 # ------------------------------------------------------------------ metric
@@ -13,6 +13,25 @@ def _split_tag(tag: str) -> tuple[str, str]:
     if not dash or prefix not in ("B", "I"):
         raise ValueError(f"tag {tag!r} is not BIO: expected 'O', 'B-<type>' or 'I-<type>'")
     return prefix, kind
+
+
+def is_bio_tag(tag) -> bool:
+    """Whether ``tag`` is ``"O"``, ``"B-<type>"`` or ``"I-<type>"`` (what :func:`entity_f1` reads).
+
+    Parameters
+    ----------
+    tag : object
+        One tag.
+
+    Returns
+    -------
+    bool
+    """
+    try:
+        _split_tag(tag)
+    except ValueError:
+        return False
+    return True
 
 
 def bio_entities(tags) -> list[tuple[int, int, str]]:

@@ -160,7 +160,8 @@ def history(estimator, ax=None):
     -------
     ax : matplotlib Axes
         With one line per recorded loss (labels ``"train_loss"``, ``"valid_loss"``), a
-        dotted vertical line at the best ``valid_loss`` epoch and a legend.
+        dotted vertical line at the best epoch of what early stopping watched
+        (its ``monitor``: ``valid_loss``, or ``valid_acc``) and a legend.
 
     Examples
     --------
@@ -177,9 +178,15 @@ def history(estimator, ax=None):
     for key in ("train_loss", "valid_loss"):
         if all(key in row for row in rows):
             lines += ax.plot(epochs, [row[key] for row in rows], marker="o", markersize=3, label=key)
-    if all("valid_loss" in row for row in rows):
-        best = epochs[int(np.argmin([row["valid_loss"] for row in rows]))]
-        ax.axvline(best, color="grey", linestyle=":", label=f"best valid_loss (epoch {best})")
+    # The epoch early stopping keeps is the best of what it watched: valid_acc for some recipes.
+    stopping = dict(getattr(estimator, "callbacks_", None) or []).get("early_stopping")
+    monitor, lower = getattr(stopping, "monitor", "valid_loss"), getattr(stopping, "lower_is_better_", True)
+    if not all(isinstance(row.get(monitor), (int, float)) for row in rows):
+        monitor, lower = "valid_loss", True
+    if all(monitor in row for row in rows):
+        scores = [row[monitor] for row in rows]
+        best = epochs[int(np.argmin(scores) if lower else np.argmax(scores))]
+        ax.axvline(best, color="grey", linestyle=":", label=f"best {monitor} (epoch {best})")
     ax.set_xlabel("epoch")
     ax.set_ylabel("loss")
     if all(isinstance(row.get("valid_acc"), (int, float)) for row in rows):

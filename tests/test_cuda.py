@@ -222,11 +222,11 @@ def test_cuda_fit_steps_fused_and_defers_the_guard_to_the_end_of_each_phase():
     clf = TabFormerClassifier(device="cuda", max_epochs=2, **TEXT_TINY).fit(TEXTS, TEXT_LABELS)
     assert clf.resolved_params_["optimizer__fused"] is True and clf.optimizer_.defaults["fused"] is True
     guard = dict(clf.callbacks_)["nonfinite"]
-    assert guard._deferred is True
+    assert guard.deferred_ is True
     torch.cuda.synchronize()  # the snapshot's copies are non-blocking
     for key, value in clf.module_.state_dict().items():
-        assert guard._good[key].is_pinned()
-        torch.testing.assert_close(guard._good[key], value.cpu(), rtol=0, atol=0)
+        assert guard.good_state_[key].is_pinned()
+        torch.testing.assert_close(guard.good_state_[key], value.cpu(), rtol=0, atol=0)
     assert all(type(row["train_loss"]) is float for row in clf.history[-1]["batches"])
 
     class NaNAtThirdBatch(SkorchCallback):

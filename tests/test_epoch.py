@@ -53,7 +53,7 @@ def test_defer_auto_checks_each_batch_on_the_cpu():
     net = _net(guard).initialize()
     guard.on_train_begin(net)
     guard.on_epoch_begin(net)
-    assert guard._deferred is False
+    assert guard.deferred_ is False
     guard.on_batch_begin(net, training=True)
     with pytest.raises(NonFiniteTrainingError, match="training batch 1"):
         guard.on_batch_end(net, training=True, loss=torch.tensor(float("nan")))
@@ -194,7 +194,7 @@ def test_a_fit_interrupted_mid_phase_still_has_its_deferred_losses_checked():
 def test_a_guard_pickled_before_defer_existed_still_trains():
     clf = TabFormerClassifier(**TEXT_TINY).fit(TEXTS, LABELS)
     guard = dict(clf.callbacks_)["nonfinite"]
-    for name in ("defer", "_pending", "_deferred"):
+    for name in ("defer", "pending_losses_", "_deferred"):
         guard.__dict__.pop(name, None)
     clf.partial_fit(TEXTS, LABELS)
     assert len(clf.history) == 4  # two epochs more
@@ -225,17 +225,17 @@ def test_the_guard_keeps_its_snapshot_buffers_and_renews_them_when_a_shape_chang
     guard = NonFiniteGuard().initialize()
     net = _net(guard).initialize()
     guard._snapshot(net)
-    first = {key: value.data_ptr() for key, value in guard._good.items()}
+    first = {key: value.data_ptr() for key, value in guard.good_state_.items()}
     with torch.no_grad():
         net.module_.first.weight.add_(1.0)
     guard._snapshot(net)
-    assert {key: value.data_ptr() for key, value in guard._good.items()} == first  # filled again, not reallocated
-    torch.testing.assert_close(guard._good["first.weight"], net.module_.first.weight.detach(), rtol=0, atol=0)
+    assert {key: value.data_ptr() for key, value in guard.good_state_.items()} == first  # filled again, not reallocated
+    torch.testing.assert_close(guard.good_state_["first.weight"], net.module_.first.weight.detach(), rtol=0, atol=0)
     net.module_.first = torch.nn.Linear(3, 7)  # e.g. an embedding grown for new categories
     net.module_.second = torch.nn.Linear(7, 1)
     guard._snapshot(net)
-    assert guard._good["first.weight"].shape == (7, 3)
-    torch.testing.assert_close(guard._good["second.weight"], net.module_.second.weight.detach(), rtol=0, atol=0)
+    assert guard.good_state_["first.weight"].shape == (7, 3)
+    torch.testing.assert_close(guard.good_state_["second.weight"], net.module_.second.weight.detach(), rtol=0, atol=0)
 
 
 class Modes(Callback):

@@ -199,13 +199,13 @@ def test_check_gradients_false_skips_the_gradient_check():
 
 def test_the_guard_snapshot_is_a_cpu_copy_and_action_is_checked():
     guard = NonFiniteGuard().initialize()
-    assert guard.failure_ is None and guard._good is None
+    assert guard.failure_ is None and guard.good_state_ is None
     net = _net(guard, criterion=torch.nn.MSELoss).initialize()
     guard._snapshot(net)
     with torch.no_grad():
         net.module_.first.weight.add_(1.0)
-    assert all(value.device.type == "cpu" for value in guard._good.values())
-    assert not torch.equal(guard._good["first.weight"], net.module_.first.weight)
+    assert all(value.device.type == "cpu" for value in guard.good_state_.values())
+    assert not torch.equal(guard.good_state_["first.weight"], net.module_.first.weight)
     with pytest.raises(ValueError, match=r"^NonFiniteGuard action must be 'raise' or 'warn', got 'stop'$"):
         NonFiniteGuard(action="stop").initialize()
 

@@ -320,7 +320,7 @@ class TabFormerNet(
         self
         """
         check_params(self)
-        if self.warm_start and getattr(self, "initialized_", False) and hasattr(self, "tokenizer_"):
+        if self._continues():
             return self.partial_fit(X, y, sample_weight=sample_weight, **fit_params)
         self.accelerator_ = None
         self.accelerator_ = self._make_accelerator()
@@ -414,6 +414,10 @@ class TabFormerNet(
         with self._seeded(), self._schedule_from_the_peak():
             NeuralNet.partial_fit(self, data, y_encoded, **fit_params)
         return self
+
+    def _continues(self) -> bool:
+        """Whether ``fit`` continues the fitted model: ``warm_start=True`` after a first fit."""
+        return bool(self.warm_start and getattr(self, "initialized_", False) and hasattr(self, "tokenizer_"))
 
     def _continued_data(self, X, y):
         """``(tokens or dataset, encoded target)`` of ``X, y`` for a continued fit."""

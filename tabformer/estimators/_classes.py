@@ -7,10 +7,13 @@ them; each was accepted and ignored before (a review's find).
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
+from sklearn.exceptions import DataConversionWarning
 from sklearn.preprocessing import LabelEncoder
 
-__all__ = ["fit_label_encoder", "check_weighted_classes", "check_same_classes"]
+__all__ = ["fit_label_encoder", "check_weighted_classes", "check_same_classes", "fitted_label_vector", "label_vector"]
 
 
 def fit_label_encoder(y: np.ndarray, declared) -> LabelEncoder:
@@ -27,6 +30,9 @@ def fit_label_encoder(y: np.ndarray, declared) -> LabelEncoder:
     LabelEncoder
     """
     if declared is None:
+        kinds = sorted({type(label).__name__ for label in np.asarray(y, dtype=object).ravel().tolist()})
+        if "str" in kinds and len(kinds) > 1:  # LabelEncoder's sort would fail with "'<' not supported"
+            raise ValueError(f"y mixes label types {kinds}; make them one type (e.g. y.astype(str))")
         encoder = LabelEncoder().fit(y)
     else:
         encoder = LabelEncoder().fit(np.asarray(declared))
@@ -37,7 +43,7 @@ def fit_label_encoder(y: np.ndarray, declared) -> LabelEncoder:
                 f"y holds label(s) {labels[unknown].tolist()} that classes={encoder.classes_.tolist()} does not list"
             )
     if len(encoder.classes_) < 2:
-        raise ValueError(f"y has only 1 class ({encoder.classes_[0]!r}); a classifier needs at least 2 classes")
+        raise ValueError(f"y has only 1 class ({encoder.classes_.tolist()[0]!r}); a classifier needs at least 2 classes")
     return encoder
 
 
@@ -62,3 +68,39 @@ def check_weighted_classes(y_encoded: np.ndarray, sample_weight, classes_) -> No
             f"sample_weight leaves {kept} with any weight (every row of the others weighs 0); a classifier needs "
             "at least 2 classes with weight"
         )
+
+
+def label_vector(y) -> np.ndarray:
+    """``y`` as 1-D class labels; a column vector is raveled, a wider 2-D ``y`` refused (a single-label model).
+
+    Raveled, a (n, 2) ``y`` gave 2n labels and skorch's "X has n samples but y has 2n".
+    """
+    y = np.asarray(y)
+    if y.ndim > 1 and y.shape[1:] != (1,):
+        raise ValueError(f"y must be 1-D class labels, as in fit (a single-label model); got shape {y.shape}")
+    return y.ravel()
+
+
+def fitted_label_vector(y: np.ndarray) -> np.ndarray:
+    """``fit``'s ``y`` (not multi-label) as 1-D labels: a column vector raveled with sklearn's warning, else refused.
+
+    Parameters
+    ----------
+    y : ndarray
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+    """
+    if y.ndim == 1:
+        return y
+    if y.ndim == 2 and y.shape[1] == 1:
+        message = "A column-vector y was passed when a 1d array was expected; it was raveled."
+        warnings.warn(message, DataConversionWarning, stacklevel=4)
+        return y.ravel()
+    if y.ndim == 2:
+        other = next((value for value in y.ravel().tolist() if value not in (0, 1)), None)
+        raise ValueError(
+            f"y of shape {y.shape} is neither 1-D class labels nor a 0/1 indicator matrix (multi-label): it holds {other!r}"
+        )
+    raise ValueError(f"y must be 1-D class labels for a classifier, got shape {y.shape}")

@@ -11,6 +11,7 @@ from ..nn.models import LateFusionModel, TabFormerModel
 from ._base import TabFormerNet
 from ._params import FINE_TUNING_CONSTRAINTS
 from ._text_recipes import load_text_stems
+from ._util import construct
 
 __all__ = ["FineTuningNet"]
 
@@ -109,9 +110,8 @@ class FineTuningNet(TabFormerNet):
                 kwargs["fusion_layer"] = fusion
             if self.freeze_embedder:
                 kwargs["freeze_embedder"] = True
-            self.module_ = self.module(
-                embedder=embedder, encoder=encoder, head=head, freeze_encoder=self.freeze_encoder, **kwargs
-            )
+            parts = dict(embedder=embedder, encoder=encoder, head=head, freeze_encoder=self.freeze_encoder)
+            self.module_ = construct(self.module, {**kwargs, **parts}, "module")
         if getattr(self, "text_stem_weights_", None):  # a text column's frozen MiniLM stem (``_text_recipes``)
             load_text_stems(self.module_, self.text_stem_weights_)
         return self

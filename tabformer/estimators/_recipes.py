@@ -303,6 +303,9 @@ def resolve_recipe(estimator, tokenizer, X, n_rows: int, pretrained: bool) -> di
         value = getattr(estimator, name)
         resolved[name] = recipe[name] if isinstance(value, str) and value == AUTO else value
     resolved["monitor"] = recipe["monitor"] if estimator._recipe_role == "classifier" else "valid_loss"
+    for name in ("patience", "monitor"):  # routed to the callback, they win over the recipe there too
+        if f"callbacks__early_stopping__{name}" in user:
+            resolved[name] = getattr(estimator, f"callbacks__early_stopping__{name}")
     fraction = estimator.validation_fraction
     if isinstance(fraction, str) and fraction == AUTO:
         # Without early stopping nothing is decided on the holdout: train on every row.

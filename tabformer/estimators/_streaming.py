@@ -17,7 +17,7 @@ from .._data import collate_batched
 from .._stream import StreamedRows, is_image_paths, open_source
 from ._classes import check_same_classes
 from ._params import check_params
-from ._weights import check_sample_weight
+from ._weights import as_float32_weights, check_sample_weight
 
 __all__ = ["StreamingMixin", "STREAMING_PARAM_DOC", "SAMPLE_SIZES"]
 
@@ -78,7 +78,7 @@ class StreamingMixin:
         if source is None:
             return super().fit(X, y, sample_weight=sample_weight, **fit_params)
         check_params(self)
-        if self.warm_start and getattr(self, "initialized_", False) and hasattr(self, "tokenizer_"):
+        if self._continues():
             return self.partial_fit(X, y, sample_weight=sample_weight, **fit_params)
         self.accelerator_ = None
         self.accelerator_ = self._make_accelerator()
@@ -121,6 +121,8 @@ class StreamingMixin:
             raise ValueError("batch_size=-1 (one batch of every row) cannot stream; pass a batch size")
         if weights is not None and np.all(weights == weights[0]):
             weights = None  # equal weights leave the loss unchanged: the unweighted path, as in memory
+        elif weights is not None:
+            weights = as_float32_weights(weights)
         return StreamedRows(source, self.tokenizer_, y_encoded, weights=weights, buffer_rows=self.stream_buffer_rows)
 
     def get_split_datasets(self, X, y=None, **fit_params):

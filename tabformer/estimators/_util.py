@@ -23,12 +23,14 @@ __all__ = [
 
 def construct(cls, params: dict, prefix: str, *args):
     """``cls(*args, **params)``, with an error naming any ``prefix__`` key it does not take."""
-    accepted = set(inspect.signature(cls).parameters)
-    unknown = sorted(set(params) - accepted)
+    signature = inspect.signature(cls).parameters
+    accepted = set(signature)
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.values())
+    unknown = [] if takes_any else sorted(set(params) - accepted)
     if unknown:
         raise ValueError(
             f"{', '.join(prefix + '__' + key for key in unknown)}: not a parameter of {cls.__name__}; "
-            f"valid {prefix}__ parameters: {sorted(accepted - {'d_model', 'n_outputs'})}"
+            f"valid {prefix}__ parameters: {sorted(accepted - {'d_model', 'n_outputs', 'embedder', 'encoder', 'head'})}"
         )
     return cls(*args, **params)
 

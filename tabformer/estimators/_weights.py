@@ -18,6 +18,7 @@ from skorch.utils import to_tensor
 __all__ = [
     "WeightedLossMixin",
     "SAMPLE_WEIGHT",
+    "as_float32_weights",
     "check_sample_weight",
     "check_split_weights",
     "class_weights_of",
@@ -90,7 +91,19 @@ def with_weights(tokens: dict, weights) -> dict:
     """
     if weights is None or (weights.ndim == 1 and np.all(weights == weights[0])):
         return tokens
-    return {**tokens, SAMPLE_WEIGHT: np.asarray(weights, dtype=np.float32)}
+    return {**tokens, SAMPLE_WEIGHT: as_float32_weights(weights)}
+
+
+def as_float32_weights(weights) -> np.ndarray:
+    """``weights`` scaled to a largest weight of 1, as float32.
+
+    The loss divides by the weights' sum, so their scale is free; at a largest weight of 1,
+    float32 neither overflows (1e39 -> inf) nor flushes tiny weights (1e-50 -> 0, 1e-44 to
+    subnormals with distorted ratios).
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    peak = weights.max() if weights.size else 0.0
+    return (weights / peak if peak > 0 else weights).astype(np.float32)
 
 
 def without_weights(inputs):

@@ -152,7 +152,8 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         encoder = self.build_encoder()
         embedder = self.build_embedder(encoder.d_model)
         head = self.objective_.build_head(self.tokenizer_, embedder, encoder.d_model)
-        self.module_ = self.module(embedder=embedder, encoder=encoder, head=head, **self.get_params_for("module"))
+        parts = {"embedder": embedder, "encoder": encoder, "head": head}
+        self.module_ = construct(self.module, {**self.get_params_for("module"), **parts}, "module")
         return self
 
     def get_loss(self, y_pred, y_true, X=None, training=False):
@@ -178,6 +179,8 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         check_params(self)
         if fit_params.pop("sample_weight", None) is not None:  # skorch would hand it to the module's forward
             raise ValueError("TabFormerPretrainer does not take sample_weight: its objectives weigh every row alike")
+        if self._continues():
+            return self.partial_fit(X, y, **fit_params)
         if self.objective != "auto":
             get_objective(self.objective)  # an unknown name fails before the tokenizer's fit
         with self._seeded():

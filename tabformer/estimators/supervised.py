@@ -14,7 +14,7 @@ from numbers import Integral
 import numpy as np
 import scipy.sparse as sp
 import torch
-from sklearn.exceptions import ConvergenceWarning, DataConversionWarning
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import type_of_target
@@ -25,7 +25,7 @@ from .._validation import check_target, standardization
 from ..nn.heads import ClassificationHead, RegressionHead
 from ._base import construct
 from ._categories import NEW_CATEGORIES_CONSTRAINT, NEW_CATEGORIES_PARAM_DOC
-from ._classes import check_weighted_classes, fit_label_encoder
+from ._classes import check_weighted_classes, fit_label_encoder, fitted_label_vector, label_vector
 from ._collapse import check_samples, is_constant, kept_epoch_answers_vary
 from ._docs import (
     CLASS_WEIGHT_DOC,
@@ -238,22 +238,7 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
         if self._multilabel:
             self.label_encoder_ = LabelEncoder().fit(np.arange(y.shape[1]))
             return self._encode_target(y)
-        if y.ndim != 1:
-            if y.ndim == 2 and y.shape[1] == 1:
-                warnings.warn(
-                    "A column-vector y was passed when a 1d array was expected; it was raveled.",
-                    DataConversionWarning,
-                    stacklevel=3,
-                )
-                y = y.ravel()
-            elif y.ndim == 2:
-                other = next((value for value in y.ravel().tolist() if value not in (0, 1)), None)
-                raise ValueError(
-                    f"y of shape {y.shape} is neither 1-D class labels nor a 0/1 indicator matrix (multi-label): it "
-                    f"holds {other!r}"
-                )
-            else:
-                raise ValueError(f"y must be 1-D class labels for a classifier, got shape {y.shape}")
+        y = fitted_label_vector(y)
         declared = self.__dict__.get("_classes_for_fit")  # partial_fit's classes=, over the constructor's
         self.label_encoder_ = fit_label_encoder(y, self.classes if declared is None else declared)
         return self._encode_target(y)
@@ -266,10 +251,11 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
                     f"y must be a 0/1 indicator matrix with {len(self.classes_)} label columns, as in fit; got shape {y.shape}"
                 )
             return y.astype(np.float32)
-        y = np.asarray(y).ravel()
+        y = label_vector(y)
         unknown = set(np.unique(y)) - set(self.label_encoder_.classes_)
         if unknown:
-            raise ValueError(f"y holds label(s) {sorted(unknown, key=str)} not seen in fit; classes are {list(self.classes_)}")
+            unknown = sorted(np.asarray(list(unknown), dtype=object).tolist(), key=str)
+            raise ValueError(f"y holds label(s) {unknown} not seen in fit; classes are {self.classes_.tolist()}")
         return self.label_encoder_.transform(y).astype(np.int64)
 
     def _stratify_labels(self, y):
@@ -301,8 +287,23 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
         Multi-label: each label's own probability (a sigmoid), shape (n_samples, n_labels);
         rows need not sum to 1.
         """
+        return self._linked(X, torch.sigmoid if self._multilabel else partial(torch.softmax, dim=-1))
+
+    def predict_log_proba(self, X):
+        """Log of :meth:`predict_proba`, from the logits (finite where a probability underflows).
+
+        Parameters
+        ----------
+        X : the inputs ``predict_proba`` takes
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        return self._linked(X, torch.nn.functional.logsigmoid if self._multilabel else partial(torch.log_softmax, dim=-1))
+
+    def _linked(self, X, link):
         check_is_fitted(self)
-        link = torch.sigmoid if self._multilabel else partial(torch.softmax, dim=-1)
         if "forward_iter" in vars(self) and isinstance(X, torch.utils.data.Dataset):
             # skorch's valid_acc scoring the epoch's validation set: it has swapped in a
             # forward_iter that replays the logits of the validation pass just run, so

@@ -15,7 +15,7 @@ import torch
 from scipy.sparse import issparse
 from sklearn.utils.validation import check_is_fitted
 
-from ..metrics import entity_f1
+from ..metrics import entity_f1, is_bio_tag
 from ..nn.heads import IGNORE_INDEX, TokenClassificationHead, TokenCrossEntropy
 from ._base import construct
 from ._docs import (
@@ -156,6 +156,8 @@ class TabFormerTagger(FineTuningNet):
         self
         """
         check_params(self)
+        if self._continues():
+            return self.partial_fit(X, y, sample_weight=sample_weight, **fit_params)
         X = _check_sentences(X)
         weights = check_sample_weight(sample_weight, len(X))
         tags = self._check_tags(X, y)
@@ -178,7 +180,9 @@ class TabFormerTagger(FineTuningNet):
         labelled = labels != IGNORE_INDEX
         weights = labelled * (1.0 if sample_weight is None else np.asarray(sample_weight)[:, None])
         if self.class_weight is not None:
-            per_tag = class_weights_of(self.class_weight, self.classes_, labels[labelled])
+            # classes_ are the tags' str, so a dict keyed by the tags as given ({1: 2.0}) is read the same way
+            given = self.class_weight if isinstance(self.class_weight, str) else {str(k): w for k, w in self.class_weight.items()}
+            per_tag = class_weights_of(given, self.classes_, labels[labelled])
             weights = weights * np.where(labelled, per_tag[np.where(labelled, labels, 0)], 0.0)
         return weights
 
@@ -186,7 +190,7 @@ class TabFormerTagger(FineTuningNet):
         """Tokens of ``X`` and the sub-word labels of ``y``, with the fitted tag set."""
         X = _check_sentences(X)
         tags = self._check_tags(X, y)
-        unknown = {t for row in tags for t in row} - set(self.classes_)
+        unknown = {str(t) for row in tags for t in row} - set(self.classes_)  # classes_ are str: int tags too
         if unknown:
             raise ValueError(f"y holds tag(s) {sorted(unknown)} not seen in fit; tags are {list(self.classes_)}")
         batch = self.tokenize(X)
@@ -243,7 +247,30 @@ class TabFormerTagger(FineTuningNet):
         return out
 
     def score(self, X, y, sample_weight=None):
-        """Entity-level F1 (CoNLL) of ``predict(X)`` against ``y``."""
+        """Entity-level F1 (CoNLL) for BIO tags; for any other tag set, the share of words tagged right.
+
+        Parameters
+        ----------
+        X : list of n lists of str (words)
+        y : list of n lists of tags, ``len(y[i]) == len(X[i])``
+        sample_weight : None
+            Not supported.
+
+        Returns
+        -------
+        score : float
+            :func:`~tabformer.metrics.entity_f1` when every fitted tag is ``"O"``,
+            ``"B-<type>"`` or ``"I-<type>"``; else word accuracy (POS tags, integer tags),
+            which is what a grid search over a POS tagger needs.
+        """
         if sample_weight is not None:
             raise ValueError("TabFormerTagger.score does not support sample_weight")
-        return entity_f1(y, self.predict(X))
+        check_is_fitted(self)
+        X = _check_sentences(X)
+        predicted = self.predict(X)
+        if all(is_bio_tag(tag) for tag in self.classes_):
+            return entity_f1(y, predicted)
+        truth = [str(tag) for row in self._check_tags(X, y) for tag in row]
+        if not truth:
+            raise ValueError("y holds no tags at all (every sentence is empty): there is nothing to score")
+        return float(np.mean(np.asarray(truth, dtype=object) == np.asarray([t for row in predicted for t in row], dtype=object)))
