@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import ast
 import json
-import os
 import sys
 import textwrap
 from pathlib import Path
@@ -33,128 +32,12 @@ from sklearn.utils.multiclass import type_of_target
 from skorch.callbacks import Callback
 from tqdm.auto import tqdm
 
+from ._cli_input import CLIError, category_kinds, image_columns, read_data
 from ._version import __version__
 from .estimators import TabFormerClassifier, TabFormerPretrainer, TabFormerRegressor
 from .persistence import CONFIG_FILE, PersistenceError, load
-from .tokenizers.detect import IMAGE_EXTENSIONS, is_path
 
 __all__ = ["main", "read_data", "category_kinds", "parse_settings"]
-
-TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq", ".txt")
-
-
-class CLIError(Exception):
-    """Bad input: reported in one line, exit status 2."""
-
-
-# ----------------------------------------------------------------------------- input
-#: pandas' names (``infer_dtype``) of category values a CSV parses back by itself
-_PARSED_CATEGORY_KINDS = ("integer", "floating", "mixed-integer-float", "boolean")
-
-
-def _is_text_dtype(dtype: str) -> bool:
-    return dtype in ("object", "str") or "string" in dtype  # string, string[pyarrow], large_string[pyarrow]
-
-
-def _as_fitted(frame: pd.DataFrame, dtypes: dict) -> pd.DataFrame:
-    """A CSV's columns cast to what fit saw: categories as categories, datetimes parsed."""
-    for column, dtype in dtypes.items():
-        if column not in frame.columns:
-            continue  # predict names the missing column
-        if dtype == "category":
-            frame[column] = frame[column].astype("category")
-        elif dtype.startswith("datetime64") and not pd.api.types.is_datetime64_any_dtype(frame[column]):
-            try:
-                frame[column] = pd.to_datetime(frame[column])
-            except (ValueError, TypeError) as error:
-                raise CLIError(f"column {column!r} was a datetime at fit and cannot be read as one here: {error}") from None
-    return frame
-
-
-def _read_file(path: Path, dtypes: dict | None, category_kinds: dict | None = None):
-    suffix = path.suffix.lower()
-    if suffix in (".parquet", ".pq"):
-        try:
-            import pyarrow  # noqa: F401
-        except ImportError:
-            raise CLIError(f"reading {path} needs pyarrow: pip install 'tabformer[parquet]'") from None
-        return pd.read_parquet(path)
-    if suffix == ".txt":
-        return [line.rstrip("\n") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
-    if suffix in (".csv", ".tsv"):
-        # Columns that were text at fit are read as text, so "00123" stays a category, not a number;
-        # a category of numbers is parsed as numbers, as fit saw it.
-        fitted, kinds = dtypes or {}, category_kinds or {}
-        text = {
-            c: str
-            for c, d in fitted.items()
-            if _is_text_dtype(d) or (d == "category" and kinds.get(c) not in _PARSED_CATEGORY_KINDS)
-        }
-        return _as_fitted(pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", dtype=text or None), fitted)
-    raise CLIError(f"cannot read {path}: unknown file type {suffix or '(none)'!r}; use .csv, .tsv, .parquet or .txt")
-
-
-def _resolve_image_paths(frame: pd.DataFrame, root: Path) -> pd.DataFrame:
-    for column in frame.columns:
-        values = frame[column].dropna()
-        if len(values) and values.map(is_path).all():
-            frame[column] = frame[column].map(lambda v: v if not isinstance(v, str) or os.path.isabs(v) else str(root / v))
-    return frame
-
-
-def category_kinds(estimator) -> dict:
-    """Column -> the kind of value its categories held at fit (pandas' ``infer_dtype`` name), from the fitted table tokenizers.
-
-    Parameters
-    ----------
-    estimator : a fitted tabformer estimator
-
-    Returns
-    -------
-    dict
-        Empty where the estimator has no categorical column.
-    """
-    tokenizer = getattr(estimator, "tokenizer_", None)
-    tables = [tokenizer] + [sub for _, sub, _ in getattr(tokenizer, "transformers_", None) or []]
-    kinds = {}
-    for table in tables:
-        kinds.update(zip(getattr(table, "categorical_columns_", None) or [], getattr(table, "category_kinds_", None) or []))
-    return kinds
-
-
-def read_data(path, image_root=None, dtypes: dict | None = None, category_kinds: dict | None = None):
-    """A DataFrame (table files), a list of str (``.txt``) or a list of image paths (a folder of images).
-
-    ``dtypes`` (column -> the dtype's name at fit) and ``category_kinds`` (see
-    :func:`category_kinds`) make a CSV read back as fit saw it.
-    """
-    path = Path(path)
-    if not path.exists():
-        raise CLIError(f"cannot read {path}: no such file or folder")
-    try:
-        if path.is_dir():
-            files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
-            images = [str(p) for p in files if p.suffix.lower() in IMAGE_EXTENSIONS]
-            if images:
-                return images
-            tables = [p for p in files if p.suffix.lower() in TABLE_SUFFIXES]
-            if not tables:
-                raise CLIError(f"{path} holds no image or data file ({', '.join(TABLE_SUFFIXES)})")
-            parts = [_read_file(p, dtypes, category_kinds) for p in tables]
-            if all(isinstance(part, list) for part in parts):
-                return [text for part in parts for text in part]
-            data = pd.concat(parts, ignore_index=True)
-        else:
-            data = _read_file(path, dtypes, category_kinds)
-    except CLIError:
-        raise
-    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as error:
-        raise CLIError(f"cannot read {path}: {error}") from None
-    if isinstance(data, pd.DataFrame):
-        if data.empty:
-            raise CLIError(f"{path} holds no rows")
-        data = _resolve_image_paths(data, Path(image_root) if image_root else (path if path.is_dir() else path.parent))
-    return data
 
 
 def parse_settings(pairs) -> dict:
@@ -235,13 +118,34 @@ def cmd_fit(args):
     y = data.pop(args.target)
     task = args.task
     if task == "auto":
-        numeric = pd.api.types.is_numeric_dtype(y) and not pd.api.types.is_bool_dtype(y)
-        task = "regression" if numeric and type_of_target(y.to_numpy()) == "continuous" else "classification"
+        task = _task_of(y)
     estimator = (TabFormerRegressor if task == "regression" else TabFormerClassifier)(verbose=0)
     _configure(estimator, parse_settings(args.set))
     _fit_with_progress(estimator, data, y.to_numpy(), args.quiet)
     estimator.save(args.out)
     print(f"tabformer: {type(estimator).__name__} ({task}) saved to {args.out}: {_summary(estimator)}", file=sys.stderr)
+
+
+#: whole-number targets with more distinct values than this (and than 5% of the rows) are
+#: counts or amounts, read as a regression: prices, ages, years
+MAX_AUTO_CLASSES = 20
+
+
+def _task_of(y: pd.Series) -> str:
+    """``"regression"`` for continuous numbers and for whole numbers of many values, else ``"classification"``."""
+    if not pd.api.types.is_numeric_dtype(y) or pd.api.types.is_bool_dtype(y):
+        return "classification"
+    if type_of_target(y.to_numpy()) == "continuous":
+        return "regression"
+    distinct = y.nunique()
+    if distinct > MAX_AUTO_CLASSES and distinct > 0.05 * len(y):
+        print(
+            f"tabformer: target {y.name!r} holds {distinct} distinct whole numbers: a regression "
+            "(--task classification to treat them as classes)",
+            file=sys.stderr,
+        )
+        return "regression"
+    return "classification"
 
 
 def cmd_pretrain(args):
@@ -280,7 +184,11 @@ def _predictions(estimator, X, proba: bool) -> pd.DataFrame:
 
 def cmd_predict(args):
     estimator = load(args.model, device=args.device)
-    data = read_data(args.data, args.image_root, getattr(estimator, "feature_dtypes_in_", None), category_kinds(estimator))
+    if not any(hasattr(estimator, method) for method in ("predict", "transform")):
+        what = type(estimator).__name__
+        raise CLIError(f"{args.model} holds a {what}, which does not predict; use it as an estimator's encoder=")
+    dtypes = getattr(estimator, "feature_dtypes_in_", None)
+    data = read_data(args.data, args.image_root, dtypes, category_kinds(estimator), image_columns(estimator))
     names = getattr(estimator, "feature_names_in_", None)
     if isinstance(data, pd.DataFrame) and names is not None:
         extra = [c for c in data.columns if c not in set(names)]
@@ -318,7 +226,7 @@ def cmd_info(args):
     lines.append("  saved with: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
     if "estimator" in config:
         lines.append(f"  estimator:  {config['estimator']['class'].replace(':', '.')}")
-        labels = _fitted_classes(config)
+        labels = _fitted_classes(config, folder)
         if labels is not None:
             lines.append(f"  classes:    {labels}")
     tokenizer = config.get("tokenizer", {}).get("class", "").replace(":", ".")
@@ -352,16 +260,28 @@ def cmd_info(args):
     print("\n".join(lines))
 
 
-def _fitted_classes(config):
+def _fitted_classes(config, folder: Path):
     fitted = config.get("fitted", {})
     encoder = fitted.get("label_encoder_", {})
     classes = encoder.get("fitted", {}).get("classes_") if isinstance(encoder, dict) else None
     classes = classes or fitted.get("classes_")
-    return classes.get("data") if isinstance(classes, dict) else None
+    if not isinstance(classes, dict):
+        return None
+    if "file" in classes:  # more classes than fit inline in config.json
+        from safetensors.numpy import load_file
+
+        labels = load_file(folder / classes["file"])[classes["key"]].tolist()
+    else:
+        labels = classes.get("data")
+    if labels is not None and len(labels) > 20:
+        return f"{len(labels)} classes: {labels[:10]} ... {labels[-3:]}"
+    return labels
 
 
 def cmd_export(args):
     estimator = load(args.model, device="cpu")
+    if not hasattr(estimator, "export_onnx"):
+        raise CLIError(f"{args.model} holds a {type(estimator).__name__}, which has no ONNX export; export an estimator")
     try:
         estimator.export_onnx(args.onnx, opset=args.opset)
     except ImportError as error:
@@ -420,7 +340,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         COMMANDS[args.command](args)
-    except (CLIError, PersistenceError, ValueError, TypeError, FileNotFoundError) as error:
+    except (CLIError, PersistenceError, ValueError, TypeError, FileNotFoundError, RuntimeError) as error:
         if args.debug:
             raise
         message = " ".join(str(error).split()) or type(error).__name__

@@ -10,6 +10,9 @@ estimators with their fitted attributes, skorch callbacks). Numeric arrays of mo
 
 from __future__ import annotations
 
+import base64
+import datetime
+import decimal
 import functools
 import inspect
 import math
@@ -69,6 +72,49 @@ def _encode_array(array: np.ndarray, where: str, writer: Writer):
     return _tagged("ndarray", dtype=array.dtype.name, shape=shape, file=ARRAYS_FILE, key=writer.array(where, array))
 
 
+def _encode_value(value, where: str, writer: Writer):
+    """Values a category may hold that JSON has no type for (``pd.cut`` bins, dates, decimals, bytes), or None."""
+    if isinstance(value, datetime.datetime):  # pd.Timestamp too; before date, its base class
+        stamp = pd.Timestamp(value)
+        return _tagged("timestamp", value=stamp.isoformat(), tz=None if stamp.tz is None else str(stamp.tz))
+    if isinstance(value, datetime.date):
+        return _tagged("date", value=value.isoformat())
+    if isinstance(value, datetime.timedelta):  # pd.Timedelta too
+        return _tagged("timedelta", nanoseconds=int(pd.Timedelta(value).value))
+    if isinstance(value, decimal.Decimal):
+        return _tagged("decimal", value=str(value))
+    if isinstance(value, pd.Interval):
+        ends = [encode(value.left, where, writer), encode(value.right, where, writer)]
+        return _tagged("interval", ends=ends, closed=value.closed)
+    if isinstance(value, bytes):
+        return _tagged("bytes", base64=base64.b64encode(value).decode("ascii"))
+    return None
+
+
+def _decode_value(obj, where: str, reader: Reader):
+    kind = obj["__type__"]
+    if kind == "timestamp":
+        stamp = pd.Timestamp(obj["value"])
+        try:  # the zone's name, where it is one (the ISO text keeps only its offset)
+            return stamp.tz_convert(obj["tz"]) if obj["tz"] else stamp
+        except (ValueError, TypeError, KeyError):
+            return stamp
+    if kind == "date":
+        return datetime.date.fromisoformat(obj["value"])
+    if kind == "timedelta":
+        return pd.Timedelta(obj["nanoseconds"], unit="ns")
+    if kind == "decimal":
+        return decimal.Decimal(obj["value"])
+    if kind == "interval":
+        left, right = (decode(end, where, reader) for end in obj["ends"])
+        return pd.Interval(left, right, closed=obj["closed"])
+    return base64.b64decode(obj["base64"])
+
+
+#: the tags of :func:`_encode_value`
+VALUE_KINDS = frozenset({"timestamp", "date", "timedelta", "decimal", "interval", "bytes"})
+
+
 def encode(value, where: str, writer: Writer, hooks=()):
     """``value`` as JSON; ``hooks`` are ``fn(value, where) -> JSON or None`` tried first for objects.
 
@@ -105,6 +151,9 @@ def encode(value, where: str, writer: Writer, hooks=()):
     if isinstance(value, pd.Index):
         values = [encode(v, f"{where}[{i}]", writer) for i, v in enumerate(value.tolist())]
         return _tagged("index", dtype=str(value.dtype), values=values, name=encode(value.name, where, writer))
+    value_state = _encode_value(value, where, writer)
+    if value_state is not None:
+        return value_state
     if isinstance(value, type):
         return _tagged("class", name=qualified_name(value, where))
     for hook in hooks:
@@ -161,6 +210,8 @@ def decode(obj, where: str, reader: Reader, hooks=None):
         return {k: decode(v, f"{where}[{k!r}]", reader, hooks) for k, v in obj.items()}
     if hooks and kind in hooks:
         return hooks[kind](obj, where)
+    if kind in VALUE_KINDS:
+        return _decode_value(obj, where, reader)
     if kind == "float":
         return float(obj["value"])
     if kind == "scalar":

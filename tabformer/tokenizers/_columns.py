@@ -35,7 +35,12 @@ _DATES = frozenset({"date", "datetime", "datetime64"})
 
 
 def value_kind(values) -> str:
-    """pandas' name for the kind of the non-missing values (``"string"``, ``"integer"``, ``"boolean"``...)."""
+    """pandas' name for the kind of the non-missing values (``"string"``, ``"integer"``, ``"boolean"``...).
+
+    A pandas ``category`` column is read by its values (pandas alone says ``"categorical"``).
+    """
+    if isinstance(getattr(values, "dtype", None), pd.CategoricalDtype):
+        values = np.asarray(values, dtype=object)
     return pd.api.types.infer_dtype(values, skipna=True)
 
 

@@ -1,0 +1,153 @@
+"""The command line's input: CSV, Parquet, text and image files read back as ``fit`` saw them.
+
+A CSV loses its dtypes: a category of "00123" codes parses as numbers, dates as text,
+booleans with blanks as objects. A saved model's ``feature_dtypes_in_`` and its category
+kinds (:func:`category_kinds`) make :func:`read_data` read them back as fit saw them.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from .tokenizers.detect import IMAGE_EXTENSIONS, is_path
+
+__all__ = ["CLIError", "TABLE_SUFFIXES", "category_kinds", "image_columns", "read_data"]
+
+TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq", ".txt")
+
+
+class CLIError(Exception):
+    """Bad input: reported in one line, exit status 2."""
+
+
+# ----------------------------------------------------------------------------- input
+#: pandas' names (``infer_dtype``) of category values a CSV parses back by itself
+_PARSED_CATEGORY_KINDS = ("integer", "floating", "mixed-integer-float", "boolean")
+
+
+def _is_text_dtype(dtype: str) -> bool:
+    return dtype in ("object", "str") or "string" in dtype  # string, string[pyarrow], large_string[pyarrow]
+
+
+def _as_fitted(frame: pd.DataFrame, dtypes: dict) -> pd.DataFrame:
+    """A CSV's columns cast to what fit saw: categories as categories, datetimes parsed."""
+    for column, dtype in dtypes.items():
+        if column not in frame.columns:
+            continue  # predict names the missing column
+        if dtype == "category":
+            frame[column] = frame[column].astype("category")
+        elif dtype.startswith("datetime64") and not pd.api.types.is_datetime64_any_dtype(frame[column]):
+            zone = getattr(pd.api.types.pandas_dtype(dtype), "tz", None)
+            try:
+                # A zone's text holds two offsets across a daylight-saving change: read as UTC, then the fitted zone.
+                parsed = pd.to_datetime(frame[column], utc=zone is not None)
+                frame[column] = parsed.dt.tz_convert(zone) if zone is not None else parsed
+            except (ValueError, TypeError) as error:
+                raise CLIError(f"column {column!r} was a datetime at fit and cannot be read as one here: {error}") from None
+    return frame
+
+
+def _read_file(path: Path, dtypes: dict | None, category_kinds: dict | None = None):
+    suffix = path.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        try:
+            import pyarrow  # noqa: F401
+        except ImportError:
+            raise CLIError(f"reading {path} needs pyarrow: pip install 'tabformer[parquet]'") from None
+        return pd.read_parquet(path)
+    if suffix == ".txt":
+        return [line.rstrip("\n") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if suffix in (".csv", ".tsv"):
+        # Columns that were text at fit are read as text, so "00123" stays a category, not a number;
+        # a category of numbers is parsed as numbers, as fit saw it.
+        fitted, kinds = dtypes or {}, category_kinds or {}
+        read_as_text = lambda c, d: (_is_text_dtype(d) or d == "category") and kinds.get(c) not in _PARSED_CATEGORY_KINDS  # noqa: E731
+        text = {c: str for c, d in fitted.items() if read_as_text(c, d)}
+        return _as_fitted(pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", dtype=text or None), fitted)
+    raise CLIError(f"cannot read {path}: unknown file type {suffix or '(none)'!r}; use .csv, .tsv, .parquet or .txt")
+
+
+def _resolve_image_paths(frame: pd.DataFrame, root: Path, image_columns=None) -> pd.DataFrame:
+    """Relative image paths made relative to ``root``: in ``image_columns`` (a fitted model's), else in any column of paths.
+
+    At predict only the columns that held images at fit are rewritten: a category such as
+    ``"nike.png"`` must keep its fitted spelling whatever folder the file sits in.
+    """
+    for column in frame.columns if image_columns is None else [c for c in frame.columns if c in image_columns]:
+        values = frame[column].dropna().astype(object)  # a category column's map would stay categorical
+        if len(values) and values.map(is_path).all():
+            rooted = lambda v: v if not isinstance(v, str) or os.path.isabs(v) else str(root / v)  # noqa: E731
+            frame[column] = frame[column].astype(object).map(rooted)
+    return frame
+
+
+def image_columns(estimator):
+    """The columns a fitted estimator read as images: a mixed tokenizer's image columns, none for a table's.
+
+    None (every column of paths is rewritten) for an image tokenizer, or without a fitted one.
+    """
+    tokenizer = getattr(estimator, "tokenizer_", None)
+    kinds = getattr(tokenizer, "column_kinds_", None)
+    if kinds is not None:
+        return {column for column, kind in kinds.items() if kind == "image"}
+    return None if tokenizer is None or getattr(tokenizer, "kind", None) == "image" else set()
+
+
+def category_kinds(estimator) -> dict:
+    """Column -> the kind of value its categories held at fit (pandas' ``infer_dtype`` name), from the fitted table tokenizers.
+
+    Parameters
+    ----------
+    estimator : a fitted tabformer estimator
+
+    Returns
+    -------
+    dict
+        Empty where the estimator has no categorical column.
+    """
+    tokenizer = getattr(estimator, "tokenizer_", None)
+    tables = [tokenizer] + [sub for _, sub, _ in getattr(tokenizer, "transformers_", None) or []]
+    kinds = {}
+    for table in tables:
+        kinds.update(zip(getattr(table, "categorical_columns_", None) or [], getattr(table, "category_kinds_", None) or []))
+    return kinds
+
+
+def read_data(path, image_root=None, dtypes: dict | None = None, category_kinds: dict | None = None, images=None):
+    """A DataFrame (table files), a list of str (``.txt``) or a list of image paths (a folder of images).
+
+    ``dtypes`` (column -> the dtype's name at fit) and ``category_kinds`` (see
+    :func:`category_kinds`) make a CSV read back as fit saw it; ``images`` (see
+    :func:`image_columns`) names the columns whose relative paths start at the data's folder.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise CLIError(f"cannot read {path}: no such file or folder")
+    try:
+        if path.is_dir():
+            files = sorted(p for p in path.iterdir() if p.is_file() and not p.name.startswith("."))
+            images = [str(p) for p in files if p.suffix.lower() in IMAGE_EXTENSIONS]
+            if images:
+                return images
+            tables = [p for p in files if p.suffix.lower() in TABLE_SUFFIXES]
+            if not tables:
+                raise CLIError(f"{path} holds no image or data file ({', '.join(TABLE_SUFFIXES)})")
+            parts = [_read_file(p, dtypes, category_kinds) for p in tables]
+            if all(isinstance(part, list) for part in parts):
+                return [text for part in parts for text in part]
+            data = pd.concat(parts, ignore_index=True)
+        else:
+            data = _read_file(path, dtypes, category_kinds)
+    except CLIError:
+        raise
+    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as error:
+        raise CLIError(f"cannot read {path}: {error}") from None
+    if isinstance(data, pd.DataFrame):
+        if data.empty:
+            raise CLIError(f"{path} holds no rows")
+        root = Path(image_root) if image_root else (path if path.is_dir() else path.parent)
+        data = _resolve_image_paths(data, root, images)
+    return data
