@@ -50,7 +50,7 @@ def _as_fitted(frame: pd.DataFrame, dtypes: dict) -> pd.DataFrame:
     return frame
 
 
-def _read_file(path: Path, dtypes: dict | None, category_kinds: dict | None = None):
+def _read_file(path: Path, dtypes: dict | None, category_kinds: dict | None = None, parse_dates: bool = False):
     suffix = path.suffix.lower()
     if suffix in (".parquet", ".pq"):
         try:
@@ -66,8 +66,29 @@ def _read_file(path: Path, dtypes: dict | None, category_kinds: dict | None = No
         fitted, kinds = dtypes or {}, category_kinds or {}
         read_as_text = lambda c, d: (_is_text_dtype(d) or d == "category") and kinds.get(c) not in _PARSED_CATEGORY_KINDS  # noqa: E731
         text = {c: str for c, d in fitted.items() if read_as_text(c, d)}
-        return _as_fitted(pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", dtype=text or None), fitted)
+        frame = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", dtype=text or None)
+        return _parse_dates(frame) if parse_dates else _as_fitted(frame, fitted)
     raise CLIError(f"cannot read {path}: unknown file type {suffix or '(none)'!r}; use .csv, .tsv, .parquet or .txt")
+
+
+#: a CSV cell that is an ISO 8601 date or time: 2024-03-01, 2024-03-01 12:30, 2024-03-01T12:30:00.5+01:00
+_ISO_DATE = r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$"
+
+
+def _parse_dates(frame: pd.DataFrame) -> pd.DataFrame:
+    """A training CSV's ISO 8601 date columns as datetimes (as ``pd.read_parquet`` would give them), not text.
+
+    A column whose offsets differ (a zone across a daylight-saving change) is read in UTC.
+    """
+    for column in frame.columns:
+        values = frame[column].dropna()
+        if not len(values) or not _is_text_dtype(str(frame[column].dtype)) or not values.astype(str).str.match(_ISO_DATE).all():
+            continue
+        try:
+            frame[column] = pd.to_datetime(frame[column], format="ISO8601")
+        except (ValueError, TypeError):  # mixed offsets
+            frame[column] = pd.to_datetime(frame[column], format="ISO8601", utc=True)
+    return frame
 
 
 def _resolve_image_paths(frame: pd.DataFrame, root: Path, image_columns=None) -> pd.DataFrame:
@@ -116,12 +137,13 @@ def category_kinds(estimator) -> dict:
     return kinds
 
 
-def read_data(path, image_root=None, dtypes: dict | None = None, category_kinds: dict | None = None, images=None):
+def read_data(path, image_root=None, dtypes=None, category_kinds=None, images=None, parse_dates=False):
     """A DataFrame (table files), a list of str (``.txt``) or a list of image paths (a folder of images).
 
     ``dtypes`` (column -> the dtype's name at fit) and ``category_kinds`` (see
     :func:`category_kinds`) make a CSV read back as fit saw it; ``images`` (see
     :func:`image_columns`) names the columns whose relative paths start at the data's folder.
+    ``parse_dates`` (a training file) reads a CSV's ISO 8601 date columns as datetimes.
     """
     path = Path(path)
     if not path.exists():
@@ -135,12 +157,12 @@ def read_data(path, image_root=None, dtypes: dict | None = None, category_kinds:
             tables = [p for p in files if p.suffix.lower() in TABLE_SUFFIXES]
             if not tables:
                 raise CLIError(f"{path} holds no image or data file ({', '.join(TABLE_SUFFIXES)})")
-            parts = [_read_file(p, dtypes, category_kinds) for p in tables]
+            parts = [_read_file(p, dtypes, category_kinds, parse_dates) for p in tables]
             if all(isinstance(part, list) for part in parts):
                 return [text for part in parts for text in part]
             data = pd.concat(parts, ignore_index=True)
         else:
-            data = _read_file(path, dtypes, category_kinds)
+            data = _read_file(path, dtypes, category_kinds, parse_dates)
     except CLIError:
         raise
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as error:

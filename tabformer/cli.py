@@ -106,7 +106,7 @@ def _summary(estimator) -> str:
 
 # ----------------------------------------------------------------------------- commands
 def cmd_fit(args):
-    data = read_data(args.data, args.image_root)
+    data = read_data(args.data, args.image_root, parse_dates=True)
     if not isinstance(data, pd.DataFrame):
         raise CLIError(f"fit reads a table (CSV or Parquet) with a target column; {args.data} is not one")
     if args.target not in data.columns:
@@ -149,7 +149,7 @@ def _task_of(y: pd.Series) -> str:
 
 
 def cmd_pretrain(args):
-    data = read_data(args.data, args.image_root)
+    data = read_data(args.data, args.image_root, parse_dates=True)
     estimator = TabFormerPretrainer(objective=args.objective, verbose=0)
     _configure(estimator, parse_settings(args.set))
     _fit_with_progress(estimator, data, None, args.quiet)
@@ -183,6 +183,8 @@ def _predictions(estimator, X, proba: bool) -> pd.DataFrame:
 
 
 def cmd_predict(args):
+    if args.output and Path(args.output).suffix.lower() not in (".csv", ".parquet", ".pq"):
+        raise CLIError(f"--output {args.output}: write .csv or .parquet (got {Path(args.output).suffix or 'no extension'!r})")
     estimator = load(args.model, device=args.device)
     if not any(hasattr(estimator, method) for method in ("predict", "transform")):
         what = type(estimator).__name__

@@ -130,3 +130,18 @@ def test_skorch_epoch_scoring_with_its_defaults_saves(tmp_path):
     clf = TabFormerClassifier(**SMALL, callbacks=[("f1", EpochScoring("f1_macro", lower_is_better=False))]).fit(X, X["x"] > 0)
     clf.save(tmp_path / "m")
     np.testing.assert_array_equal(load(tmp_path / "m").predict_proba(X), clf.predict_proba(X))
+
+
+def test_the_cli_reads_a_training_csv_s_dates_as_datetimes(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    when = pd.Timestamp("2020-01-01") + pd.to_timedelta(rng.integers(0, 900, 120), unit="D")
+    frame = pd.DataFrame({"x": rng.normal(size=120), "when": when.strftime("%Y-%m-%d"), "code": rng.choice(["a1", "b2"], 120)})
+    frame["target"] = np.where(frame["x"] > 0, "yes", "no")
+    frame.loc[3, "when"] = None
+    frame.to_csv(tmp_path / "train.csv", index=False)
+    assert main(["fit", str(tmp_path / "train.csv"), "--target", "target", "--out", str(tmp_path / "m"), *TINY]) == 0
+    model = load(tmp_path / "m")
+    assert model.feature_dtypes_in_["when"].startswith("datetime64") and model.feature_dtypes_in_["code"] != "datetime64[ns]"
+    assert len(_predicted(capsys, tmp_path / "m", tmp_path / "train.csv").strip().splitlines()) == 121
+    assert main(["predict", str(tmp_path / "m"), str(tmp_path / "train.csv"), "--output", str(tmp_path / "out.xlsx")]) == 2
+    assert "write .csv or .parquet" in capsys.readouterr().err
