@@ -12,6 +12,7 @@ targets and weights are per-row arrays in memory (a few bytes a row).
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -199,8 +200,21 @@ class RowSource:
 
 
 def read_piece(piece: Piece, columns: list, schema=None) -> pd.DataFrame:
-    """Read one Parquet piece (a row group), ``columns`` only, in the dataset's ``schema`` when given."""
-    return piece.part.to_table(schema=schema, columns=columns).to_pandas()
+    """Read one Parquet piece (a row group), ``columns`` only, in the dataset's ``schema`` when given.
+
+    A later file of a folder whose values do not fit the schema (the first file's) raises a
+    ValueError naming the file: pyarrow's own error names neither file nor column.
+    """
+    import pyarrow as pa
+
+    try:
+        return piece.part.to_table(schema=schema, columns=columns).to_pandas()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
+        where = getattr(piece.part, "path", "a piece of X")
+        raise ValueError(
+            f"{where} cannot be read in the column types of the folder's first file: {error}. "
+            "Write every file with the same column types"
+        ) from None
 
 
 def concat(parts: list):
@@ -210,6 +224,22 @@ def concat(parts: list):
     if isinstance(parts[0], pd.DataFrame):
         return pd.concat(parts, ignore_index=True) if len(parts) > 1 else parts[0]
     return [item for part in parts for item in part]
+
+
+def _named_in_x(error: ValueError, raw, index: np.ndarray) -> ValueError:
+    """``error`` with the buffer positions it names ("image 101") read as rows of X (and their paths).
+
+    A stream tokenizes a shuffled buffer of rows, so the tokenizer's positions are not the user's.
+    """
+
+    def in_x(match):
+        position = int(match.group(2))
+        if position >= len(index):
+            return match.group(0)
+        path = f" ({raw[position]})" if isinstance(raw, list) and isinstance(raw[position], str) else ""
+        return f"{match.group(1)} {int(index[position])} of X{path}"
+
+    return ValueError(re.sub(r"\b(image|row) (\d+)\b", in_x, str(error)))
 
 
 class StreamedRows(IterableDataset):
@@ -312,7 +342,10 @@ class StreamedRows(IterableDataset):
             with warnings.catch_warnings():
                 # Training on these rows trains the missing tokens the warning is about.
                 warnings.simplefilter("ignore", UntrainedMissingWarning)
-                tokens = self.tokenizer.transform(_take(raw, np.arange(whole)))
+                try:
+                    tokens = self.tokenizer.transform(_take(raw, np.arange(whole)))
+                except ValueError as error:
+                    raise _named_in_x(error, raw, index) from None
             tensors = {key: torch.as_tensor(np.ascontiguousarray(value)) for key, value in tokens.items()}
             for first in range(0, whole, self.batch_size):
                 rows = index[first : first + self.batch_size]

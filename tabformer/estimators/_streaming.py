@@ -15,9 +15,10 @@ from torch.utils.data import DataLoader
 
 from .._data import collate_batched
 from .._stream import StreamedRows, is_image_paths, open_source
+from .._validation import check_target
 from ._classes import check_same_classes
 from ._params import check_params
-from ._weights import as_float32_weights, check_sample_weight
+from ._weights import SAMPLE_WEIGHT, as_float32_weights, check_sample_weight, check_split_weights
 
 __all__ = ["StreamingMixin", "STREAMING_PARAM_DOC", "SAMPLE_SIZES"]
 
@@ -78,8 +79,13 @@ class StreamingMixin:
         if source is None:
             return super().fit(X, y, sample_weight=sample_weight, **fit_params)
         check_params(self)
+        # The source is open and y resolved (a target column's name is a column no more): go on from
+        # here, not through fit/partial_fit again, which would read the target column as a feature.
         if self._continues():
-            return self.partial_fit(X, y, sample_weight=sample_weight, **fit_params)
+            return self._continue_stream(source, y, None, sample_weight, **fit_params)
+        return self._fit_stream(source, y, sample_weight, **fit_params)
+
+    def _fit_stream(self, source, y, sample_weight, **fit_params):
         self.accelerator_ = None
         self.accelerator_ = self._make_accelerator()
         y_encoded = self._fit_target(y, source.n_rows)
@@ -105,14 +111,25 @@ class StreamingMixin:
         self
         """
         source, y = self._open_stream(X, y)
-        if source is None or not hasattr(self, "tokenizer_") or not self.initialized_:
+        if source is None:
             return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight, **fit_params)
+        if not hasattr(self, "tokenizer_") or not self.initialized_:
+            check_params(self)
+            self._classes_for_fit = classes  # the first call's classes= fixes classes_ (the classifier's)
+            try:
+                return self._fit_stream(source, y, sample_weight, **fit_params)
+            finally:
+                del self._classes_for_fit
+        return self._continue_stream(source, y, classes, sample_weight, **fit_params)
+
+    def _continue_stream(self, source, y, classes, sample_weight, **fit_params):
+        """As the in-memory continued fit: the target checked, the schedule restarted at its peak rate."""
         check_same_classes(classes, getattr(self, "classes_", classes))
-        y_encoded = self._encode_target(y)
+        y_encoded = self._encode_target(check_target(y, source.n_rows, numeric=self._numeric_target))
         weights = self._row_weights(y_encoded, check_sample_weight(sample_weight, source.n_rows))
-        for group in self.optimizer_.param_groups:  # as the in-memory partial_fit: the schedule restarts at peak lr
+        for group in self.optimizer_.param_groups:
             group["lr"] = group.get("initial_lr", group["lr"])
-        with self._seeded():
+        with self._seeded(), self._schedule_from_the_peak():
             NeuralNet.partial_fit(self, self._stream(source, y_encoded, weights), y_encoded, **fit_params)
         return self
 
@@ -153,6 +170,8 @@ class StreamingMixin:
         )
         valid = np.zeros(n_rows, dtype=bool)
         valid[valid_idx] = True
+        if X.weights is not None:  # as in memory: a holdout weighing 0 would read a loss of 0 every epoch
+            check_split_weights({SAMPLE_WEIGHT: X.weights}, np.flatnonzero(~valid), valid_idx, fraction)
         return X.with_options(rows=~valid), X.with_options(rows=valid)
 
     def get_iterator(self, dataset, training=False):
