@@ -59,7 +59,8 @@ def _read_file(path: Path, dtypes: dict | None, category_kinds: dict | None = No
             raise CLIError(f"reading {path} needs pyarrow: pip install 'tabformer[parquet]'") from None
         return pd.read_parquet(path)
     if suffix == ".txt":
-        return [line.rstrip("\n") for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        # Every line is a row, blank ones too (an empty text): the output lines up with the input's.
+        return path.read_text(encoding="utf-8").splitlines()
     if suffix in (".csv", ".tsv"):
         # Columns that were text at fit are read as text, so "00123" stays a category, not a number;
         # a category of numbers is parsed as numbers, as fit saw it.

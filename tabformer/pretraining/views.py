@@ -21,8 +21,9 @@ from torchvision.transforms import v2
 from .._data import TensorDictDataset
 from ..nn.embedders.mixed import SEPARATOR, segment_arrays
 from ..nn.heads import IGNORE_INDEX
-from ..tokenizers.base import MASK, PAD, SPECIAL_TOKENS
+from ..tokenizers.base import MASK, SPECIAL_TOKENS
 from ..tokenizers.tabular import FIRST_CATEGORY_ID, UNSEEN_ID
+from ._crops import crop_text
 
 __all__ = [
     "image_augmentation",
@@ -41,9 +42,6 @@ VIEWS = ("view1", "view2")
 #: array name of the masked-token labels (``"<segment>/mlm_labels"`` on mixed rows)
 LABELS = "mlm_labels"
 N_SPECIAL = len(SPECIAL_TOKENS)  # ids below this are [PAD] [UNK] [CLS] [SEP] [MASK]
-
-#: what a position outside a cropped text holds, per text array
-_TEXT_FILL = {"input_ids": PAD, "attention_mask": False, "token_type_ids": 0, "word_ids": -1}
 
 
 def view_batch(inputs: dict, view: str) -> dict:
@@ -167,6 +165,12 @@ def make_generator(random_state=None) -> torch.Generator:
     return generator
 
 
+def _check_has_words(vocab_size: int, what: str) -> int:
+    if vocab_size <= N_SPECIAL:  # nothing to mask, nor to put in a masked token's place
+        raise ValueError(f"masked-token pretraining needs words, and {what} hold none: the vocabulary is its special tokens only")
+    return vocab_size
+
+
 def mask_tokens(ids, candidates, vocab_size, mask_prob, mask_token_prob, random_token_prob, generator):
     """BERT's corruption of a (B, T) id batch.
 
@@ -177,8 +181,8 @@ def mask_tokens(ids, candidates, vocab_size, mask_prob, mask_token_prob, random_
     vocab_size : int
         Random replacements are non-special ids below this.
     mask_prob, mask_token_prob, random_token_prob : float
-        A candidate is chosen with probability ``mask_prob``; a chosen id becomes ``[MASK]`` (``mask_token_prob``), a
-        random id (``random_token_prob``) or stays.
+        A candidate is chosen with probability ``mask_prob`` (one at least, in a row that has any); a chosen id
+        becomes ``[MASK]`` (``mask_token_prob``), a random id (``random_token_prob``) or stays.
     generator : torch.Generator
 
     Returns
@@ -189,6 +193,14 @@ def mask_tokens(ids, candidates, vocab_size, mask_prob, mask_token_prob, random_
     ids = ids.clone()
     draw = torch.rand(ids.shape, generator=generator)
     chosen = candidates & (draw < mask_prob)
+    # Departs from BERT: a row with candidates but none drawn gets one, chosen uniformly. Short texts
+    # often draw none (a 4-word text at 15%: half the time), and a batch or holdout with nothing
+    # masked scored a loss of 0, which early stopping kept as its best epoch.
+    none_drawn = candidates.any(dim=1) & ~chosen.any(dim=1)
+    if none_drawn.any():
+        pick = torch.rand(ids.shape, generator=generator).masked_fill(~candidates, -1.0).argmax(dim=1)
+        rows = none_drawn.nonzero().squeeze(1)
+        chosen[rows, pick[rows]] = True
     labels = torch.where(chosen, ids, torch.full_like(ids, IGNORE_INDEX))
     kind = torch.rand(ids.shape, generator=generator)
     ids[chosen & (kind < mask_token_prob)] = MASK
@@ -216,7 +228,7 @@ class MaskedTokenDataset(TensorDictDataset):
     def __init__(self, X, vocab_size, mask_prob=0.15, mask_token_prob=0.8, random_token_prob=0.1, random_state=None):
         X = {key: value for key, value in X.items() if key != "word_ids"}
         super().__init__(X)
-        self.vocab_size = int(vocab_size)
+        self.vocab_size = _check_has_words(int(vocab_size), "the texts")
         self.mask_prob = mask_prob
         self.mask_token_prob = mask_token_prob
         self.random_token_prob = random_token_prob
@@ -236,48 +248,6 @@ def _check_rate(name, value, low_open=False):
     if not isinstance(value, numbers.Real) or not (0 < value <= 1 if low_open else 0 <= value <= 1):
         bounds = "(0, 1]" if low_open else "[0, 1]"
         raise ValueError(f"objective__{name} must be in {bounds}, got {value!r}")
-
-
-def crop_text(arrays: dict, min_fraction: float, generator: torch.Generator) -> dict:
-    """Keep a random contiguous span of every row's words, moved to the front.
-
-    The words of a row are its real tokens but the last one, the ``[SEP]`` the tokenizer appends (also after a text
-    truncated at ``max_length``). A row of ``k`` words keeps ``L`` of them, ``L`` uniform in ``[ceil(min_fraction * k), k]``
-    (at least 1 when ``k >= 1``), starting at a uniform offset; the span is followed by the row's ``[SEP]`` and padding.
-    So a crop looks like a shorter text: positions restart at 0, as for a real text of that length.
-
-    Parameters
-    ----------
-    arrays : dict of Tensor
-        ``input_ids`` and ``attention_mask`` of shape (B, T); optionally ``token_type_ids`` / ``word_ids`` (gathered the
-        same way) and 1-D arrays such as ``present`` (kept).
-    min_fraction : float in (0, 1]
-        Smallest share of a row's words that is kept.
-    generator : torch.Generator
-
-    Returns
-    -------
-    arrays : dict of Tensor
-        The same keys and shapes.
-    """
-    mask = arrays["attention_mask"].bool()
-    n_rows, width = mask.shape
-    lengths = mask.sum(dim=1)
-    words = (lengths - 1).clamp(min=0)
-    shortest = torch.ceil(words.double() * min_fraction).long().clamp(min=1).minimum(words)
-    keep = shortest + (torch.rand(n_rows, generator=generator, dtype=torch.float64) * (words - shortest + 1)).long()
-    start = (torch.rand(n_rows, generator=generator, dtype=torch.float64) * (words - keep + 1)).long()
-    position = torch.arange(width)[None, :]
-    keep, start, last = keep[:, None], start[:, None], (lengths - 1).clamp(min=0)[:, None]
-    source = torch.where(position < keep, start + position, last.expand(n_rows, width))
-    inside = (position <= keep) & (lengths > 0)[:, None]
-    out = {}
-    for name, value in arrays.items():
-        if value.ndim == 2 and value.shape == mask.shape:
-            fill = _TEXT_FILL.get(name, 0)
-            value = torch.where(inside, value.gather(1, source), torch.full_like(value, fill))
-        out[name] = value
-    return out
 
 
 class MixedTwoViewDataset(TensorDictDataset):
@@ -412,7 +382,11 @@ class MixedMaskedTokenDataset(TensorDictDataset):
     def __init__(self, X, tokenizer, mask_prob=0.15, mask_token_prob=0.8, random_token_prob=0.1, random_state=None):
         X = {key: value for key, value in X.items() if not key.endswith(SEPARATOR + "word_ids")}
         super().__init__(X)
-        self.text_segments = [(key, int(sub.vocab_size_)) for key, kind, sub in _segments(tokenizer) if kind == "text"]
+        self.text_segments = [
+            (key, _check_has_words(int(sub.vocab_size_), f"text column {key!r}"))
+            for key, kind, sub in _segments(tokenizer)
+            if kind == "text"
+        ]
         self.table_segments = [
             key
             for key, kind, _ in _segments(tokenizer)

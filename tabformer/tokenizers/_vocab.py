@@ -23,11 +23,18 @@ def read_vocab(path):
     """Read ``vocab.txt`` (one token per line) into the tabformer special layout."""
     if os.path.isdir(path):
         path = os.path.join(path, "vocab.txt")
-    with open(path, encoding="utf-8") as handle:
-        tokens = [line.rstrip("\n") for line in handle]
+    with open(path, encoding="utf-8-sig") as handle:  # -sig: a byte-order mark is not part of the first token
+        tokens = [line.rstrip("\r\n") for line in handle]
     while tokens and tokens[-1] == "":
         tokens.pop()
     position = {token: i for i, token in enumerate(tokens)}
+    if len(position) < len(tokens):  # a repeated token would leave an id no line holds
+        first = next(i for i, token in enumerate(tokens) if position[token] != i)
+        token = tokens[first]
+        raise ValueError(
+            f"{path} lists the token {token!r} twice (lines {first + 1} and {position[token] + 1}); "
+            "each token must appear once, its line number being its id"
+        )
     missing = [t for t in SPECIAL_TOKENS if t not in position]
     if missing:
         raise ValueError(f"{path} lacks the special token(s) {missing}")

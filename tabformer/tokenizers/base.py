@@ -8,6 +8,7 @@ the embedder's ``forward(**batch)`` returns ``(tokens (B, T, D), mask (B, T) boo
 
 from __future__ import annotations
 
+import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
 from ..nn.embedders import build_embedder
@@ -73,7 +74,8 @@ class BaseTokenizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
         """For each row, ``[(position, column, label), ...]`` of its real tokens (``explain``).
 
         Sequence tokenizers define ``token_labels(batch)``; their tokens are attributed to
-        a column named after their kind. Table tokens are their columns.
+        their text column where it has a name (a DataFrame's; each text of a pair its own),
+        else to a column named after their kind. Table tokens are their columns.
 
         Parameters
         ----------
@@ -87,7 +89,15 @@ class BaseTokenizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
             input column the token comes from; ``label`` names the token.
         """
         if hasattr(self, "token_labels"):
-            return [[(i, self.kind, label) for i, label in enumerate(labels)] for labels in self.token_labels(batch)]
+            names, types = getattr(self, "feature_names_in_", None), batch.get("token_type_ids")
+            if names is None or types is None:
+                return [[(i, self.kind, label) for i, label in enumerate(labels)] for labels in self.token_labels(batch)]
+            # Named text columns (a sentence pair's two): each token is its own text's, read from its segment id.
+            real = np.asarray(batch["attention_mask"], dtype=bool)
+            return [
+                [(i, str(names[min(int(t), len(names) - 1)]), label) for i, (label, t) in enumerate(zip(labels, row[keep]))]
+                for labels, row, keep in zip(self.token_labels(batch), np.asarray(types), real)
+            ]
         names = list(self.get_feature_names_out())
         n_rows = len(next(iter(batch.values())))
         return [[(i, name, name) for i, name in enumerate(names)] for _ in range(n_rows)]

@@ -252,7 +252,7 @@ def looks_like_text(X) -> bool:
     if not isinstance(X, (list, tuple, np.ndarray, pd.Series)):
         return False
     for value in X.tolist() if hasattr(X, "tolist") else X:
-        if value is None or (isinstance(value, float) and np.isnan(value)):
+        if value is None or value is pd.NA or (isinstance(value, (float, np.floating)) and np.isnan(value)):
             continue
         return isinstance(value, str)
     return False

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from sklearn.utils.validation import check_is_fitted
 
+from ._texts import check_strings, check_words
 from ._vocab import canonical_vocab, continuing_pieces, read_vocab
 from .base import MASK, PAD, SEP, SPECIAL_TOKENS, UNK, BaseTokenizer, register_tokenizer
 from .detect import is_missing
@@ -26,33 +27,8 @@ from .detect import is_missing
 __all__ = ["WordPieceTokenizer"]
 
 _SPECIALS_IN_ORDER = sorted(SPECIAL_TOKENS, key=SPECIAL_TOKENS.get)
-
-
-def _check_strings(values, where: str) -> list:
-    values = list(values)
-    missing = [i for i, v in enumerate(values) if is_missing(v)]
-    if missing:
-        raise ValueError(
-            f"{where} holds missing text (None/NaN) at row(s) {missing[:5]}{' ...' if len(missing) > 5 else ''}; "
-            "replace it with '' (an empty text, encoded as [SEP] alone) or drop those rows"
-        )
-    wrong = [(i, type(v).__name__) for i, v in enumerate(values) if not isinstance(v, str)]
-    if wrong:
-        raise ValueError(f"{where} must hold str; row {wrong[0][0]} is a {wrong[0][1]}")
-    return values
-
-
-def _check_words(values, where: str) -> list:
-    out = []
-    for i, words in enumerate(values):
-        if isinstance(words, str) or not isinstance(words, (list, tuple, np.ndarray, pd.Series)):
-            raise ValueError(f"{where}: row {i} must be a list of words, got {type(words).__name__}")
-        words = list(words)
-        bad = [w for w in words if not isinstance(w, str)]
-        if bad:
-            raise ValueError(f"{where}: row {i} holds a non-str word {bad[0]!r}")
-        out.append(words)
-    return out
+#: the longest word (a run without space or punctuation) a trained vocabulary splits into pieces; longer is [UNK]
+MAX_WORD_CHARS = 1000
 
 
 @register_tokenizer("wordpiece", "text")
@@ -162,7 +138,8 @@ class WordPieceTokenizer(BaseTokenizer):
         if isinstance(X, np.ndarray) and X.ndim == 2:
             X = pd.DataFrame(X, columns=[f"x{i}" for i in range(X.shape[1])])
         if isinstance(X, pd.DataFrame):
-            columns = list(self.text_columns) if self.text_columns is not None else list(X.columns)
+            given = [self.text_columns] if isinstance(self.text_columns, str) else self.text_columns  # one name, not its letters
+            columns = list(given) if given is not None else list(X.columns)
             missing = [c for c in columns if c not in X.columns]
             if missing:
                 raise ValueError(f"text column(s) {missing} not in X; it has {list(X.columns)}")
@@ -170,15 +147,17 @@ class WordPieceTokenizer(BaseTokenizer):
                 message = f"WordPieceTokenizer reads one text column or two (a sentence pair); X has {len(columns)} columns"
                 raise ValueError(f"{message} {columns}: pick them with tokenizer__text_columns")
             names, seen = [str(c) for c in columns], list(getattr(self, "feature_names_in_", []))
-            if fitting:
+            if fitting and named:
                 self.feature_names_in_ = np.asarray(names, dtype=object)
+            elif fitting and "feature_names_in_" in vars(self):  # an array's columns carry no names (sklearn's rule)
+                del self.feature_names_in_
             elif named and "feature_names_in_" in vars(self) and names != seen:
                 if sorted(names) != sorted(seen):  # scikit-learn refuses other names too: renamed columns may be other texts
                     raise ValueError(
                         f"X's text column(s) {columns} are not those seen in fit, {seen}: rename them (or pass a list)"
                     )
                 columns = [columns[names.index(name)] for name in seen]  # a pair in the fitted order, as tables are read
-            parts = [_check_strings(X[c].tolist(), f"column {c!r}") for c in columns]
+            parts = [check_strings(X[c].tolist(), f"column {c!r}") for c in columns]
             return parts[0], (parts[1] if len(parts) == 2 else None), False
         if fitting and "feature_names_in_" in vars(self):
             del self.feature_names_in_
@@ -191,8 +170,8 @@ class WordPieceTokenizer(BaseTokenizer):
             raise ValueError("X has 0 texts; at least 1 is required")
         first = next((v for v in values if not is_missing(v)), None)
         if isinstance(first, (list, tuple, np.ndarray)):
-            return _check_words(values, "X"), None, True
-        return _check_strings(values, "X"), None, False
+            return check_words(values, "X"), None, True
+        return check_strings(values, "X"), None, False
 
     # ---------------------------------------------------------------- backend
     def _backend(self):
@@ -208,14 +187,14 @@ class WordPieceTokenizer(BaseTokenizer):
         state.pop("_backend_cache", None)  # rebuilt from tokenizer_json_ on first use
         return state
 
-    def _new_backend(self, vocab=None):
+    def _new_backend(self, vocab=None, trained=False):
         from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
 
-        model = (
-            models.WordPiece(vocab=vocab, unk_token="[UNK]", max_input_chars_per_word=100)
-            if vocab
-            else models.WordPiece(unk_token="[UNK]")
-        )
+        # A vocab.txt (BERT's) reads words of up to 100 characters, longer ones as [UNK], as Hugging
+        # Face does; a vocabulary trained here reads up to MAX_WORD_CHARS, since its trainer learnt
+        # pieces of longer runs too (DNA, Thai, kana, compounds): at 100 each read as one [UNK].
+        limit = MAX_WORD_CHARS if trained or not vocab else 100
+        model = models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=limit, **({"vocab": vocab} if vocab else {}))
         backend = Tokenizer(model)
         backend.normalizer = normalizers.BertNormalizer(lowercase=self.lowercase, clean_text=True, handle_chinese_chars=True)
         backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
@@ -271,7 +250,7 @@ class WordPieceTokenizer(BaseTokenizer):
             backend.train_from_iterator(texts, trainer=trainer)
             # Renumbered, specials first, then the rest sorted; rebuilt from the plain
             # vocabulary, so the "##c" pieces are ordinary tokens again, not special ones.
-            backend = self._new_backend(canonical_vocab(backend.get_vocab()))
+            backend = self._new_backend(canonical_vocab(backend.get_vocab()), trained=True)
             self.source_ids_ = None
         for token, wanted in SPECIAL_TOKENS.items():
             if backend.token_to_id(token) != wanted:  # pragma: no cover - guards the id contract
