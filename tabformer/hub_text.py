@@ -181,6 +181,13 @@ def _read_config(folder: str) -> tuple[dict, str, TextFamily]:
 
 
 def _settings(config: dict, family: TextFamily) -> dict:
+    decoder = [key for key in ("is_decoder", "add_cross_attention") if config.get(key)]
+    if decoder:  # a causal mask (or cross-attention) that the encoder, attending both ways, would silently drop
+        raise ValueError(
+            f"config.json sets {', '.join(f'{key}=true' for key in decoder)}: a decoder, whose tokens attend only to "
+            "earlier ones; tabformer's encoder attends both ways and would compute another function. Load an encoder "
+            "checkpoint (BertModel, BertForMaskedLM...)"
+        )
     settings = dict(family.defaults)
     settings.update({ours: config[theirs] for ours, theirs in family.config.items() if theirs in config})
     missing = [family.config[key] for key in ("d_model", "n_layers", "n_heads", "d_ff") if key not in settings]

@@ -35,7 +35,7 @@ from .tokenizers.image import PatchTokenizer
 __all__ = ["load_timm_vit"]
 
 
-def load_timm_vit(path, model: str, image_size=None, pixel_scale: float = 255.0) -> PretrainedEncoder:
+def load_timm_vit(path, model: str, image_size=None, pixel_scale="auto") -> PretrainedEncoder:
     """Build a :class:`~tabformer.nn.PretrainedEncoder` from a timm ViT checkpoint file.
 
     Parameters
@@ -48,9 +48,11 @@ def load_timm_vit(path, model: str, image_size=None, pixel_scale: float = 255.0)
     image_size : None, int or (int, int), default=None
         Size every image is resized to; ``None`` keeps the model's. Position embeddings
         are interpolated to it (timm's resampling). Must be a multiple of the patch size.
-    pixel_scale : float, default=255.0
-        Divisor bringing the pixels to ``[0, 1]`` (255 for uint8 images, 1 for floats in
-        ``[0, 1]``): the tokenizer is fitted here, not on your data.
+    pixel_scale : "auto" or float, default="auto"
+        Divisor bringing the pixels to ``[0, 1]``. The tokenizer is fitted here, not on your
+        data: ``"auto"`` fits it for uint8 images (divided by 255), with the pixel rule of
+        every image input, so float images are refused rather than divided by 255 (pass
+        ``1.0`` for floats in ``[0, 1]``; an explicit number skips the rule).
 
     Returns
     -------

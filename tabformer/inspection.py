@@ -212,27 +212,41 @@ def attention_map(estimator, X, layer=-1, upsample=False) -> np.ndarray:
     return grid
 
 
+#: what opens a word in byte-level BPE (RoBERTa, GPT-2: "Ġ") and SentencePiece ("▁") pieces
+WORD_START_MARKERS = ("\u0120", "\u2581")
+#: special tokens, words of their own: [CLS] [SEP] [PAD] [MASK], <s> </s> <pad>
+SPECIAL_LABEL = r"\[[A-Z]+\]|<[^<>\s]+>"
+
+
 def aggregate_subwords(frame: pd.DataFrame) -> pd.DataFrame:
-    """Merge ``explain`` rows of WordPiece continuations (``##xx``) into whole words.
+    """Merge ``explain`` rows of sub-words into whole words: WordPiece continuations (``##xx``)
+    join the word before; in byte-level BPE and SentencePiece pieces a marker (``Ġ``, ``▁``) opens one.
 
     Parameters
     ----------
     frame : DataFrame
         The ``level="token"`` output of :func:`explain` (or ``TabFormerClassifier.explain``)
-        for an estimator with a WordPiece tokenizer.
+        for an estimator with a text tokenizer.
 
     Returns
     -------
     words : DataFrame, one row per (row, layer, word)
         Columns ``row``, ``layer``, ``word`` (position of the word in the
-        row), ``label`` (the word, ``##`` joined) and ``attention`` (sum over its
-        sub-words); [SEP] stays a word of its own.
+        row), ``label`` (the word, its pieces joined without ``##`` or marker) and
+        ``attention`` (sum over its sub-words); a special token ([SEP], ``</s>``) stays a
+        word of its own.
     """
     frame = frame.sort_values(["row", "layer", "token"])
-    starts = ~frame["label"].astype(str).str.startswith("##")
+    labels = frame["label"].astype(str)
+    special = labels.str.fullmatch(SPECIAL_LABEL)
+    if labels.str.startswith(WORD_START_MARKERS).any():  # byte-level BPE or SentencePiece: a marker opens a word
+        first = frame.groupby(["row", "layer"]).cumcount() == 0
+        starts = labels.str.startswith(WORD_START_MARKERS) | special | first
+        shown = labels.str.lstrip("".join(WORD_START_MARKERS))
+    else:
+        starts, shown = ~labels.str.startswith("##"), labels.where(~labels.str.startswith("##"), labels.str[2:])
+    starts = starts | special | special.groupby([frame["row"], frame["layer"]]).shift(fill_value=False)
     word = starts.astype(int).groupby([frame["row"], frame["layer"]]).cumsum() - 1
-    grouped = frame.assign(word=word).groupby(["row", "layer", "word"], sort=True)
-    out = grouped.agg(
-        label=("label", lambda s: "".join(t[2:] if t.startswith("##") else t for t in s)), attention=("attention", "sum")
-    )
+    grouped = frame.assign(word=word, shown=shown).groupby(["row", "layer", "word"], sort=True)
+    out = grouped.agg(label=("shown", "".join), attention=("attention", "sum"))
     return out.reset_index()[["row", "layer", "word", "label", "attention"]]

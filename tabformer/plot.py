@@ -124,7 +124,7 @@ def _text(frame, ax, cmap, where):
         .groupby("word", sort=True)
         .agg(label=("label", "first"), attention=("attention", "mean"))
     )
-    words = words[~words["label"].isin(["[CLS]", "[SEP]", "[PAD]"])]
+    words = words[~words["label"].str.fullmatch(inspection.SPECIAL_LABEL)]
     peak = max(float(words["attention"].max()), 1e-12)
     colours = colormaps[cmap]
     renderer = ax.figure.canvas.get_renderer()

@@ -20,6 +20,7 @@ from torch.utils.data import Dataset
 
 from ..nn.embedders.tabular import TabularEmbedder
 from ..tokenizers import UntrainedMissingWarning
+from ..tokenizers._datetimes import part_owners
 from ..tokenizers.tabular import MISSING_ID, UNSEEN_ID, TabularTokenizer
 
 __all__ = [
@@ -195,11 +196,10 @@ def note_trained_missing(tokenizer, data) -> None:
         for j, column in enumerate(table.categorical_columns_):
             if "cat_ids" in tokens and (tokens["cat_ids"][:, j] == MISSING_ID).any():
                 owners[column] = True
+        parts = part_owners(getattr(table, "datetime_parts_", {}))  # a date's parts ("when.elapsed") are its column's
         for j, column in enumerate(table.numeric_columns_):
             if "num_missing" in tokens and tokens["num_missing"][:, j].any():
-                # an expanded date part ("when.elapsed") belongs to its datetime column
-                parts = getattr(table, "datetime_parts_", {})
-                owners[next((c for c in parts if str(column).startswith(f"{c}.")), column)] = True
+                owners[parts.get(column, column)] = True
         had.update({column: True for column in owners if column in had})
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["datetime_parts", "expand_datetimes"]
+__all__ = ["datetime_parts", "expand_datetimes", "part_owners"]
 
 _PERIODS = {"month": 12, "weekday": 7, "hour": 24}
 
@@ -40,6 +40,15 @@ def _naive(values: pd.Series) -> pd.Series:
     return values.dt.tz_convert("UTC").dt.tz_localize(None) if values.dt.tz is not None else values
 
 
+def _part_names(column, part: str) -> list:
+    return [f"{column}.elapsed"] if part == "elapsed" else [f"{column}.{part}_sin", f"{column}.{part}_cos"]
+
+
+def part_owners(parts: dict) -> dict:
+    """Each number column a datetime column became (``"when.month_sin"``) -> that datetime column."""
+    return {name: column for column, names in parts.items() for part in names for name in _part_names(column, part)}
+
+
 def expand_datetimes(frame: pd.DataFrame, parts: dict) -> pd.DataFrame:
     """``frame`` with each datetime column replaced, in place, by its number columns (NaT -> NaN)."""
     if not parts:
@@ -51,8 +60,9 @@ def expand_datetimes(frame: pd.DataFrame, parts: dict) -> pd.DataFrame:
             continue
         times = _naive(frame[column])
         for part in parts[column]:
+            names = _part_names(column, part)
             if part == "elapsed":
-                columns[f"{column}.elapsed"] = (times - pd.Timestamp("1970-01-01")) / pd.Timedelta(days=365.25)
+                columns[names[0]] = (times - pd.Timestamp("1970-01-01")) / pd.Timedelta(days=365.25)
                 continue
             if part == "month":  # the position in the year, so 31 January sits next to 1 February
                 phase = (times.dt.day_of_year - 1) / (365 + times.dt.is_leap_year.astype(float))
@@ -60,6 +70,6 @@ def expand_datetimes(frame: pd.DataFrame, parts: dict) -> pd.DataFrame:
                 phase = (times.dt.day_of_week + times.dt.hour / 24) / 7
             else:
                 phase = (times.dt.hour + times.dt.minute / 60 + times.dt.second / 3600) / 24
-            columns[f"{column}.{part}_sin"] = np.sin(2 * np.pi * phase.astype(float))
-            columns[f"{column}.{part}_cos"] = np.cos(2 * np.pi * phase.astype(float))
+            columns[names[0]] = np.sin(2 * np.pi * phase.astype(float))
+            columns[names[1]] = np.cos(2 * np.pi * phase.astype(float))
     return pd.DataFrame(columns, index=frame.index)

@@ -99,8 +99,9 @@ class BaseTokenizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
                 for labels, row, keep in zip(self.token_labels(batch), np.asarray(types), real)
             ]
         names = list(self.get_feature_names_out())
+        columns = self.token_columns() if hasattr(self, "token_columns") else names  # a date's parts are its column's
         n_rows = len(next(iter(batch.values())))
-        return [[(i, name, name) for i, name in enumerate(names)] for _ in range(n_rows)]
+        return [[(i, column, name) for i, (column, name) in enumerate(zip(columns, names))] for _ in range(n_rows)]
 
     def embedder_spec(self) -> dict:  # pragma: no cover - interface
         """The embedder this fitted tokenizer's output needs, as a JSON-able dict.

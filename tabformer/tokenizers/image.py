@@ -293,8 +293,15 @@ class PatchTokenizer(BaseTokenizer):
         height, width = self.image_size_
         if self.backbone is not None:
             stem = load_backbone(self.backbone, self.backbone_blocks, weights=None)
-            with torch.no_grad():
-                shape = stem.eval()(torch.zeros(1, 3, height, width)).shape
+            try:
+                with torch.no_grad():
+                    shape = stem.eval()(torch.zeros(1, 3, height, width)).shape
+            except RuntimeError as error:  # a stage whose kernel is larger than what is left of the image
+                raise ValueError(
+                    f"{height}x{width} images are too small for {self.backbone!r} with backbone_blocks={self.backbone_blocks}"
+                    f" ({str(error).splitlines()[0][:120]}); set image_size (tokenizer__image_size) larger or fewer "
+                    "backbone_blocks"
+                ) from None
             return int(shape[2]), int(shape[3])
         if height % self.patch_size or width % self.patch_size:
             one_image = width in (3, 4) and self.n_channels_ == 1  # (H, W, 3) read as H grey images of W x 3

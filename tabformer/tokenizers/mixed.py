@@ -401,9 +401,8 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         Returns
         -------
         tokens : list of n lists of (int, str, str)
-            ``(position, column, label)``: ``position`` indexes the encoder's token sequence
-            (CLS excluded), as laid out in eval mode; ``label`` is a sub-word, a patch
-            ``"r{i}c{j}"`` or a table column name. Masked (missing) segments are left out.
+            ``(position, column, label)``: ``position`` indexes the encoder's token sequence (CLS excluded), as laid
+            out in eval mode; ``label`` is a sub-word, a patch ``"r{i}c{j}"`` or a table token's name. Masked segments: left out.
         """
         check_is_fitted(self, "transformers_")
         tokenizers = {name: tokenizer for name, tokenizer, _ in self.transformers_}
@@ -415,8 +414,9 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
             kind = self.segment_kind(tokenizer)
             if kind == "table":
                 names = list(tokenizer.get_feature_names_out())
+                columns = tokenizer.token_columns() if hasattr(tokenizer, "token_columns") else names
                 for row in rows:
-                    row.extend((offset + j, label, label) for j, label in enumerate(names))
+                    row.extend((offset + j, column, label) for j, (column, label) in enumerate(zip(columns, names)))
                 offset += len(names)
                 continue
             present = np.asarray(arrays["present"], dtype=bool)

@@ -32,7 +32,7 @@ from ._columns import (
     warn_if_numbers_as_categories,
     warn_missing_unlike_fit,
 )
-from ._datetimes import datetime_parts, expand_datetimes, is_tz_aware
+from ._datetimes import datetime_parts, expand_datetimes, is_tz_aware, part_owners
 from .base import BaseTokenizer, register_tokenizer
 
 MISSING_ID, UNSEEN_ID, FIRST_CATEGORY_ID = 0, 1, 2
@@ -418,6 +418,11 @@ class TabularTokenizer(BaseTokenizer):
         """Column of each token, in token order: numeric columns, then categorical ones."""
         check_is_fitted(self, "categories_")
         return np.asarray(self.numeric_columns_ + self.categorical_columns_, dtype=object)
+
+    def token_columns(self) -> list:
+        """The input column of each token, in token order: a datetime column's parts are that column's."""
+        owners = part_owners(getattr(self, "datetime_parts_", {}))
+        return [owners.get(name, name) for name in self.get_feature_names_out()]
 
 
 def _check_same_columns(columns: list, fitted: list) -> None:

@@ -422,8 +422,19 @@ class WordPieceTokenizer(BaseTokenizer):
 
 
 def _pair(a: list, b: list, budget: int):
-    """``a [SEP] b [SEP]`` with the longer part truncated first (BERT's longest_first)."""
+    """``a [SEP] b [SEP]`` truncated longest-first to ``budget`` tokens, as Hugging Face's fast tokenizers cut.
+
+    The shorter text keeps its length while the longer fits beside it; when both are too
+    long, the shorter keeps ``budget // 2`` and the longer the rest (``a`` counts as the
+    shorter on a tie). Popping from the longer one by one, as the slow tokenizers do, gives
+    other lengths when the texts tie or the second is longer.
+    """
     a, b = list(a), list(b)
-    while len(a) + len(b) > budget:
-        (a if len(a) >= len(b) else b).pop()
+    if len(a) + len(b) > budget:
+        short = min(len(a), len(b))
+        keep_short, keep_long = short, max(short, budget - short)
+        if keep_short + keep_long > budget:
+            keep_short, keep_long = budget // 2, budget // 2 + budget % 2
+        keep_a, keep_b = (keep_long, keep_short) if len(a) > len(b) else (keep_short, keep_long)
+        a, b = a[:keep_a], b[:keep_b]
     return a + [SEP] + b + [SEP], [0] * (len(a) + 1) + [1] * (len(b) + 1)
