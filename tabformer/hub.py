@@ -14,6 +14,7 @@ from .nn.encoder import TransformerEncoder
 from .nn.models import PretrainedEncoder
 from .nn.safe_load import UnsafeFileError
 from .persistence import is_saved_folder, load_encoder
+from .tokenizers.image import _pair
 
 __all__ = [
     "FAMILIES",
@@ -173,6 +174,10 @@ def configure_pretrained(pretrained, tokenizer_params=None, encoder_params=None)
     pretrained.encoder = encoder
     tokenizer, current = pretrained.tokenizer, pretrained.tokenizer.get_params(deep=False)
     tokenizer_params = dict(tokenizer_params or {})
+    fitted_size = getattr(tokenizer, "image_size_", None)
+    wanted = tokenizer_params.get("image_size")
+    if wanted is not None and fitted_size is not None and _pair(wanted) == fitted_size:
+        current = {**current, "image_size": wanted}  # the size the weights saw: images are resized to it
     _check_settings("tokenizer", tokenizer_params, current, _TOKENIZER_TUNABLE, type(tokenizer).__name__)
     for key, value in tokenizer_params.items():
         positions = encoder.config["max_length"] if encoder.config["positions"] else None

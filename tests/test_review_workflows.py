@@ -121,3 +121,19 @@ def test_a_module_setting_the_model_does_not_take_is_named(estimator):
     X, y = make_table(60)
     with pytest.raises(ValueError, match=r"module__bogus: not a parameter of \w+; valid module__ parameters"):
         estimator(**SMALL, module__bogus=1).fit(X, y)
+
+
+@pytest.mark.parametrize("distributed", [True, {"gradient_accumulation_steps": 2}])
+def test_a_model_fitted_with_distributed_on_pickles_and_saves(distributed, tmp_path):
+    """Its LR scheduler kept Accelerate's wrapped optimizer (unpicklable), and save wrote accelerator_."""
+    import pickle
+
+    pytest.importorskip("accelerate")
+    from tabformer import load
+
+    X, y = make_table(80)
+    clf = TabFormerClassifier(**SMALL, distributed=distributed).fit(X, y)
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(clf)).predict_proba(X), clf.predict_proba(X))
+    clf.save(tmp_path / "m")
+    assert "accelerator_" not in (tmp_path / "m" / "config.json").read_text()
+    np.testing.assert_array_equal(load(tmp_path / "m").predict_proba(X), clf.predict_proba(X))

@@ -115,7 +115,12 @@ class DistributedMixin:
         if accelerator is not None:
             accelerator.wait_for_everyone()
             self.__dict__["_ddp_module"] = None
-            self.__dict__["optimizer_"] = getattr(self.optimizer_, "optimizer", self.optimizer_)
+            wrapped, plain = self.optimizer_, getattr(self.optimizer_, "optimizer", self.optimizer_)
+            for _, callback in self.callbacks_:  # a scheduler built on the wrapper: its patched step cannot be pickled
+                for value in vars(callback).values():
+                    if getattr(value, "optimizer", None) is wrapped:
+                        value.optimizer = plain
+            self.__dict__["optimizer_"] = plain
         super().on_train_end(net, X=X, y=y, **kwargs)
 
     def infer(self, x, **fit_params):

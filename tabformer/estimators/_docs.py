@@ -199,8 +199,9 @@ RECIPES_NOTES_DOC = """
     test, 0.93 with the ImageNet stem, 0.91 with plain patches); so do the patches of any
     image under 16 px.
 
-    "32 steps/ep": the largest power of two in [16, 256] that leaves an epoch at least
-    32 steps. See :mod:`tabformer.estimators._recipes` and docs/defaults.md.
+    "32 steps/ep": the largest power of two in [16, 256] that leaves at least 32 batches
+    of all the rows, so about 32 training steps an epoch (29-31 after a 10% holdout).
+    See :mod:`tabformer.estimators._recipes` and docs/defaults.md.
 """
 
 FINE_TUNING_PARAMS_DOC = """    freeze_encoder : bool, default=False

@@ -116,7 +116,8 @@ def stem_settings(side, upscale: bool = True) -> dict:
     stage = min(range(len(_STEM_REDUCTIONS)), key=lambda i: abs(min(size) / _STEM_REDUCTIONS[i] - STEM_GRID)) + 1
     settings = dict(backbone=STEM, backbone_blocks=stage, freeze_backbone=True)
     if size != (height, width):
-        settings["image_size"] = size
+        # Resized by the recipe, not by the user: images of another size are still refused.
+        settings.update(image_size=size, accept_any_size=False)
     return settings
 
 

@@ -77,8 +77,12 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         of the CLS and real-token outputs, or both side by side (2 * d_model values,
         what DINO feeds its linear probes; on Fashion-MNIST it lifted a SimCLR probe
         from 0.797 to 0.819, docs/images.md).
-    device : str, default="cpu"
+    device : str, default="auto"
+        ``"auto"``: CUDA when a GPU is visible, else the CPU (as the classifier's).
     verbose : int, default=1
+    train_split, precision, distributed, memory_limit, criterion
+        As the classifier's (:class:`~tabformer.TabFormerClassifier`); ``criterion`` is
+        not used (the objective computes the loss).
     **kwargs
         ``tokenizer__*``, ``encoder__*``, ``objective__*`` and skorch's own parameters.
 

@@ -43,6 +43,7 @@ ENCODER_FOLDER = "encoder/"
 #: skorch's run-time state: rebuilt by ``initialize`` or saved on its own (history, weights)
 _RUNTIME = frozenset(
     {
+        "accelerator_",  # this run's process group (distributed=...); a loaded model has none
         "history_",
         "initialized_",
         "virtual_params_",

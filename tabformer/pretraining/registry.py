@@ -71,7 +71,8 @@ def resolve_objective(name, tokenizer) -> str:
     tokenizer : BaseTokenizer
         The fitted tokenizer; its ``kind`` (``"table"``, ``"text"``, ``"image"``,
         ``"mixed"``) picks from :data:`AUTO_OBJECTIVES`: masked cells for a table,
-        masked tokens for text and mixed rows, SimCLR for images.
+        masked tokens for text and mixed rows, SimCLR for images and for mixed rows
+        without a text or categorical column (nothing to mask).
 
     Returns
     -------
@@ -96,4 +97,7 @@ def resolve_objective(name, tokenizer) -> str:
         raise ValueError(
             f"objective='auto' has no default for {type(tokenizer).__name__} ({kind!r} input); name one of {sorted(OBJECTIVES)}"
         )
+    kinds = set(getattr(tokenizer, "column_kinds_", {}).values()) if kind == "mixed" else set()
+    if kinds and not kinds & {"text", "categorical"}:  # mixed rows with nothing to mask: images (and numbers)
+        return "simclr"
     return AUTO_OBJECTIVES[kind]

@@ -112,6 +112,12 @@ def check_pixels(images, fitted_kind: str | None = None, scale: float | None = N
                 f"pixels; convert it the way the training images were (e.g. uint8 0-255, or floats in [0, 1]), "
                 "or set tokenizer__pixel_scale to say how to scale every image"
             )
+        if fitted_kind == "integer" and scale == 65535 and array.dtype == np.uint8:
+            # a uint8 image cannot be a 16-bit one: divided by 65535 it would read near-black, silently
+            raise ValueError(
+                f"image {offset} is 8-bit (uint8) but the tokenizer was fitted on 16-bit images (0-65535); convert it "
+                "the way the training images were (e.g. .astype(np.uint16) * 257), or set tokenizer__pixel_scale"
+            )
         if kind == "float" and array.size:
             flat = array.reshape(n, -1)
             bad = np.flatnonzero(~np.isfinite(flat).all(axis=1))

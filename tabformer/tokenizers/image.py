@@ -54,6 +54,11 @@ class PatchTokenizer(BaseTokenizer):
         Size ``(H, W)`` every image is resized to (torchvision v2, antialiased).
         ``None`` keeps the training images' common size and rejects any other size
         with an error naming the image.
+    accept_any_size : bool, default=True
+        With ``image_size``, resize images of any size. ``False`` resizes only images of
+        the training images' common size and rejects others as ``image_size=None`` does:
+        what the estimators' recipes set when they upscale small images on their own, so
+        a single ``(H, W, 3)`` image (read as ``H`` grey images) is not stretched silently.
     normalize : bool, default=True
         Standardise each channel with the mean and std fitted on the training
         pixels. Ignored with a pretrained ``backbone``, which gets the normalisation
@@ -94,6 +99,9 @@ class PatchTokenizer(BaseTokenizer):
     ----------
     image_size_ : (int, int)
         ``(H, W)`` every image is brought to.
+    input_size_ : (int, int) or None
+        The training images' common size, which ``transform`` requires (None: any size,
+        with ``image_size`` and ``accept_any_size``).
     n_channels_ : int
         1 (grey) or 3 (colour). Grey images are replicated when the tokenizer was
         fitted on colour ones; colour *arrays* are rejected by a grey tokenizer, while
@@ -132,6 +140,7 @@ class PatchTokenizer(BaseTokenizer):
         freeze_backbone=True,
         random_shift=0,
         conv_stem=(),
+        accept_any_size=True,
     ):
         self.patch_size = patch_size
         self.image_size = image_size
@@ -143,6 +152,7 @@ class PatchTokenizer(BaseTokenizer):
         self.freeze_backbone = freeze_backbone
         self.random_shift = random_shift
         self.conv_stem = conv_stem
+        self.accept_any_size = accept_any_size
 
     # ------------------------------------------------------------------ host half
     def fit(self, X, y=None):
@@ -180,7 +190,7 @@ class PatchTokenizer(BaseTokenizer):
         else:
             self.n_channels_ = 3 if any(image.shape[-1] == 3 for image in images) else 1
             sizes = {image.shape[:2] for image in images}
-        if self.image_size is None:
+        if self.image_size is None or not self.accept_any_size:
             if len(sizes) > 1:
                 first = images[0].shape[:2]
                 index = next(i for i, image in enumerate(images) if image.shape[:2] != first)
@@ -189,9 +199,10 @@ class PatchTokenizer(BaseTokenizer):
                     f"{images[index].shape[0]}x{images[index].shape[1]}; set image_size to resize them "
                     "(tokenizer__image_size; tokenizer__image__image_size for mixed inputs)"
                 )
-            self.image_size_ = tuple(int(s) for s in sizes.pop())
+            self.input_size_ = tuple(int(s) for s in sizes.pop())
         else:
-            self.image_size_ = _pair(self.image_size)
+            self.input_size_ = None
+        self.image_size_ = self.input_size_ if self.image_size is None else _pair(self.image_size)
         self.pixel_scale_ = scale
         pixels = self._to_tensor(images)
         if self.normalize and self.backbone is None:
@@ -278,16 +289,20 @@ class PatchTokenizer(BaseTokenizer):
 
     def _match_size(self, pixels: torch.Tensor, indices) -> torch.Tensor:
         size = tuple(pixels.shape[-2:])
-        if size == self.image_size_:
-            return pixels
         if self.image_size is None:
+            fitted = self.image_size_
+        else:  # resized to image_size: from any size, or (the recipes' upscale) from the training images' only
+            fitted = None if getattr(self, "accept_any_size", True) else getattr(self, "input_size_", None)
+        if fitted is not None and size != fitted:
             first = next(iter(indices))
+            one_image = size[1] in (3, 4) and self.n_channels_ == 3  # (H, W, 3) given alone: H grey images
+            hint = "; if X is one colour image of shape (H, W, 3), pass [X] or X[None]" if one_image else ""
             raise ValueError(
                 f"image {first} is {size[0]}x{size[1]} but the tokenizer was fitted on "
-                f"{self.image_size_[0]}x{self.image_size_[1]} images; set image_size to resize "
-                "(tokenizer__image_size; tokenizer__image__image_size for mixed inputs)"
+                f"{fitted[0]}x{fitted[1]} images; set image_size to resize "
+                f"(tokenizer__image_size; tokenizer__image__image_size for mixed inputs){hint}"
             )
-        return _resize(pixels, self.image_size_)
+        return pixels if size == self.image_size_ else _resize(pixels, self.image_size_)
 
     def _grid_shape(self) -> tuple[int, int]:
         height, width = self.image_size_

@@ -1,0 +1,47 @@
+"""Images and their pretraining as a review ran them (stop 37): each case answered wrong without
+a word, or refused a fix it had itself suggested, before its fix."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tabformer import TabFormerClassifier, TabFormerPretrainer
+from tabformer.estimators._image_recipes import stem_settings
+from tabformer.tokenizers import PatchTokenizer
+
+SMALL = dict(encoder__d_model=16, encoder__n_layers=1, encoder__n_heads=2, max_epochs=1, verbose=0, random_state=0)
+
+
+def test_images_the_recipe_upscales_must_keep_the_training_size():
+    """The stem recipe resized any image to 64 px: one (8, 8, 3) image gave 8 answers, silently."""
+    assert stem_settings((8, 8))["accept_any_size"] is False
+    colour = np.random.default_rng(0).integers(0, 256, (20, 8, 8, 3), dtype=np.uint8)
+    tok = PatchTokenizer(patch_size=4, image_size=16, accept_any_size=False).fit(colour)
+    assert tok.transform(colour[:2])["pixels"].shape[-2:] == (16, 16)
+    with pytest.raises(ValueError, match=r"image 0 is 8x3 .* fitted on 8x8 images.*pass \[X\] or X\[None\]"):
+        tok.transform(colour[0])
+    assert PatchTokenizer(patch_size=4, image_size=16).fit(colour).transform(colour[0])["pixels"].shape[0] == 8  # the user's rule
+
+
+def test_8_bit_images_into_a_16_bit_model_are_refused():
+    deep = np.random.default_rng(0).integers(0, 65536, (10, 8, 8), dtype=np.uint16)
+    tok = PatchTokenizer(patch_size=4).fit(deep)
+    with pytest.raises(ValueError, match=r"image 0 is 8-bit \(uint8\) but the tokenizer was fitted on 16-bit images"):
+        tok.transform((deep[:2] // 257).astype(np.uint8))
+
+
+def test_auto_pretraining_of_an_image_only_frame_is_simclr():
+    images = list(np.random.default_rng(0).integers(0, 256, (40, 8, 8), dtype=np.uint8))
+    pre = TabFormerPretrainer(**SMALL, batch_size=8).fit(pd.DataFrame({"photo": images, "size": np.arange(40.0)}))
+    assert pre.resolved_params_["objective"] == "simclr"
+
+
+def test_fine_tuning_on_larger_images_takes_the_pretrained_size_it_suggests():
+    rng = np.random.default_rng(0)
+    small = rng.integers(0, 256, (40, 8, 8), dtype=np.uint8)
+    pre = TabFormerPretrainer(**SMALL, objective="simclr", batch_size=8).fit(small)
+    big = np.kron(small, np.ones((1, 2, 2), dtype=np.uint8))
+    with pytest.raises(ValueError, match="image 0 is 16x16 but the tokenizer was fitted on 8x8 images; set image_size"):
+        TabFormerClassifier(**SMALL, encoder=pre.encoder_).fit(big, [0, 1] * 20)
+    clf = TabFormerClassifier(**SMALL, encoder=pre.encoder_, tokenizer__image_size=(8, 8)).fit(big, [0, 1] * 20)
+    assert clf.predict(big).shape == (40,)
