@@ -137,3 +137,21 @@ def test_a_model_fitted_with_distributed_on_pickles_and_saves(distributed, tmp_p
     clf.save(tmp_path / "m")
     assert "accelerator_" not in (tmp_path / "m" / "config.json").read_text()
     np.testing.assert_array_equal(load(tmp_path / "m").predict_proba(X), clf.predict_proba(X))
+
+
+def test_fine_tuning_a_pretrained_table_encoder_on_new_categories_refuses_or_grows(tmp_path):
+    """They were all read as the one 'unseen' id (the id masked-cell pretraining masks with), whatever new_categories said."""
+    from tabformer import load
+
+    rng = np.random.default_rng(0)
+    unlabeled = pd.DataFrame({"num": rng.normal(size=120), "shop": rng.choice(["a", "b", "c"], 120)})
+    pre = TabFormerPretrainer(**SMALL, objective="masked_cells").fit(unlabeled)
+    X = pd.DataFrame({"num": rng.normal(size=120), "shop": rng.choice(["a", "b", "d"], 120)})
+    y = (X["shop"] == "d").astype(int).to_numpy()
+    with pytest.raises(ValueError, match=r"categories the pretrained encoder's tokenizer never saw, in column\(s\) \['shop'\]"):
+        TabFormerClassifier(**SMALL, encoder=pre.encoder_).fit(X, y)
+    clf = TabFormerClassifier(**dict(SMALL, max_epochs=6), encoder=pre.encoder_, new_categories="grow").fit(X, y)
+    assert list(clf.tokenizer_.categories_[0]) == ["a", "b", "c", "d"]
+    assert list(pre.encoder_.tokenizer.categories_[0]) == ["a", "b", "c"]  # the pretrained encoder is left as it was
+    clf.save(tmp_path / "m")
+    np.testing.assert_array_equal(load(tmp_path / "m").predict_proba(X), clf.predict_proba(X))

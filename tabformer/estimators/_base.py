@@ -34,7 +34,7 @@ from ..nn.encoder import TransformerEncoder
 from ..nn.models import PretrainedEncoder
 from ..persistence import save_estimator
 from ..tokenizers import make_tokenizer
-from ._categories import continued_tokens
+from ._categories import adopt_new_categories, continued_tokens, with_grown_categories
 from ._classes import check_same_classes
 from ._collapse import ValidationAnswerSpread
 from ._distributed import DistributedMixin
@@ -218,7 +218,7 @@ class TabFormerNet(
         """
         pretrained = self._pretrained()
         if pretrained is not None:
-            return copy.deepcopy(pretrained.embedder)
+            return with_grown_categories(copy.deepcopy(pretrained.embedder), self.tokenizer_)
         return self.tokenizer_.build_embedder(d_model)
 
     def get_default_callbacks(self):
@@ -340,7 +340,7 @@ class TabFormerNet(
         user = NeuralNet.get_params_for(self, "tokenizer")
         if pretrained is not None:
             # The embedder's ids belong to the pretrained tokenizer: reuse it, fitted (X's columns read).
-            tokenizer = adopt_pretrained_tokenizer(pretrained.tokenizer, X)
+            tokenizer = adopt_new_categories(self, adopt_pretrained_tokenizer(pretrained.tokenizer, X), X)
         else:
             tokenizer = make_tokenizer(self.tokenizer, X, user)
         self.text_stem_weights_ = text_weights_folder() if pretrained is None and wants_text_stem(self, tokenizer, X) else None

@@ -24,6 +24,8 @@ from ..tokenizers._datetimes import part_owners
 from ..tokenizers.tabular import MISSING_ID, UNSEEN_ID, TabularTokenizer
 
 __all__ = [
+    "adopt_new_categories",
+    "with_grown_categories",
     "NEW_CATEGORIES_CONSTRAINT",
     "NEW_CATEGORIES_PARAM_DOC",
     "continue_with_categories",
@@ -46,8 +48,42 @@ NEW_CATEGORIES_PARAM_DOC = """    new_categories : {"error", "grow"}, default="e
         rows of old categories predict exactly as before until training moves the
         weights. Table inputs only: a mixed model given new categories raises with
         ``"grow"`` too, and a streamed continued fit (rows read piece by piece) does not
-        check them, so it reads them as "unseen".
+        check them, so it reads them as "unseen". Fine-tuning from a pretrained table
+        encoder (``encoder=``) treats the categories its pretraining never saw the same
+        way: refused, or appended with fresh embeddings.
 """
+
+
+def adopt_new_categories(estimator, tokenizer, X):
+    """A pretrained encoder's table ``tokenizer`` (a copy) facing the fine-tuning rows ``X``: as a continued fit does.
+
+    Categories its pretraining never saw are refused (``new_categories="error"``), or
+    appended (``"grow"``; :func:`with_grown_categories` grows the copied embedder to
+    match). Read as "unseen" they would all share one id, the one masked-cell
+    pretraining masks with, silently. Other tokenizers, and tokens, pass unchanged.
+    """
+    if type(tokenizer) is not TabularTokenizer or isinstance(X, (dict, Dataset)):
+        return tokenizer
+    if getattr(estimator, "new_categories", "error") == "grow":
+        tokenizer.add_categories(X)
+        return tokenizer
+    new = unseen_category_columns(tokenizer, tokenizer.transform(X))
+    if new:
+        raise ValueError(
+            f"X holds categories the pretrained encoder's tokenizer never saw, in column(s) {new}: they would all read "
+            "as its one 'unseen' id. Set new_categories='grow' to learn them (their embeddings start fresh), or set "
+            "those values to missing (None)"
+        )
+    return tokenizer
+
+
+def with_grown_categories(embedder, tokenizer):
+    """``embedder`` (a pretrained one's copy) with room for the categories :func:`adopt_new_categories` appended."""
+    if isinstance(embedder, TabularEmbedder) and type(tokenizer) is TabularTokenizer:
+        cardinalities = tokenizer.embedder_spec()["cardinalities"]
+        if embedder.n_categorical and sum(cardinalities) != embedder.category_embedding.num_embeddings:
+            embedder.grow_categories(cardinalities)
+    return embedder
 
 
 def continued_tokens(estimator, X, y) -> tuple:
