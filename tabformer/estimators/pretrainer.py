@@ -192,20 +192,27 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
             name = resolve_objective(self.objective, self.tokenizer_)
             self.objective_ = construct(get_objective(name), self.get_params_for("objective"), "objective")
             self.resolved_params_["objective"] = name
-            n_valid = self._validation_rows(num_samples(X))
-            if 0 < n_valid < getattr(self.objective_, "min_batch_rows", 1):
-                # Found after a whole training epoch before: the holdout's one image has no negatives.
-                raise ValueError(
-                    f"objective={name!r} needs at least {self.objective_.min_batch_rows} rows in the validation "
-                    f"holdout, and validation_fraction={self._validation_fraction()} of {num_samples(X)} rows holds "
-                    f"{n_valid}; pass more rows, a larger validation_fraction, or validation_fraction=None"
-                )
+            self._check_batch_rows(num_samples(X), name)
             dataset = self.objective_.make_dataset(batch, self.tokenizer_, self._fit_seed())
             self._train_new_module(dataset, None, **fit_params)
         return self
 
     def _continued_data(self, X, y):
+        self._check_batch_rows(num_samples(X), self.resolved_params_["objective"])  # before an epoch trains, as fit
         return self.objective_.make_dataset(self.tokenize(X), self.tokenizer_, self._fit_seed()), None
+
+    def _check_batch_rows(self, n_rows: int, name: str) -> None:
+        """An objective needing ``min_batch_rows`` a batch (SimCLR's negatives) needs them on each side of the split."""
+        needed = getattr(self.objective_, "min_batch_rows", 1)
+        n_valid = self._validation_rows(n_rows)
+        # Found after a whole training epoch before: the holdout's one image has no negatives.
+        for side, rows, low in (("validation holdout", n_valid, 1), ("rows left to train on", n_rows - n_valid, 0)):
+            if low <= rows < needed:
+                raise ValueError(
+                    f"objective={name!r} needs at least {needed} rows in the {side}, and validation_fraction="
+                    f"{self._validation_fraction()} of {n_rows} rows holds {rows}; pass more rows, another "
+                    "validation_fraction, or validation_fraction=None"
+                )
 
     def transform(self, X):
         """CLS embeddings of the pretrained encoder.
