@@ -94,6 +94,8 @@ def open_source(X, y=None, chunk_rows: int = 8192):
         if not path.exists():
             hint = "; to predict on one text, pass a list: [text]" if isinstance(X, str) and " " in X.strip() else ""
             raise ValueError(f"X is the path {str(path)!r}, which does not exist{hint}")
+        if path.is_file() and path.suffix.lower() in IMAGE_EXTENSIONS:
+            raise ValueError(f"X is one image's path, {str(path)!r}; a path alone is read as Parquet or a folder: pass [path]")
         if path.is_file() or any(path.rglob("*.parquet")):
             import pyarrow.dataset as ds
 

@@ -58,3 +58,14 @@ def test_a_continued_simclr_fit_checks_its_batch_rows_before_training():
     np.testing.assert_array_equal(pre.transform(images[:4]), before)
     with pytest.raises(ValueError, match=r"needs at least 2 rows in the rows left to train on.* holds 1"):
         TabFormerPretrainer(**SMALL, objective="simclr", validation_fraction=0.5).fit(images[:3])
+
+
+def test_one_image_path_alone_says_to_pass_a_list(tmp_path):
+    from PIL import Image
+
+    images = np.random.default_rng(0).integers(0, 256, (20, 8, 8), dtype=np.uint8)
+    clf = TabFormerClassifier(**SMALL).fit(images, [0, 1] * 10)
+    Image.fromarray(images[0]).save(tmp_path / "digit.png")
+    with pytest.raises(ValueError, match=r"X is one image's path, .*digit\.png.*: pass \[path\]"):
+        clf.predict(str(tmp_path / "digit.png"))
+    assert clf.predict([str(tmp_path / "digit.png")]).shape == (1,)
