@@ -155,3 +155,19 @@ def test_fine_tuning_a_pretrained_table_encoder_on_new_categories_refuses_or_gro
     assert list(pre.encoder_.tokenizer.categories_[0]) == ["a", "b", "c"]  # the pretrained encoder is left as it was
     clf.save(tmp_path / "m")
     np.testing.assert_array_equal(load(tmp_path / "m").predict_proba(X), clf.predict_proba(X))
+
+
+def test_fine_tuning_on_missing_values_pretraining_never_saw_trains_their_tokens_without_a_warning():
+    import warnings
+
+    from tabformer.tokenizers import UntrainedMissingWarning
+
+    rng = np.random.default_rng(0)
+    unlabeled = pd.DataFrame({"num": rng.normal(size=120), "shop": rng.choice(["a", "b"], 120)})
+    pre = TabFormerPretrainer(**SMALL, objective="masked_cells").fit(unlabeled)
+    X = unlabeled.assign(num=unlabeled["num"].mask(np.arange(120) % 7 == 0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UntrainedMissingWarning)
+        clf = TabFormerClassifier(**SMALL, encoder=pre.encoder_).fit(X, (X["shop"] == "a").astype(int))
+        clf.predict(X)
+    assert clf.tokenizer_.had_missing_["num"] and not pre.encoder_.tokenizer.had_missing_["num"]

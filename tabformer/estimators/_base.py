@@ -34,7 +34,7 @@ from ..nn.encoder import TransformerEncoder
 from ..nn.models import PretrainedEncoder
 from ..persistence import save_estimator
 from ..tokenizers import make_tokenizer
-from ._categories import adopt_new_categories, continued_tokens, with_grown_categories
+from ._categories import adopt_new_categories, continued_tokens, pretrained_tokens, with_grown_categories
 from ._classes import check_same_classes
 from ._collapse import ValidationAnswerSpread
 from ._distributed import DistributedMixin
@@ -57,7 +57,7 @@ from ._text_recipes import (
     wants_text_stem,
     wants_text_weights,
 )
-from ._util import adopt_pretrained_tokenizer, construct, num_samples, pretrained_step, seeded_torch
+from ._util import adopt_pretrained_tokenizer, construct, num_samples, seeded_torch
 from ._weights import WeightedLossMixin, check_sample_weight, check_split_weights, with_weights
 
 __all__ = ["TabFormerNet", "construct", "num_samples", "POOLINGS"]
@@ -357,7 +357,7 @@ class TabFormerNet(
         self.feature_dtypes_in_ = {str(c): str(t) for c, t in dtypes.items()} if hasattr(dtypes, "items") else None
         if n_rows is not None:
             return None
-        return self.tokenizer_.transform(X) if pretrained is None else pretrained_step(self.tokenizer_, X, "transform")
+        return self.tokenizer_.transform(X) if pretrained is None else pretrained_tokens(self.tokenizer_, X)
 
     def _train_new_module(self, data, y, **fit_params):
         """Build a fresh module for the fitted tokenizer and train it on ``data`` (tokens or a dataset)."""

@@ -22,9 +22,11 @@ from ..nn.embedders.tabular import TabularEmbedder
 from ..tokenizers import UntrainedMissingWarning
 from ..tokenizers._datetimes import part_owners
 from ..tokenizers.tabular import MISSING_ID, UNSEEN_ID, TabularTokenizer
+from ._util import pretrained_step
 
 __all__ = [
     "adopt_new_categories",
+    "pretrained_tokens",
     "with_grown_categories",
     "NEW_CATEGORIES_CONSTRAINT",
     "NEW_CATEGORIES_PARAM_DOC",
@@ -67,7 +69,9 @@ def adopt_new_categories(estimator, tokenizer, X):
     if getattr(estimator, "new_categories", "error") == "grow":
         tokenizer.add_categories(X)
         return tokenizer
-    new = unseen_category_columns(tokenizer, tokenizer.transform(X))
+    with warnings.catch_warnings():  # missing values this fit trains: see pretrained_tokens
+        warnings.simplefilter("ignore", UntrainedMissingWarning)
+        new = unseen_category_columns(tokenizer, tokenizer.transform(X))
     if new:
         raise ValueError(
             f"X holds categories the pretrained encoder's tokenizer never saw, in column(s) {new}: they would all read "
@@ -75,6 +79,19 @@ def adopt_new_categories(estimator, tokenizer, X):
             "those values to missing (None)"
         )
     return tokenizer
+
+
+def pretrained_tokens(tokenizer, X) -> dict:
+    """The fine-tuning rows ``X`` through a pretrained encoder's (copied) ``tokenizer``.
+
+    Missing values in a column that had none in pretraining are trained by this fit:
+    no warning now, and the tokenizer records it, so predict does not warn either.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UntrainedMissingWarning)
+        data = pretrained_step(tokenizer, X, "transform")
+    note_trained_missing(tokenizer, data)
+    return data
 
 
 def with_grown_categories(embedder, tokenizer):
