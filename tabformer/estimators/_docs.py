@@ -231,6 +231,13 @@ FUSION_PARAM_DOC = """    fusion : {"auto", "early", "late"} or int, default="au
         encoders trained 15 epochs to the end of their decay.
 """
 
+CRITERION_DOC = """    criterion : torch.nn.Module class
+        The loss, built at ``initialize`` (``criterion__*`` routes its arguments):
+        ``torch.nn.CrossEntropyLoss`` for the classifier (per-label
+        ``BCEWithLogitsLoss`` for a multi-label ``y``), ``torch.nn.MSELoss`` for the
+        regressor. ``sample_weight`` and ``class_weight`` need one with a ``reduction``.
+"""
+
 CLASS_WEIGHT_DOC = """    class_weight : "balanced", dict or None, default=None
         Weights of the classes in the loss (multiplied with ``fit``'s ``sample_weight``).
         ``"balanced"``: ``n_samples / (n_classes * np.bincount(y))`` as in scikit-learn; a

@@ -29,6 +29,7 @@ from ._classes import check_weighted_classes, fit_label_encoder, fitted_label_ve
 from ._collapse import check_samples, is_constant, kept_epoch_answers_vary
 from ._docs import (
     CLASS_WEIGHT_DOC,
+    CRITERION_DOC,
     FINE_TUNING_PARAMS_DOC,
     FUSION_PARAM_DOC,
     RECIPES_NOTES_DOC,
@@ -46,7 +47,9 @@ from ._weights import class_weights_of
 
 __all__ = ["TabFormerClassifier", "TabFormerRegressor"]
 
-_PARAMS_DOC = SHARED_PARAMS_DOC + FINE_TUNING_PARAMS_DOC + FUSION_PARAM_DOC + STREAMING_PARAM_DOC + NEW_CATEGORIES_PARAM_DOC
+_PARAMS_DOC = (
+    SHARED_PARAMS_DOC + FINE_TUNING_PARAMS_DOC + FUSION_PARAM_DOC + STREAMING_PARAM_DOC + NEW_CATEGORIES_PARAM_DOC + CRITERION_DOC
+)
 
 
 class _CLSHeadNet(StreamingMixin, FineTuningNet):
