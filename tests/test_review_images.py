@@ -69,3 +69,17 @@ def test_one_image_path_alone_says_to_pass_a_list(tmp_path):
     with pytest.raises(ValueError, match=r"X is one image's path, .*digit\.png.*: pass \[path\]"):
         clf.predict(str(tmp_path / "digit.png"))
     assert clf.predict([str(tmp_path / "digit.png")]).shape == (1,)
+
+
+@pytest.mark.parametrize(
+    "setting, message",
+    [
+        ({"objective__projection_dim": 0}, "objective__projection_dim must be an int > 0"),
+        ({"objective__crop_scale": (0, 0)}, r"objective__crop_scale must be \(low, high\) with 0 < low <= high <= 1"),
+        ({"objective__blur_kernel": 4}, "objective__blur_kernel must be an odd int"),
+    ],
+)
+def test_simclr_settings_that_train_nothing_are_refused_naming_them(setting, message):
+    images = np.random.default_rng(0).integers(0, 256, (20, 8, 8), dtype=np.uint8)
+    with pytest.raises(ValueError, match=message):
+        TabFormerPretrainer(**SMALL, objective="simclr", batch_size=8, **setting).fit(images)

@@ -10,6 +10,8 @@ information useful downstream).
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 from torch import nn
 
@@ -115,7 +117,8 @@ class SimCLR:
     projection_batch_norm : bool, default=True
         BatchNorm in the projection head.
     crop_scale, crop_ratio, flip_p, jitter_p, brightness, contrast, saturation, hue, grayscale_p, blur_p, blur_sigma, blur_kernel
-        Augmentation settings, see :func:`~tabformer.pretraining.views.image_augmentation`.
+        Augmentation settings, see :func:`~tabformer.pretraining.views.image_augmentation`;
+        ``crop_scale`` must lie in ``(0, 1]`` and ``blur_kernel`` be odd (checked before training).
     corruption_rate : float, default=0.3
         Mixed rows only: share of table cells replaced, in each view, by the same
         column's value in a random row (SCARF).
@@ -235,6 +238,15 @@ class SimCLR:
             tokenizer.image_size_, tokenizer.n_channels_, **{name: getattr(self, name) for name in self._AUGMENT}
         )
 
+    def _check_views(self) -> None:
+        """Refuse view settings that train nothing or fail deep inside torchvision, naming the setting."""
+        low, high = self.crop_scale
+        if not 0 < low <= high <= 1:
+            raise ValueError(f"objective__crop_scale must be (low, high) with 0 < low <= high <= 1, got {self.crop_scale!r}")
+        kernel = self.blur_kernel
+        if isinstance(kernel, bool) or not isinstance(kernel, numbers.Integral) or kernel < 1 or kernel % 2 == 0:
+            raise ValueError(f"objective__blur_kernel must be an odd int >= 1 (Gaussian blur), got {kernel!r}")
+
     def make_dataset(self, batch, tokenizer, random_state=None):
         """Dataset of two fresh views per image or, for a :class:`~tabformer.tokenizers.MixedTokenizer`, per mixed row.
 
@@ -253,6 +265,7 @@ class SimCLR:
         dataset : TwoViewDataset or MixedTwoViewDataset
             ``N`` items ``({"view1/<key>": ..., "view2/<key>": ...}, 0)``.
         """
+        self._check_views()
         if getattr(tokenizer, "kind", None) == "mixed":
             return MixedTwoViewDataset(
                 batch, tokenizer, self.make_transform, self.corruption_rate, self.text_mask_prob, self.text_crop, random_state
@@ -283,6 +296,10 @@ class SimCLR:
         """
         if not self.temperature > 0:
             raise ValueError(f"objective__temperature must be > 0, got {self.temperature!r}")
+        dim = self.projection_dim
+        if isinstance(dim, bool) or not (isinstance(dim, numbers.Integral) and dim > 0):
+            # 0 projected every row to nothing: a constant loss, nothing trained, only torch's zero-element warning
+            raise ValueError(f"objective__projection_dim must be an int > 0, got {self.projection_dim!r}")
         return ContrastiveHead(
             ProjectionHead(d_model, self.projection_hidden or d_model, self.projection_dim, self.projection_batch_norm)
         )
