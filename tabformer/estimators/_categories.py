@@ -269,15 +269,11 @@ def unseen_category_columns(tokenizer, data) -> list:
     columns : list of str
         Empty for a dataset (streamed rows are not checked) or when nothing is unseen.
     """
-    if not isinstance(data, dict):
-        return []
-    keys = [key for key in data if key == "cat_ids" or key.endswith("/cat_ids")]
-    tables = [tokenizer] if "cat_ids" in data else [t for _, t, _ in getattr(tokenizer, "transformers_", None) or []]
-    tables = [t for t in tables if hasattr(t, "categorical_columns_")]
     new = []
-    for key, table in zip(keys, tables):
-        columns = table.categorical_columns_
-        new += [str(columns[j]) if j < len(columns) else str(j) for j in np.flatnonzero((data[key] == UNSEEN_ID).any(axis=0))]
+    for table, tokens in _table_tokens(tokenizer, data):
+        columns, ids = table.categorical_columns_, tokens.get("cat_ids")
+        if ids is not None:
+            new += [str(columns[j]) if j < len(columns) else str(j) for j in np.flatnonzero((ids == UNSEEN_ID).any(axis=0))]
     return new
 
 
