@@ -237,6 +237,19 @@ def test_pretrained_encoder_folder_and_warm_started_estimators(tmp_path):
     np.testing.assert_array_equal(loaded.predict_proba(TEXTS), by_path.predict_proba(TEXTS))
 
 
+def test_pretrained_encoder_loads_in_a_fresh_interpreter_importing_only_it(tmp_path):
+    """``import tabformer`` is lazy: ``from tabformer import PretrainedEncoder`` alone never
+    imported tabformer.persistence, and ``load`` raised "import tabformer first"."""
+    import subprocess
+    import sys
+
+    TabFormerPretrainer(objective="mlm", tokenizer="wordpiece", **TEXT).fit(TEXTS).encoder_.save(tmp_path / "encoder")
+    code = f"from tabformer import PretrainedEncoder; print(type(PretrainedEncoder.load({str(tmp_path / 'encoder')!r})).__name__)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "PretrainedEncoder"
+
+
 def test_transformer_encoder_warm_start_and_frozen_encoder(table, tmp_path):
     X, y = table
     encoder = tabformer.TransformerEncoder(d_model=16, n_heads=2, n_layers=1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import torch
 from torch import nn
 
@@ -321,6 +323,8 @@ FOLDER_IO: dict = {}
 
 
 def _folder_io(name: str):
-    if name not in FOLDER_IO:  # pragma: no cover - filled by `import tabformer`
-        raise RuntimeError("PretrainedEncoder.save/load need tabformer.persistence: import tabformer first")
+    if name not in FOLDER_IO:
+        # ``import tabformer`` is lazy (issue 18), so ``from tabformer import PretrainedEncoder``
+        # alone never ran tabformer.persistence, and ``load`` failed on a fresh interpreter.
+        importlib.import_module(__name__.split(".")[0] + ".persistence")
     return FOLDER_IO[name]
