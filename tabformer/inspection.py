@@ -27,8 +27,8 @@ def explain(estimator, X, layer="all", level="token", y=None) -> pd.DataFrame:
         of each input column (all words of a text column, all patches of an image), and
         divided by their number.
     y : array-like of shape (n_samples,), optional
-        True targets of ``X``. With ``level="column"`` and mixed inputs, adds each
-        modality's ablation score (see :func:`modality_ablation`).
+        True targets of ``X``. With ``level="column"``, adds each modality's ablation
+        score (see :func:`modality_ablation`); mixed inputs only.
 
     Returns
     -------
@@ -51,13 +51,21 @@ def explain(estimator, X, layer="all", level="token", y=None) -> pd.DataFrame:
     Raises
     ------
     ValueError
-        If ``level`` or ``layer`` is invalid.
+        If ``level`` or ``layer`` is invalid, or ``y`` comes with ``level="column"`` for
+        an estimator whose input is not mixed.
     sklearn.exceptions.NotFittedError
         If ``estimator`` is not fitted.
     """
     check_is_fitted(estimator)
     if level not in ("token", "column"):
         raise ValueError(f"level must be 'token' or 'column', got {level!r}")
+    if level == "column" and y is not None and not hasattr(estimator.tokenizer_, "segments_"):
+        # Masking the only modality leaves no input at all: there is no other modality to compare with.
+        raise ValueError(
+            f"explain(level='column', y=...) adds each modality's ablation score, which needs mixed inputs (a "
+            f"MixedTokenizer: text, image and table columns together); this estimator's {type(estimator.tokenizer_).__name__} "
+            "reads one modality. Leave y out for the per-column attention"
+        )
     batch = estimator.tokenize(X)
     _, maps = estimator.forward_features(batch, return_attention=True)
     described = estimator.tokenizer_.describe_tokens(batch)

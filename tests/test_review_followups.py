@@ -1,0 +1,24 @@
+"""Follow-ups of a review: each case misled or failed before its fix."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tabformer import TabFormerClassifier
+
+SMALL = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, max_epochs=1, verbose=0, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def table():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"price": rng.normal(size=40), "colour": rng.choice(["red", "blue"], 40)})
+    return X, (X["price"] > 0).astype(int).to_numpy()
+
+
+def test_explain_with_y_on_a_table_model_says_ablation_needs_mixed_inputs(table):
+    X, y = table
+    clf = TabFormerClassifier(**SMALL).fit(X, y)
+    with pytest.raises(ValueError, match=r"needs mixed inputs .*TabularTokenizer reads one modality. Leave y out"):
+        clf.explain(X.iloc[:3], level="column", y=y[:3])
+    assert list(clf.explain(X.iloc[:3], level="column")["column"].unique()) == ["price", "colour"]
