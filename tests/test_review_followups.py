@@ -22,3 +22,13 @@ def test_explain_with_y_on_a_table_model_says_ablation_needs_mixed_inputs(table)
     with pytest.raises(ValueError, match=r"needs mixed inputs .*TabularTokenizer reads one modality. Leave y out"):
         clf.explain(X.iloc[:3], level="column", y=y[:3])
     assert list(clf.explain(X.iloc[:3], level="column")["column"].unique()) == ["price", "colour"]
+
+
+def test_a_sentence_pair_model_given_one_of_its_texts_names_the_other():
+    X = pd.DataFrame({"question": ["is it good", "was it bad"] * 10, "answer": ["yes it is", "no"] * 10})
+    clf = TabFormerClassifier(tokenizer="wordpiece", tokenizer__vocab_size=60, **SMALL).fit(X, [0, 1] * 10)
+    expected = r"X lacks the text column 'answer': fit read the sentence pair \['question', 'answer'\]"
+    with pytest.raises(ValueError, match=expected):
+        clf.predict(X[["question"]])
+    with pytest.raises(ValueError, match="lacks the text column 'question'"):
+        clf.predict(X[["answer"]])

@@ -153,6 +153,9 @@ class WordPieceTokenizer(BaseTokenizer):
                 del self.feature_names_in_
             elif named and "feature_names_in_" in vars(self) and names != seen:
                 if sorted(names) != sorted(seen):  # scikit-learn refuses other names too: renamed columns may be other texts
+                    lacks, extra = [c for c in seen if c not in names], [c for c in names if c not in seen]
+                    if not extra:  # one text of a fitted pair: renaming would not help, the other text is needed
+                        raise ValueError(f"X lacks the text column {lacks[0]!r}: fit read the sentence pair {seen}")
                     raise ValueError(
                         f"X's text column(s) {columns} are not those seen in fit, {seen}: rename them (or pass a list)"
                     )
