@@ -32,3 +32,11 @@ def test_a_sentence_pair_model_given_one_of_its_texts_names_the_other():
         clf.predict(X[["question"]])
     with pytest.raises(ValueError, match="lacks the text column 'question'"):
         clf.predict(X[["answer"]])
+
+
+def test_a_tagger_refuses_training_tags_of_one_class():
+    from tabformer import TabFormerTagger
+
+    sentences = [["Alice", "visits", "Paris"], ["Bob", "stays"]]
+    with pytest.raises(ValueError, match=r"y has only 1 tag \('O'\); a tagger needs samples of at least 2 classes"):
+        TabFormerTagger(tokenizer="wordpiece", **SMALL).fit(sentences, [["O", "O", "O"], ["O", "O"]])

@@ -165,6 +165,8 @@ class TabFormerTagger(FineTuningNet):
         if not flat:
             raise ValueError("y holds no tags at all (every sentence is empty)")
         values, counts = np.unique(np.asarray(flat, dtype=object).astype(str), return_counts=True)
+        if len(values) < 2:  # as scikit-learn's classifiers: one tag trains nothing, every word would get it
+            raise ValueError(f"y has only 1 tag ({str(values[0])!r}); a tagger needs samples of at least 2 classes (tags)")
         self.classes_ = values
         self.default_tag_ = "O" if "O" in values else str(values[counts.argmax()])
         with self._seeded():
