@@ -40,3 +40,22 @@ def test_a_tagger_refuses_training_tags_of_one_class():
     sentences = [["Alice", "visits", "Paris"], ["Bob", "stays"]]
     with pytest.raises(ValueError, match=r"y has only 1 tag \('O'\); a tagger needs samples of at least 2 classes"):
         TabFormerTagger(tokenizer="wordpiece", **SMALL).fit(sentences, [["O", "O", "O"], ["O", "O"]])
+
+
+def test_explain_and_plot_show_integer_column_labels_not_x0(table):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from tabformer import plot
+
+    X, y = table
+    X = X.assign(when=pd.date_range("2024-01-01", periods=len(X), freq="D")).set_axis([0, 1, 2], axis=1)
+    clf = TabFormerClassifier(**SMALL).fit(X, y)
+    tokens = clf.explain(X.iloc[:2])
+    assert set(tokens["column"]) == {"0", "1", "2"}
+    assert {"0", "1", "2.elapsed", "2.month_sin"} <= set(tokens["label"])
+    assert sorted(clf.explain(X.iloc[:2], level="column")["column"].unique()) == ["0", "1", "2"]
+    ax = plot.attention(clf, X.iloc[[0]])
+    assert sorted(tick.get_text() for tick in ax.get_yticklabels()) == ["0", "1", "2"]
+    plt.close("all")

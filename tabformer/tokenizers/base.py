@@ -98,7 +98,7 @@ class BaseTokenizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
                 [(i, str(names[min(int(t), len(names) - 1)]), label) for i, (label, t) in enumerate(zip(labels, row[keep]))]
                 for labels, row, keep in zip(self.token_labels(batch), np.asarray(types), real)
             ]
-        names = list(self.get_feature_names_out())
+        names = list(self.token_names() if hasattr(self, "token_names") else self.get_feature_names_out())
         columns = self.token_columns() if hasattr(self, "token_columns") else names  # a date's parts are its column's
         n_rows = len(next(iter(batch.values())))
         return [[(i, column, name) for i, (column, name) in enumerate(zip(columns, names))] for _ in range(n_rows)]

@@ -420,9 +420,22 @@ class TabularTokenizer(BaseTokenizer):
         return np.asarray(self.numeric_columns_ + self.categorical_columns_, dtype=object)
 
     def token_columns(self) -> list:
-        """The input column of each token, in token order: a datetime column's parts are that column's."""
+        """The input column of each token, in token order: a datetime column's parts are that column's.
+
+        Columns are named as the user did: non-str DataFrame labels, ``x0, x1...`` inside, as their str.
+        """
+        return [column for column, _ in self._shown_tokens()]
+
+    def token_names(self) -> list:
+        """The name of each token, in token order, under the user's column labels (see :meth:`token_columns`)."""
+        return [name for _, name in self._shown_tokens()]
+
+    def _shown_tokens(self) -> list:
         owners = part_owners(getattr(self, "datetime_parts_", {}))
-        return [owners.get(name, name) for name in self.get_feature_names_out()]
+        # explain and plot show these: x0 would name no column of the user's frame
+        labels = {f"x{i}": str(label) for i, label in enumerate(getattr(self, "column_labels_", None) or [])}
+        owned = [(owners.get(name, name), name) for name in self.get_feature_names_out()]
+        return [(labels.get(owner, owner), labels.get(owner, owner) + name[len(owner) :]) for owner, name in owned]
 
 
 def _check_same_columns(columns: list, fitted: list) -> None:
