@@ -59,3 +59,31 @@ def test_explain_and_plot_show_integer_column_labels_not_x0(table):
     ax = plot.attention(clf, X.iloc[[0]])
     assert sorted(tick.get_text() for tick in ax.get_yticklabels()) == ["0", "1", "2"]
     plt.close("all")
+
+
+def test_predicting_on_parquet_warns_once_with_the_whole_files_counts(table, tmp_path):
+    import warnings
+
+    pytest.importorskip("pyarrow")
+    from tabformer.tokenizers import UntrainedMissingWarning
+
+    X, y = table
+    clf = TabFormerClassifier(**SMALL).fit(X, y)
+    rng = np.random.default_rng(1)
+    rows = pd.DataFrame({"price": rng.normal(size=60), "colour": rng.choice(["RED", "teal"], 60)})
+    rows.loc[::2, "price"] = np.nan
+    rows.to_parquet(tmp_path / "new.parquet", row_group_size=20)  # three pieces, each read on its own
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.predict(tmp_path / "new.parquet")
+    messages = [str(w.message) for w in caught]
+    assert [w.category for w in caught] == [UntrainedMissingWarning, UserWarning], messages
+    assert "'price' (30 missing)" in messages[0]
+    assert "'colour': none of its 60 values" in messages[1] and "('RED' against 'red')" in messages[1]
+    # The whole file has a fitted category in its last piece: the column is no recoding
+    rows.loc[59, "colour"] = "blue"
+    rows.to_parquet(tmp_path / "known.parquet", row_group_size=20)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.predict(tmp_path / "known.parquet")
+    assert [w.category for w in caught] == [UntrainedMissingWarning]

@@ -17,6 +17,7 @@ from .. import inspection
 from .._data import TensorDictDataset, trim_padding
 from .._stream import RowSource
 from ..nn.heads import mean_pool
+from ..tokenizers._columns import ColumnWarnings
 from ._util import encoder_settings, num_samples
 from ._weights import without_weights
 
@@ -112,8 +113,10 @@ class InferenceMixin:
         check_is_fitted(self, "module_")
         self.module_.eval()
         start = 0
+        gathered = ColumnWarnings()  # warned once after the last chunk, with the input's totals
         for chunk in _row_chunks(X, self.inference_chunk_rows):
-            tokens = chunk if isinstance(chunk, (dict, Dataset)) else self.tokenize(chunk)
+            with gathered.gathering():
+                tokens = chunk if isinstance(chunk, (dict, Dataset)) else self.tokenize(chunk)
             order = _length_order(tokens) if trim else None
             if order is not None:
                 # Sorted by length, a batch of long texts no longer pads its short ones: with the
@@ -130,6 +133,7 @@ class InferenceMixin:
                 _check_finite(result, self, start)
                 start += rows
                 yield result
+        gathered.warn(stacklevel=2)
 
     def _forward_batches(self, tokens, forward, trim: bool):
         """``(forward(batch), rows in the batch)`` for each batch of one chunk's ``tokens`` (a dict of

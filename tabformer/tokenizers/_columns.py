@@ -10,6 +10,7 @@ between fit and predict.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import warnings
 
 import numpy as np
@@ -18,6 +19,7 @@ import pandas as pd
 from .._validation import is_numeric_dtype
 
 __all__ = [
+    "ColumnWarnings",
     "UntrainedMissingWarning",
     "category_index",
     "check_unseen_kind",
@@ -135,28 +137,16 @@ def warn_if_all_unseen(values: pd.Series, codes: np.ndarray, categories: pd.Inde
     Values of the fitted type that are all new (``"MALE"`` for fitted ``"Male"``, codes
     renumbered upstream) each read as the column's "unseen" id, so the column tells the
     model nothing, silently. Where the values match fitted categories once case and
-    spaces are ignored, the warning says so.
+    spaces are ignored, the warning says so. Within :meth:`ColumnWarnings.gathering`, the
+    values are added to the input's totals instead.
     """
-    present = values.notna().to_numpy()
-    if present.sum() < MIN_VALUES_ALL_UNSEEN or (codes[present] >= 0).any():
+    gathered = _GATHERING.get()
+    if gathered is not None:
+        gathered.add_values(values, codes, categories, column)
         return
-    seen = values[present]
-    fitted = {_normalised(c): c for c in categories}
-    matches = [(v, fitted[_normalised(v)]) for v in seen.unique() if isinstance(v, str) and _normalised(v) in fitted]
-    hint = ""
-    if matches:
-        value, category = matches[0]
-        hint = (
-            f" {len(matches)} of its {seen.nunique()} distinct values match a fitted category once case and spaces "
-            f"are ignored ({value!r} against {category!r}); map them back to the fitted spelling."
-        )
-    warnings.warn(
-        f"categorical column {column!r}: none of its {int(present.sum())} values is a category fit saw (e.g. "
-        f"{seen.iloc[0]!r}; fitted: {list(categories[:3])}{', ...' if len(categories) > 3 else ''}), so every row "
-        f"reads the column's 'unseen' id and the column tells the model nothing.{hint or ' Check it was not recoded.'}",
-        UserWarning,
-        stacklevel=4,
-    )
+    alone = ColumnWarnings()
+    alone.add_values(values, codes, categories, column)
+    alone.warn(stacklevel=5)
 
 
 class UntrainedMissingWarning(UserWarning):
@@ -181,16 +171,122 @@ def warn_missing_unlike_fit(frame: pd.DataFrame, had_missing) -> None:
     if not had_missing:
         return
     new = {column: int(frame[column].isna().sum()) for column in frame.columns if not had_missing.get(column, True)}
-    new = {column: count for column, count in new.items() if count}
-    if new:
-        warnings.warn(
-            f"column(s) {', '.join(f'{column!r} ({count} missing)' for column, count in new.items())} miss values now but "
-            "missed none in the rows fit read: those cells read their column's missing token, which no training row "
-            "trained. Impute them (e.g. "
-            "sklearn's SimpleImputer in a Pipeline) or train on rows that miss values too",
-            UntrainedMissingWarning,
-            stacklevel=4,
+    gathered = _GATHERING.get()
+    if gathered is not None:
+        gathered.add_missing(new)
+    else:
+        alone = ColumnWarnings()
+        alone.add_missing(new)
+        alone.warn(stacklevel=5)
+
+
+#: the ColumnWarnings that the column checks add to, while one gathers (per thread and context)
+_GATHERING: contextvars.ContextVar = contextvars.ContextVar("tabformer_column_warnings", default=None)
+
+
+class ColumnWarnings:
+    """The predict-time warnings about a table's columns, over every chunk of one input.
+
+    Predicting on a Parquet file or a large frame tokenizes it in chunks (row groups,
+    8192-row slices); warning per chunk repeated each warning with that chunk's counts
+    ("10 missing" once per row group), and judged "no value is a fitted category" on a chunk alone.
+    Within :meth:`gathering`, :func:`warn_missing_unlike_fit` and :func:`warn_if_all_unseen`
+    add their counts here; :meth:`warn` then issues what the whole input calls for, once.
+    """
+
+    def __init__(self):
+        self.missing = {}  # column -> cells missing now in a column that missed none at fit
+        self.unseen = {}  # column -> {"present", "known", "example", "categories", "matches"}
+
+    @contextlib.contextmanager
+    def gathering(self):
+        """Within: the column checks of any tokenizer add to this instead of warning.
+
+        Yields
+        ------
+        self : ColumnWarnings
+        """
+        token = _GATHERING.set(self)
+        try:
+            yield self
+        finally:
+            _GATHERING.reset(token)
+
+    def add_missing(self, counts: dict) -> None:
+        """Add one chunk's missing cells per column.
+
+        Parameters
+        ----------
+        counts : dict of column to int
+            Cells missing in the chunk, for the columns that missed none at fit.
+        """
+        for column, count in counts.items():
+            if count:
+                self.missing[column] = self.missing.get(column, 0) + count
+
+    def add_values(self, values: pd.Series, codes: np.ndarray, categories: pd.Index, column) -> None:
+        """Add one chunk's values of a categorical column.
+
+        Parameters
+        ----------
+        values : Series
+            The chunk's cells of the column.
+        codes : ndarray of shape (len(values),)
+            Their index in ``categories``, -1 where not a fitted category.
+        categories : Index
+            The column's fitted categories.
+        column : str
+            The column's name.
+        """
+        present = values.notna().to_numpy()
+        tally = self.unseen.setdefault(
+            column, {"present": 0, "known": False, "example": None, "categories": categories, "matches": {}}
         )
+        tally["present"] += int(present.sum())
+        tally["known"] = tally["known"] or bool((codes[present] >= 0).any())
+        if tally["known"] or not present.any():
+            return  # a column with a fitted category is not warned about: its respellings no longer matter
+        seen = values[present]
+        tally["example"] = seen.iloc[0] if tally["example"] is None else tally["example"]
+        fitted = {_normalised(c): c for c in categories}
+        for value in seen.unique():
+            if isinstance(value, str) and _normalised(value) in fitted:
+                tally["matches"].setdefault(value, fitted[_normalised(value)])
+
+    def warn(self, stacklevel: int = 2) -> None:
+        """Issue the warnings the gathered counts call for (none is repeated).
+
+        Parameters
+        ----------
+        stacklevel : int, default=2
+            As :func:`warnings.warn`'s, counted from the caller of this method.
+        """
+        if self.missing:
+            counts = ", ".join(f"{column!r} ({count} missing)" for column, count in self.missing.items())
+            warnings.warn(
+                f"column(s) {counts} miss values now but missed none in the rows fit read: those cells read their "
+                "column's missing token, which no training row trained. Impute them (e.g. sklearn's SimpleImputer in a "
+                "Pipeline) or train on rows that miss values too",
+                UntrainedMissingWarning,
+                stacklevel=stacklevel,
+            )
+        for column, tally in self.unseen.items():
+            if tally["known"] or tally["present"] < MIN_VALUES_ALL_UNSEEN:
+                continue
+            categories, hint = tally["categories"], " Check it was not recoded."
+            if tally["matches"]:
+                value, category = next(iter(tally["matches"].items()))
+                hint = (
+                    f" {len(tally['matches'])} of its distinct values match a fitted category once case and spaces are "
+                    f"ignored ({value!r} against {category!r}); map them back to the fitted spelling."
+                )
+            warnings.warn(
+                f"categorical column {column!r}: none of its {tally['present']} values is a category fit saw (e.g. "
+                f"{tally['example']!r}; fitted: {list(categories[:3])}{', ...' if len(categories) > 3 else ''}), so every "
+                f"row reads the column's 'unseen' id and the column tells the model nothing.{hint}",
+                UserWarning,
+                stacklevel=stacklevel,
+            )
 
 
 def numeric_values(series: pd.Series, column) -> np.ndarray:
