@@ -205,12 +205,18 @@ def _settings(config: dict, family: TextFamily) -> dict:
     return settings
 
 
-def _lowercase(folder: str) -> bool:
+def _normalizer_settings(folder: str) -> dict:
+    """The WordPieceTokenizer settings of a ``tokenizer_config.json``, read as BertTokenizerFast reads them."""
     path = os.path.join(folder, "tokenizer_config.json")
+    config = {}
     if os.path.exists(path):
         with open(path, encoding="utf-8") as handle:
-            return bool(json.load(handle).get("do_lower_case", True))
-    return True
+            config = json.load(handle)
+    return {
+        "lowercase": bool(config.get("do_lower_case", True)),
+        "strip_accents": config.get("strip_accents"),  # None (or absent): strip them when lower-casing
+        "tokenize_chinese_chars": bool(config.get("tokenize_chinese_chars", True)),
+    }
 
 
 def _tokenizer(folder: str, max_length: int):
@@ -219,7 +225,7 @@ def _tokenizer(folder: str, max_length: int):
         return PretrainedTextTokenizer(tokenizer_file=folder, max_length=max_length).fit([""])
     if os.path.exists(os.path.join(folder, "vocab.txt")):
         return WordPieceTokenizer(
-            vocab_file=os.path.join(folder, "vocab.txt"), lowercase=_lowercase(folder), max_length=max_length
+            vocab_file=os.path.join(folder, "vocab.txt"), max_length=max_length, **_normalizer_settings(folder)
         ).fit([""])
     raise FileNotFoundError(
         f"{folder} has no tokenizer.json, vocab.json + merges.txt or vocab.txt; save the model's fast tokenizer there "

@@ -87,3 +87,65 @@ def test_predicting_on_parquet_warns_once_with_the_whole_files_counts(table, tmp
         warnings.simplefilter("always")
         clf.predict(tmp_path / "known.parquet")
     assert [w.category for w in caught] == [UntrainedMissingWarning]
+
+
+def _tiny_bert_folder(folder, vocab):
+    """A 1-layer, 8-wide BERT checkpoint, hand-written: enough for load_text_folder to read its tokenizer."""
+    import json
+
+    import torch
+    from safetensors.torch import save_file
+
+    d, ff = 8, 16
+    shapes = {
+        "embeddings.word_embeddings.weight": (len(vocab), d),
+        "embeddings.position_embeddings.weight": (16, d),
+        "embeddings.token_type_embeddings.weight": (2, d),
+    }
+    for name, shape in [("query", (d, d)), ("key", (d, d)), ("value", (d, d))]:
+        shapes[f"encoder.layer.0.attention.self.{name}.weight"] = shape
+    shapes.update(
+        {
+            "encoder.layer.0.attention.output.dense.weight": (d, d),
+            "encoder.layer.0.intermediate.dense.weight": (ff, d),
+            "encoder.layer.0.output.dense.weight": (d, ff),
+        }
+    )
+    for key, shape in list(shapes.items()):
+        if key.startswith("encoder."):
+            shapes[key.replace(".weight", ".bias")] = shape[:1]
+    for norm in ("embeddings.LayerNorm", "encoder.layer.0.attention.output.LayerNorm", "encoder.layer.0.output.LayerNorm"):
+        shapes[f"{norm}.weight"], shapes[f"{norm}.bias"] = (d,), (d,)
+    save_file({key: torch.randn(shape) for key, shape in shapes.items()}, str(folder / "model.safetensors"))
+    config = dict(model_type="bert", hidden_size=d, num_hidden_layers=1, num_attention_heads=2, intermediate_size=ff)
+    (folder / "config.json").write_text(json.dumps(dict(config, max_position_embeddings=16)))
+    (folder / "vocab.txt").write_text("".join(token + "\n" for token in vocab), encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "settings, expected",
+    [
+        ({"do_lower_case": True}, ["cafe", "中", "文"]),  # strip_accents unset: follows lower-casing
+        ({"do_lower_case": True, "strip_accents": False}, ["café", "中", "文"]),
+        ({"do_lower_case": False, "strip_accents": True}, ["Cafe", "中", "文"]),
+        ({"do_lower_case": False, "tokenize_chinese_chars": False}, ["Café", "中文"]),
+    ],
+)
+def test_a_bert_folder_reads_strip_accents_and_tokenize_chinese_chars(tmp_path, settings, expected):
+    import json
+
+    from tabformer.hub import load_text_folder
+
+    words = ["café", "cafe", "Café", "Cafe", "中文", "中", "文"]
+    _tiny_bert_folder(tmp_path, ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words])
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(settings))
+    tokenizer = load_text_folder(tmp_path, max_length=8).tokenizer
+    ids = tokenizer.transform(["Café 中文"])["input_ids"][0]
+    assert tokenizer.convert_ids_to_tokens(ids) == [*expected, "[SEP]"]
+
+
+def test_wordpiece_refuses_a_strip_accents_that_is_not_a_bool():
+    from tabformer.tokenizers import WordPieceTokenizer
+
+    with pytest.raises(ValueError, match="strip_accents must be a bool or None .* got strip_accents='yes'"):
+        WordPieceTokenizer(vocab_size=40, strip_accents="yes").fit(["a text", "another text"])

@@ -5,7 +5,7 @@ numbers the ``##c`` continuation pieces in hash-map order as it meets them, and 
 break ties between equally frequent merges, so the token set could change from one fit to
 the next. :func:`continuing_pieces` lists them for the trainer up front, sorted, and
 :func:`canonical_vocab` renumbers the result, so equal texts give equal vocabularies with
-equal ids.
+equal ids. :func:`bert_normalizer` reads text as a ``tokenizer_config.json`` configures BERT to.
 """
 
 from __future__ import annotations
@@ -16,7 +16,38 @@ import numpy as np
 
 from .base import SPECIAL_TOKENS
 
-__all__ = ["canonical_vocab", "continuing_pieces", "read_vocab"]
+__all__ = ["bert_normalizer", "canonical_vocab", "continuing_pieces", "read_vocab"]
+
+
+def bert_normalizer(lowercase, strip_accents=None, tokenize_chinese_chars=True):
+    """BERT's text normaliser, with the settings of a ``tokenizer_config.json`` (BertTokenizerFast's).
+
+    Parameters
+    ----------
+    lowercase : bool
+        Lower-case the text (``do_lower_case``).
+    strip_accents : bool or None, default=None
+        Strip accents; ``None`` strips them exactly when lower-casing.
+    tokenize_chinese_chars : bool, default=True
+        Put spaces around CJK ideographs, so each is a word.
+
+    Returns
+    -------
+    tokenizers.normalizers.BertNormalizer
+    """
+    from tokenizers import normalizers
+
+    if strip_accents not in (None, True, False) or tokenize_chinese_chars not in (True, False):
+        raise ValueError(
+            "strip_accents must be a bool or None and tokenize_chinese_chars a bool; "
+            f"got strip_accents={strip_accents!r}, tokenize_chinese_chars={tokenize_chinese_chars!r}"
+        )
+    return normalizers.BertNormalizer(
+        lowercase=bool(lowercase),
+        clean_text=True,
+        handle_chinese_chars=bool(tokenize_chinese_chars),
+        strip_accents=None if strip_accents is None else bool(strip_accents),
+    )
 
 
 def read_vocab(path):

@@ -20,7 +20,7 @@ import pandas as pd
 from sklearn.utils.validation import check_is_fitted
 
 from ._texts import check_strings, check_words
-from ._vocab import canonical_vocab, continuing_pieces, read_vocab
+from ._vocab import bert_normalizer, canonical_vocab, continuing_pieces, read_vocab
 from .base import MASK, PAD, SEP, SPECIAL_TOKENS, UNK, BaseTokenizer, register_tokenizer
 from .detect import is_missing
 
@@ -40,7 +40,7 @@ class WordPieceTokenizer(BaseTokenizer):
     vocab_size : int, default=8000
         Size of the vocabulary trained in ``fit`` (special tokens included); ignored with ``vocab_file``.
     lowercase : bool, default=True
-        Lower-case (and strip accents) before splitting, as uncased BERT does.
+        Lower-case (and strip accents, unless ``strip_accents=False``) before splitting, as uncased BERT does.
     max_length : int, default=128
         Longest sequence the encoder will see, counting its CLS and every [SEP]; longer texts are
         truncated (pairs: the longer part first). Shorter data is padded to its longest row only.
@@ -57,6 +57,10 @@ class WordPieceTokenizer(BaseTokenizer):
         replaced by [MASK] with this probability ([SEP] and padding never are), so the model cannot
         lean on any single word. Off at predict time. It lives in the embedder this tokenizer
         builds; a pretrained embedder keeps the setting it was built with.
+    strip_accents : bool or None, default=None
+        Strip accents before splitting; ``None`` follows ``lowercase``, as in BERT's ``tokenizer_config.json``.
+    tokenize_chinese_chars : bool, default=True
+        Split CJK ideographs into one word each, as BERT does (``tokenizer_config.json``'s setting).
 
     Attributes
     ----------
@@ -97,8 +101,10 @@ class WordPieceTokenizer(BaseTokenizer):
         vocab_file=None,
         text_columns=None,
         token_dropout=0.0,
+        strip_accents=None,
+        tokenize_chinese_chars=True,
     ):
-        self.vocab_size = vocab_size
+        self.vocab_size, self.strip_accents, self.tokenize_chinese_chars = vocab_size, strip_accents, tokenize_chinese_chars
         self.lowercase = lowercase
         self.max_length = max_length
         self.min_frequency = min_frequency
@@ -191,7 +197,7 @@ class WordPieceTokenizer(BaseTokenizer):
         return state
 
     def _new_backend(self, vocab=None, trained=False):
-        from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers
+        from tokenizers import Tokenizer, decoders, models, pre_tokenizers
 
         # A vocab.txt (BERT's) reads words of up to 100 characters, longer ones as [UNK], as Hugging
         # Face does; a vocabulary trained here reads up to MAX_WORD_CHARS, since its trainer learnt
@@ -199,7 +205,7 @@ class WordPieceTokenizer(BaseTokenizer):
         limit = MAX_WORD_CHARS if trained or not vocab else 100
         model = models.WordPiece(unk_token="[UNK]", max_input_chars_per_word=limit, **({"vocab": vocab} if vocab else {}))
         backend = Tokenizer(model)
-        backend.normalizer = normalizers.BertNormalizer(lowercase=self.lowercase, clean_text=True, handle_chinese_chars=True)
+        backend.normalizer = bert_normalizer(self.lowercase, self.strip_accents, self.tokenize_chinese_chars)
         backend.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         backend.decoder = decoders.WordPiece()
         return backend
