@@ -149,3 +149,30 @@ def test_wordpiece_refuses_a_strip_accents_that_is_not_a_bool():
 
     with pytest.raises(ValueError, match="strip_accents must be a bool or None .* got strip_accents='yes'"):
         WordPieceTokenizer(vocab_size=40, strip_accents="yes").fit(["a text", "another text"])
+
+
+def test_a_frozen_embedder_still_shifts_images_while_training_but_keeps_its_batchnorm_statistics():
+    import torch
+
+    from tabformer.nn.embedders.image import PatchEmbedder
+    from tabformer.nn.encoder import TransformerEncoder
+    from tabformer.nn.heads import ClassificationHead
+    from tabformer.nn.models import TabFormerModel
+
+    torch.manual_seed(0)
+    embedder = PatchEmbedder(1, (8, 8), 4, 8, [0.5], [0.5], random_shift=3, conv_stem=(4,))
+    encoder = TransformerEncoder(d_model=8, n_layers=1, n_heads=2, attention_dropout=0.0)
+    model = TabFormerModel(embedder, encoder, ClassificationHead(8, 2), freeze_embedder=True).train()
+    norm = embedder.stem[1]
+    statistics = [norm.running_mean.clone(), norm.running_var.clone()]
+    pixels = torch.rand(4, 1, 8, 8)
+    shifted = [embedder(pixels=pixels)[0] for _ in range(3)]
+    assert not all(torch.equal(shifted[0], other) for other in shifted[1:])  # each call shifts anew
+    model(pixels=pixels).sum().backward()
+    assert not embedder.training and all(p.grad is None for p in embedder.parameters())
+    torch.testing.assert_close([norm.running_mean, norm.running_var], statistics, rtol=0, atol=0)
+    model.eval()
+    assert torch.equal(embedder(pixels=pixels)[0], embedder(pixels=pixels)[0])  # no shift at predict
+    model.freeze_embedder = False  # unfrozen (set_params does this): the embedder follows its own mode again
+    model.train()
+    assert embedder.training and embedder.augment is None

@@ -208,9 +208,10 @@ FINE_TUNING_PARAMS_DOC = """    freeze_encoder : bool, default=False
         Keep the encoder fixed (no gradient, eval mode): the embedder and the head train.
     freeze_embedder : bool, default=False
         Keep the embedder fixed (word, patch and cell embeddings, positions; no
-        gradient, eval mode, so the augmentations it applies are off:
+        gradient, eval mode: its dropout off, its BatchNorm statistics fixed). The
+        augmentations it applies still run while training:
         ``tokenizer__token_dropout``, ``tokenizer__random_shift``,
-        ``tokenizer__category_dropout``). It needs a
+        ``tokenizer__category_dropout``. It needs a
         :class:`~tabformer.nn.PretrainedEncoder` as ``encoder``, whose embedder it
         keeps. Alone, the encoder and head train over fixed embeddings; with
         ``freeze_encoder=True`` only the head trains (a linear probe).

@@ -7,6 +7,7 @@ import importlib
 import torch
 from torch import nn
 
+from .embedders.augment import Augmented
 from .encoder import TransformerEncoder
 from .late_fusion import LateFusionModel
 
@@ -115,8 +116,12 @@ class TabFormerModel(_SequenceModel):
         The encoder's parameters get no gradient and the encoder runs in eval mode
         (no dropout).
     freeze_embedder : bool, default=False
-        The same for the embedder (word, patch, cell and position embeddings). With
-        ``freeze_encoder`` only the head trains: a true linear/MLP probe.
+        The same for the embedder (word, patch, cell and position embeddings): no
+        gradient, eval mode (its dropout off, its BatchNorm statistics fixed). Its
+        train-time augmentations (``random_shift``; token, category, sentence and
+        segment dropout) still follow this model's training mode, through the
+        embedders' ``augment`` flag (:class:`~tabformer.nn.embedders.augment.Augmented`).
+        With ``freeze_encoder`` only the head trains: a true linear/MLP probe.
     fusion_layer : int, default=0
         Mixed inputs: the first ``fusion_layer`` encoder layers attend within each
         modality only (CLS reads all of them); the rest attend across modalities.
@@ -150,13 +155,26 @@ class TabFormerModel(_SequenceModel):
             self.embedder.requires_grad_(False)
 
     def train(self, mode: bool = True):
-        """``nn.Module.train(mode)``, but frozen parts stay in eval mode (no dropout); returns self."""
+        """``nn.Module.train(mode)``, but frozen parts stay in eval mode (no dropout); returns self.
+
+        A frozen embedder's augmentations follow ``mode`` all the same: eval mode alone would
+        turn them off, and a frozen embedder's inputs need them as much as a trained one's.
+
+        Parameters
+        ----------
+        mode : bool, default=True
+            Training mode (True) or eval mode (False).
+        """
         super().train(mode)
         if self.freeze_encoder:
             self.encoder.eval()
         # getattr: modules pickled before freeze_embedder existed still load.
-        if getattr(self, "freeze_embedder", False):
+        frozen = bool(getattr(self, "freeze_embedder", False))
+        if frozen:
             self.embedder.eval()
+        for module in self.embedder.modules():
+            if isinstance(module, Augmented):  # None once unfrozen: back to following its own mode
+                module.augment = mode if frozen else None
         return self
 
     def forward_head(self, hidden: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:

@@ -9,6 +9,7 @@ import torch
 from torch import nn
 
 from ..positions import GridPositions
+from .augment import Augmented
 from .backbone import load_backbone
 from .feature_cache import CachedStemModule, FrozenFeatureCache, clear_feature_cache
 
@@ -88,7 +89,7 @@ def make_conv_stem(n_channels: int, widths) -> nn.Sequential:
     return nn.Sequential(*layers)
 
 
-class PatchEmbedder(nn.Module):
+class PatchEmbedder(Augmented, nn.Module):
     """Normalise, optionally run a small conv stem, cut ``P x P`` patches with a strided conv, add 2-D positions.
 
     ``forward(pixels)`` with ``pixels`` of shape (B, C, H, W) in ``[0, 1]`` returns
@@ -131,7 +132,7 @@ class PatchEmbedder(nn.Module):
         """
         if tuple(pixels.shape[-2:]) != self.image_size:
             raise ValueError(f"pixels are {tuple(pixels.shape[-2:])}, the embedder expects {self.image_size}")
-        if self.training:
+        if self.augmenting:
             pixels = shift_images(pixels, self.random_shift)
         return self.positions(self.projection(self.stem(self.norm(pixels)))), None
 
@@ -141,7 +142,7 @@ class PatchEmbedder(nn.Module):
             self._modules["stem"] = nn.Sequential()
 
 
-class HybridEmbedder(CachedStemModule):
+class HybridEmbedder(Augmented, CachedStemModule):
     """Hybrid ViT: a CNN stem's feature-map cells, projected by a 1x1 conv, are the tokens.
 
     Grey images are replicated to the three channels the stem expects; pixels get the
@@ -223,7 +224,7 @@ class HybridEmbedder(CachedStemModule):
         if self._can_cache(pixels):
             features = self.feature_cache(self._stem_features, pixels)
         else:
-            if self.training:
+            if self.augmenting:
                 pixels = shift_images(pixels, self.random_shift)
             features = self._stem_features(pixels)
         return self.positions(self.projection(features)), None
@@ -234,7 +235,7 @@ class HybridEmbedder(CachedStemModule):
         return self.stem(self.norm(pixels))
 
     def _can_cache(self, pixels) -> bool:
-        shifting = self.training and self.random_shift > 0
+        shifting = self.augmenting and self.random_shift > 0
         tracing = torch.jit.is_tracing() or torch.compiler.is_compiling() or torch.onnx.is_in_onnx_export()
         fixed = self.freeze and not shifting and not tracing and not pixels.requires_grad
         return self.feature_cache.enabled and fixed and pixels.device.type == "cpu"

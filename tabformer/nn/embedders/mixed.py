@@ -7,6 +7,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .augment import Augmented
+
 __all__ = ["MixedEmbedder", "segment_arrays", "SEPARATOR"]
 
 #: separates a segment's key from the sub-tokenizer's array name in the batch dict
@@ -39,7 +41,7 @@ def segment_arrays(batch: dict, key: str) -> dict:
     return out
 
 
-class MixedEmbedder(nn.Module):
+class MixedEmbedder(Augmented, nn.Module):
     """Embed every segment and concatenate them into one ``(B, T, D)`` sequence.
 
     Parameters
@@ -133,7 +135,7 @@ class MixedEmbedder(nn.Module):
             if present is not None:
                 mask = mask & present.bool()[:, None]
             out.append((name, tokens, mask))
-        if self.training and self.segment_dropout > 0 and len(out) > 1:
+        if self.augmenting and self.segment_dropout > 0 and len(out) > 1:
             out = self._drop_segments(out)
         return out
 

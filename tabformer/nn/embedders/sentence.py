@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from ..encoder import TransformerEncoder
+from .augment import Augmented
 from .feature_cache import CachedStemModule, FrozenFeatureCache
 from .text import TextEmbedder
 
@@ -49,7 +50,7 @@ class TextFeatureCache(FrozenFeatureCache):
         return hashlib.blake2b(ids.astype("int64").tobytes(), digest_size=20).digest()
 
 
-class SentenceEmbedder(CachedStemModule):
+class SentenceEmbedder(Augmented, CachedStemModule):
     """A text's sub-words as tokens, led by a frozen pretrained encoder's sentence embedding.
 
     The sub-words are a :class:`~tabformer.nn.embedders.text.TextEmbedder` trained with
@@ -134,7 +135,7 @@ class SentenceEmbedder(CachedStemModule):
             pooled = self._pooled(stem_rows)
         sentence = self.projection(pooled[:, None].to(self.projection.weight.dtype)).to(words.dtype)
         present = stem_rows[:, 1].bool().any(dim=1, keepdim=True)
-        if self.training and self.sentence_dropout > 0:
+        if self.augmenting and self.sentence_dropout > 0:
             kept = torch.rand(present.shape, device=present.device) >= self.sentence_dropout
             present = present & (kept | ~mask.any(dim=1, keepdim=True))  # a text keeps one real token
         return torch.cat([sentence, words], dim=1), torch.cat([present, mask], dim=1)

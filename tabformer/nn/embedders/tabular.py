@@ -9,6 +9,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from .augment import Augmented
+
 #: the categorical id a category ``fit`` never saw gets (``TabularTokenizer``'s; 0 is missing, 2.. the categories)
 UNSEEN_ID = 1
 
@@ -20,7 +22,7 @@ def _uniform_(tensor: torch.Tensor, d_model: int) -> torch.Tensor:
     return nn.init.uniform_(tensor, -bound, bound)
 
 
-class TabularEmbedder(nn.Module):
+class TabularEmbedder(Augmented, nn.Module):
     """Embed ``cat_ids``, ``num_values`` and ``num_missing`` as ``(B, n_num + n_cat, D)`` tokens.
 
     Numeric tokens come first, then categorical ones; each column has its own
@@ -155,7 +157,7 @@ class TabularEmbedder(nn.Module):
         if self.n_numeric:
             parts.append(self.embed_numeric(num_values, num_missing))
         if self.n_categorical:
-            if self.training and getattr(self, "category_dropout", 0.0) > 0:
+            if self.augmenting and getattr(self, "category_dropout", 0.0) > 0:
                 # Ids 0 and 1 are missing and unseen; a missing cell stays missing.
                 drop = (torch.rand(cat_ids.shape, device=cat_ids.device) < self.category_dropout) & (cat_ids > UNSEEN_ID)
                 cat_ids = torch.where(drop, torch.full_like(cat_ids, UNSEEN_ID), cat_ids)

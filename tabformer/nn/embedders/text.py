@@ -5,10 +5,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .augment import Augmented
+
 __all__ = ["TextEmbedder"]
 
 
-class TextEmbedder(nn.Module):
+class TextEmbedder(Augmented, nn.Module):
     """Word embedding + segment embedding per sub-word; positions are the encoder's.
 
     While training, columns that are padding in every row of the batch are cut off:
@@ -62,18 +64,17 @@ class TextEmbedder(nn.Module):
         mask : bool Tensor of shape (B, T')
         """
         mask = attention_mask.bool()
-        if self.training:
-            # Reading the length back from a GPU (or under torch.compile) would stall the
-            # queue (or break the graph) every batch: there the estimators cut on the host.
-            if mask.device.type == "cpu" and not torch.compiler.is_compiling():
-                length = max(int(mask.sum(dim=1).max()), 1)
-                input_ids, mask = input_ids[:, :length], mask[:, :length]
-                token_type_ids = None if token_type_ids is None else token_type_ids[:, :length]
-            # getattr: embedders pickled before the setting existed have none.
-            if getattr(self, "token_dropout", 0.0) > 0:
-                drop = (torch.rand(input_ids.shape, device=input_ids.device) < self.token_dropout) & mask
-                drop &= input_ids >= self.n_special
-                input_ids = input_ids.masked_fill(drop, self.mask_id)
+        # Reading the length back from a GPU (or under torch.compile) would stall the
+        # queue (or break the graph) every batch: there the estimators cut on the host.
+        if self.training and mask.device.type == "cpu" and not torch.compiler.is_compiling():
+            length = max(int(mask.sum(dim=1).max()), 1)
+            input_ids, mask = input_ids[:, :length], mask[:, :length]
+            token_type_ids = None if token_type_ids is None else token_type_ids[:, :length]
+        # getattr: embedders pickled before the setting existed have none.
+        if self.augmenting and getattr(self, "token_dropout", 0.0) > 0:
+            drop = (torch.rand(input_ids.shape, device=input_ids.device) < self.token_dropout) & mask
+            drop &= input_ids >= self.n_special
+            input_ids = input_ids.masked_fill(drop, self.mask_id)
         tokens = self.word_embeddings(input_ids)
         if token_type_ids is None:
             tokens = tokens + self.token_type_embeddings.weight[0]
