@@ -107,13 +107,16 @@ def _segment_kinds(tokenizer) -> dict:
 
 
 def _column_modalities(tokenizer) -> dict:
-    """``{column: modality}`` for a mixed tokenizer's columns (table cells by their feature names)."""
+    """``{column: modality}`` for a mixed tokenizer's columns, named as ``describe_tokens`` names them."""
     if not hasattr(tokenizer, "segments_"):
         return {}
     kinds = _segment_kinds(tokenizer)
     modalities = {}
     for name, sub, columns in tokenizer.transformers_:
-        labels = list(sub.get_feature_names_out()) if kinds[name] == "table" else list(columns)
+        # A datetime column's tokens ('when.month_sin') are the column 'when' in explain's rows.
+        labels = list(columns)
+        if kinds[name] == "table":
+            labels = list(sub.token_columns() if hasattr(sub, "token_columns") else sub.get_feature_names_out())
         modalities.update(dict.fromkeys(labels, kinds[name]))
     return modalities
 

@@ -176,3 +176,18 @@ def test_a_frozen_embedder_still_shifts_images_while_training_but_keeps_its_batc
     model.freeze_embedder = False  # unfrozen (set_params does this): the embedder follows its own mode again
     model.train()
     assert embedder.training and embedder.augment is None
+
+
+def test_explain_gives_a_mixed_models_datetime_column_the_table_modality():
+    from tabformer.tokenizers import MixedTokenizer, TabularTokenizer, WordPieceTokenizer
+
+    X = pd.DataFrame(
+        {"title": ["red wool hat", "blue shirt"] * 10, "when": pd.date_range("2024-01-01", periods=20), "price": np.arange(20.0)}
+    )
+    words = WordPieceTokenizer(vocab_size=40, min_frequency=1)
+    routing = [("text", words, ["title"]), ("table", TabularTokenizer(), ["when", "price"])]
+    clf = TabFormerClassifier(tokenizer=MixedTokenizer(routing), **SMALL).fit(X, [0, 1] * 10)
+    tokens = clf.explain(X.iloc[:2])
+    assert {"when.elapsed", "when.month_sin", "price"} <= set(tokens.loc[tokens["column"] != "title", "label"])
+    modalities = clf.explain(X.iloc[:2], level="column").drop_duplicates("column").set_index("column")["modality"]
+    assert modalities.to_dict() == {"title": "text", "when": "table", "price": "table"}

@@ -413,8 +413,8 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
             arrays = segment_arrays(batch, key)
             kind = self.segment_kind(tokenizer)
             if kind == "table":
-                names = list(tokenizer.get_feature_names_out())
-                columns = tokenizer.token_columns() if hasattr(tokenizer, "token_columns") else names
+                names = list(tokenizer.token_names() if hasattr(tokenizer, "token_names") else tokenizer.get_feature_names_out())
+                columns = tokenizer.token_columns() if hasattr(tokenizer, "token_columns") else names  # a date part: its column
                 for row in rows:
                     row.extend((offset + j, column, label) for j, (column, label) in enumerate(zip(columns, names)))
                 offset += len(names)
