@@ -191,3 +191,20 @@ def test_explain_gives_a_mixed_models_datetime_column_the_table_modality():
     assert {"when.elapsed", "when.month_sin", "price"} <= set(tokens.loc[tokens["column"] != "title", "label"])
     modalities = clf.explain(X.iloc[:2], level="column").drop_duplicates("column").set_index("column")["modality"]
     assert modalities.to_dict() == {"title": "text", "when": "table", "price": "table"}
+
+
+def test_table_errors_and_warnings_name_integer_column_labels_not_x0():
+    from tabformer.tokenizers import TabularTokenizer, UntrainedMissingWarning
+
+    X = pd.DataFrame({0: [1.0, 2.0, 3.0], 1: ["a", "b", "a"]})
+    infinite = X.copy()
+    infinite.loc[1, 0] = np.inf
+    with pytest.raises(ValueError, match=r"numeric column 0 holds an infinite value at row 1"):
+        TabularTokenizer().fit(infinite)
+    tokenizer = TabularTokenizer().fit(X)
+    with pytest.raises(ValueError, match=r"column 1 changed kind between fit and predict"):
+        tokenizer.transform(X.assign(**{"1": 0.5}).drop(columns=[1]).set_axis([0, 1], axis=1))
+    missing = X.copy()
+    missing.loc[0, 0] = np.nan
+    with pytest.warns(UntrainedMissingWarning, match=r"column\(s\) 0 \(1 missing\)"):
+        tokenizer.transform(missing)

@@ -25,6 +25,7 @@ __all__ = [
     "check_unseen_kind",
     "numeric_values",
     "unhashable_named",
+    "user_label",
     "value_kind",
     "warn_if_all_unseen",
     "warn_if_numbers_as_categories",
@@ -34,6 +35,30 @@ __all__ = [
 #: what ``pandas.api.types.infer_dtype`` calls columns of numbers and of dates
 _NUMBERS = frozenset({"integer", "floating", "mixed-integer-float", "decimal"})
 _DATES = frozenset({"date", "datetime", "datetime64"})
+
+
+def user_label(name, labels):
+    """The user's label of a column that the tokenizer names as scikit-learn does for non-str labels (``x0``).
+
+    Messages name the columns of the user's frame: ``0``, not the ``x0`` that no column of it is called.
+
+    Parameters
+    ----------
+    name : str
+        A column as the tokenizer names it inside, or a datetime part of one (``"x2.month_sin"``).
+    labels : list or None
+        The frame's column labels at fit (``TabularTokenizer.column_labels_``); None where they were str.
+
+    Returns
+    -------
+    label : object
+        ``labels[i]`` for ``"x<i>"``, ``"<label>.<part>"`` for a datetime part, else ``name`` unchanged.
+    """
+    owner, dot, part = str(name).partition(".")
+    if not labels or not owner.startswith("x") or not owner[1:].isdigit() or int(owner[1:]) >= len(labels):
+        return name
+    label = labels[int(owner[1:])]
+    return f"{label}{dot}{part}" if dot else label
 
 
 def value_kind(values) -> str:
@@ -153,7 +178,7 @@ class UntrainedMissingWarning(UserWarning):
     """Missing values at predict in a column that had none at fit: they read a token no training row trained."""
 
 
-def warn_missing_unlike_fit(frame: pd.DataFrame, had_missing) -> None:
+def warn_missing_unlike_fit(frame: pd.DataFrame, had_missing, labels=None) -> None:
     """Warn naming the columns that miss values now but missed none in the rows ``fit`` read.
 
     Each column's missing token (numeric or categorical) is learned from the training rows
@@ -167,10 +192,16 @@ def warn_missing_unlike_fit(frame: pd.DataFrame, had_missing) -> None:
     had_missing : dict of column to bool, or None
         Whether each column missed a value at fit (``TabularTokenizer.had_missing_``); None
         (a tokenizer saved before it existed) checks nothing.
+    labels : list or None, default=None
+        The frame's column labels at fit, when they were not str (see :func:`user_label`).
     """
     if not had_missing:
         return
-    new = {column: int(frame[column].isna().sum()) for column in frame.columns if not had_missing.get(column, True)}
+    new = {
+        user_label(column, labels): int(frame[column].isna().sum())
+        for column in frame.columns
+        if not had_missing.get(column, True)
+    }
     gathered = _GATHERING.get()
     if gathered is not None:
         gathered.add_missing(new)

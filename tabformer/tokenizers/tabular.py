@@ -27,6 +27,7 @@ from ._columns import (
     check_unseen_kind,
     numeric_values,
     unhashable_named,
+    user_label,
     value_kind,
     warn_if_all_unseen,
     warn_if_numbers_as_categories,
@@ -196,19 +197,19 @@ class TabularTokenizer(BaseTokenizer):
 
         for column in self.categorical_columns_:
             if column not in (self.categorical_columns or ()):
-                warn_if_numbers_as_categories(frame[column], column)
+                warn_if_numbers_as_categories(frame[column], self._named(column))
         self.categories_ = []
         for column in self.categorical_columns_:
-            with unhashable_named(frame[column], column):
+            with unhashable_named(frame[column], self._named(column)):
                 self.categories_.append(_sorted_categories(frame[column]))
         for column, categories in zip(self.categorical_columns_, self.categories_):
             if not len(categories):  # as for numbers: a column with nothing to learn from is a mistake
-                raise ValueError(f"categorical column {column!r} holds no values at fit time (all missing)")
+                raise ValueError(f"categorical column {self._named(column)!r} holds no values at fit time (all missing)")
         self.category_kinds_ = [value_kind(categories) for categories in self.categories_]
         numbers = self._numeric_block(frame)
         for j, column in enumerate(self.numeric_columns_):
             if np.isnan(numbers[:, j]).all():
-                raise ValueError(f"numeric column {column!r} holds no numbers at fit time (all missing)")
+                raise ValueError(f"numeric column {self._named(column)!r} holds no numbers at fit time (all missing)")
         self.scaler_ = None
         if self.numeric_columns_ and self.numeric_transform == "quantile":
             n_quantiles = int(max(2, min(1000, frame.shape[0])))
@@ -240,7 +241,7 @@ class TabularTokenizer(BaseTokenizer):
                 categorical.append(column)
             else:
                 raise ValueError(
-                    f"column {column!r} has dtype {dtype}, which is neither numeric nor categorical; "
+                    f"column {self._named(column)!r} has dtype {dtype}, which is neither numeric nor categorical; "
                     "convert it, or list it in categorical_columns / numeric_columns"
                 )
         return categorical, numeric
@@ -268,12 +269,12 @@ class TabularTokenizer(BaseTokenizer):
         """
         check_is_fitted(self, "categories_")
         frame = self._check_columns(X)
-        warn_missing_unlike_fit(frame, getattr(self, "had_missing_", None))
+        warn_missing_unlike_fit(frame, getattr(self, "had_missing_", None), getattr(self, "column_labels_", None))
         frame = expand_datetimes(frame, getattr(self, "datetime_parts_", {}))
         n = frame.shape[0]
         cat_ids = np.empty((n, len(self.categorical_columns_)), dtype=np.int64)
-        for j, (column, categories) in enumerate(zip(self.categorical_columns_, self.categories_)):
-            values = frame[column]
+        for j, (name, categories) in enumerate(zip(self.categorical_columns_, self.categories_)):
+            values, column = frame[name], self._named(name)
             codes = category_index(categories, values, column).astype(np.int64)
             check_unseen_kind(values, codes, categories, column, getattr(self, "category_kinds_", [None] * (j + 1))[j])
             warn_if_all_unseen(values, codes, categories, column)
@@ -354,15 +355,15 @@ class TabularTokenizer(BaseTokenizer):
             if before != now and not frame[column].isna().all():
                 fitted = getattr(self, "column_dtypes_", {}).get(column, before)
                 raise ValueError(
-                    f"column {column!r} changed kind between fit and predict: it was {before} (dtype {fitted}) "
+                    f"column {self._named(column)!r} changed kind between fit and predict: it was {before} (dtype {fitted}) "
                     f"at fit, it is {now} (dtype {frame[column].dtype}) now"
                 )
             aware = getattr(self, "datetime_aware_", {}).get(column)
             if aware is not None and now == "datetime" and is_tz_aware(frame[column]) != aware:
                 # Converting one to the other would shift elapsed time, weekday and hour by the offset.
                 raise ValueError(
-                    f"datetime column {column!r} was {'time-zone aware' if aware else 'without a time zone'} at fit and "
-                    f"is {'time-zone aware' if not aware else 'without a time zone'} now ({frame[column].dtype}); "
+                    f"datetime column {self._named(column)!r} was {'time-zone aware' if aware else 'without a time zone'} at fit "
+                    f"and is {'time-zone aware' if not aware else 'without a time zone'} now ({frame[column].dtype}); "
                     "pass it as in fit (tz_localize / tz_convert)"
                 )
         return frame
@@ -370,12 +371,12 @@ class TabularTokenizer(BaseTokenizer):
     def _numeric_block(self, frame: pd.DataFrame) -> np.ndarray:
         block = np.empty((frame.shape[0], len(self.numeric_columns_)), dtype=np.float64)
         for j, column in enumerate(self.numeric_columns_):
-            values = numeric_values(frame[column], column)
+            values = numeric_values(frame[column], self._named(column))
             infinite = np.isinf(values)
             if infinite.any():
                 row = int(np.argwhere(infinite)[0][0])
                 raise ValueError(
-                    f"numeric column {column!r} holds an infinite value at row {row}; "
+                    f"numeric column {self._named(column)!r} holds an infinite value at row {row}; "
                     "replace it (NaN is accepted and gets a learned missing token)"
                 )
             block[:, j] = values
@@ -432,10 +433,11 @@ class TabularTokenizer(BaseTokenizer):
 
     def _shown_tokens(self) -> list:
         owners = part_owners(getattr(self, "datetime_parts_", {}))
-        # explain and plot show these: x0 would name no column of the user's frame
-        labels = {f"x{i}": str(label) for i, label in enumerate(getattr(self, "column_labels_", None) or [])}
-        owned = [(owners.get(name, name), name) for name in self.get_feature_names_out()]
-        return [(labels.get(owner, owner), labels.get(owner, owner) + name[len(owner) :]) for owner, name in owned]
+        return [(str(self._named(owners.get(name, name))), str(self._named(name))) for name in self.get_feature_names_out()]
+
+    def _named(self, column):
+        """``column`` as the user labelled it (``0``, not ``x0``), for messages and explanations."""
+        return user_label(column, getattr(self, "column_labels_", None))
 
 
 def _check_same_columns(columns: list, fitted: list) -> None:
