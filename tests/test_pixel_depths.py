@@ -46,7 +46,7 @@ def test_a_deeper_integer_image_at_predict_is_refused_not_clipped(grey):
 
 def test_a_batch_of_unit_floats_for_a_0_255_float_fit_warns(grey):
     tokenizer = PatchTokenizer(patch_size=4).fit(grey.astype(np.float32))
-    with pytest.warns(UserWarning, match=r"every image of this batch has float pixels at or under 1, but .* went up to 25\d"):
+    with pytest.warns(UserWarning, match=r"every image of this input has float pixels at or under 1, but .* went up to 25\d"):
         tokenizer.transform(grey.astype(np.float32) / 255)
 
 

@@ -208,3 +208,39 @@ def test_table_errors_and_warnings_name_integer_column_labels_not_x0():
     missing.loc[0, 0] = np.nan
     with pytest.warns(UntrainedMissingWarning, match=r"column\(s\) 0 \(1 missing\)"):
         tokenizer.transform(missing)
+
+
+def _caught_messages(call):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    return [str(w.message) for w in caught]
+
+
+def test_predicting_in_chunks_warns_once_about_rows_without_input_and_dim_images():
+    from tabformer.tokenizers import MixedTokenizer, PatchTokenizer, WordPieceTokenizer
+
+    rng = np.random.default_rng(0)
+    photos = [rng.uniform(0, 255, (8, 8)).astype(np.float32) for _ in range(12)]
+    X = pd.DataFrame({"title": ["red wool hat", "blue shirt", "green scarf"] * 4, "photo": photos})
+    routing = [("text", WordPieceTokenizer(vocab_size=40, min_frequency=1), ["title"]), ("image", PatchTokenizer(), ["photo"])]
+    clf = TabFormerClassifier(tokenizer=MixedTokenizer(routing), **SMALL).fit(X, [0, 1, 0] * 4)
+    clf.inference_chunk_rows = 4  # three chunks
+    dim = X.assign(photo=[photo / 255 for photo in photos])
+    dim.loc[[1, 5, 9], ["title", "photo"]] = None
+    messages = _caught_messages(lambda: clf.predict(dim))
+    assert len(messages) == 2, messages
+    assert messages[0].startswith("3 row(s) hold no input") and "(rows [1, 5, 9])" in messages[0]
+    assert messages[1].startswith("every image of this input has float pixels at or under 1")
+    dim.at[11, "photo"] = photos[11]  # the last chunk holds a 0-255 image: the input is no [0, 1] one
+    assert len(_caught_messages(lambda: clf.predict(dim))) == 1
+
+
+def test_predicting_in_chunks_warns_once_that_x_has_feature_names_a_table_fit_lacked():
+    X = np.random.default_rng(0).normal(size=(40, 2))
+    clf = TabFormerClassifier(**SMALL).fit(X, (X[:, 0] > 0).astype(int))
+    clf.inference_chunk_rows = 16  # three chunks
+    messages = _caught_messages(lambda: clf.predict(pd.DataFrame(X, columns=["a", "b"])))
+    assert len(messages) == 1 and "X has feature names ['a', 'b'], but TabularTokenizer was fitted without" in messages[0]

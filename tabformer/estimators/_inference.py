@@ -115,7 +115,7 @@ class InferenceMixin:
         start = 0
         gathered = ColumnWarnings()  # warned once after the last chunk, with the input's totals
         for chunk in _row_chunks(X, self.inference_chunk_rows):
-            with gathered.gathering():
+            with gathered.gathering(first_row=start):
                 tokens = chunk if isinstance(chunk, (dict, Dataset)) else self.tokenize(chunk)
             order = _length_order(tokens) if trim else None
             if order is not None:

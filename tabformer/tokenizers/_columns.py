@@ -5,6 +5,9 @@ into a clear error or warning naming the column: numbers kept as categories beca
 sit in an object column, a predict-time column whose values changed type so that none is
 a fitted category, unhashable cells, complex numbers, time zones that appear or vanish
 between fit and predict.
+
+At predict, :class:`ColumnWarnings` gathers the warnings of every chunk of one input (these,
+and the other tokenizers' predict-time warnings) into one of each, with the input's totals.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from .._validation import is_numeric_dtype
 
 __all__ = [
     "ColumnWarnings",
+    "gathering_warnings",
     "UntrainedMissingWarning",
     "category_index",
     "check_unseen_kind",
@@ -30,6 +34,8 @@ __all__ = [
     "warn_if_all_unseen",
     "warn_if_numbers_as_categories",
     "warn_missing_unlike_fit",
+    "warn_once",
+    "warn_rows_without_input",
 ]
 
 #: what ``pandas.api.types.infer_dtype`` calls columns of numbers and of dates
@@ -215,28 +221,48 @@ def warn_missing_unlike_fit(frame: pd.DataFrame, had_missing, labels=None) -> No
 _GATHERING: contextvars.ContextVar = contextvars.ContextVar("tabformer_column_warnings", default=None)
 
 
+def gathering_warnings():
+    """The :class:`ColumnWarnings` gathering this input's warnings (see :meth:`ColumnWarnings.gathering`), or None.
+
+    Returns
+    -------
+    gathered : ColumnWarnings or None
+    """
+    return _GATHERING.get()
+
+
 class ColumnWarnings:
-    """The predict-time warnings about a table's columns, over every chunk of one input.
+    """The predict-time warnings of the tokenizers, over every chunk of one input.
 
     Predicting on a Parquet file or a large frame tokenizes it in chunks (row groups,
     8192-row slices); warning per chunk repeated each warning with that chunk's counts
     ("10 missing" once per row group), and judged "no value is a fitted category" on a chunk alone.
-    Within :meth:`gathering`, :func:`warn_missing_unlike_fit` and :func:`warn_if_all_unseen`
-    add their counts here; :meth:`warn` then issues what the whole input calls for, once.
+    Within :meth:`gathering`, :func:`warn_missing_unlike_fit`, :func:`warn_if_all_unseen`,
+    :func:`warn_rows_without_input`, :func:`warn_once` and the image tokenizer's pixel check add
+    their counts here; :meth:`warn` then issues what the whole input calls for, once.
     """
 
     def __init__(self):
         self.missing = {}  # column -> cells missing now in a column that missed none at fit
         self.unseen = {}  # column -> {"present", "known", "example", "categories", "matches"}
+        self.notices = {}  # message -> category: warnings each chunk would repeat word for word
+        self.first_row, self.empty_rows, self.n_empty = 0, [], 0  # rows without input (the first 5), in the whole input
+        self.float_peaks = {}  # fitted pixel scale -> the brightest float pixel read for it
 
     @contextlib.contextmanager
-    def gathering(self):
-        """Within: the column checks of any tokenizer add to this instead of warning.
+    def gathering(self, first_row: int = 0):
+        """Within: the checks of any tokenizer add to this instead of warning.
+
+        Parameters
+        ----------
+        first_row : int, default=0
+            Position in the whole input of the chunk's first row, so that rows are named by it.
 
         Yields
         ------
         self : ColumnWarnings
         """
+        self.first_row = first_row
         token = _GATHERING.set(self)
         try:
             yield self
@@ -284,6 +310,29 @@ class ColumnWarnings:
             if isinstance(value, str) and _normalised(value) in fitted:
                 tally["matches"].setdefault(value, fitted[_normalised(value)])
 
+    def add_empty_rows(self, rows: np.ndarray) -> None:
+        """Add one chunk's rows without any input.
+
+        Parameters
+        ----------
+        rows : ndarray of int
+            Their positions in the chunk.
+        """
+        self.n_empty += len(rows)
+        self.empty_rows += [self.first_row + int(row) for row in rows[: max(0, 5 - len(self.empty_rows))]]
+
+    def add_float_peak(self, scale: float, peak: float) -> None:
+        """Add the brightest pixel of one chunk's float images, for the tokenizer fitted with ``scale``.
+
+        Parameters
+        ----------
+        scale : float
+            The fitted pixel scale.
+        peak : float
+            The chunk's brightest pixel.
+        """
+        self.float_peaks[scale] = max(peak, self.float_peaks.get(scale, peak))
+
     def warn(self, stacklevel: int = 2) -> None:
         """Issue the warnings the gathered counts call for (none is repeated).
 
@@ -292,6 +341,23 @@ class ColumnWarnings:
         stacklevel : int, default=2
             As :func:`warnings.warn`'s, counted from the caller of this method.
         """
+        for message, category in self.notices.items():
+            warnings.warn(message, category, stacklevel=stacklevel)
+        if self.n_empty:
+            warnings.warn(
+                f"{self.n_empty} row(s) hold no input: every text and image cell is missing (rows {self.empty_rows}"
+                f"{', ...' if self.n_empty > 5 else ''}); the model gives each the same answer, read from no data",
+                UserWarning,
+                stacklevel=stacklevel,
+            )
+        for scale, peak in self.float_peaks.items():
+            if peak <= 1:
+                warnings.warn(
+                    f"every image of this input has float pixels at or under 1, but the training images' went up to "
+                    f"{scale:g}: if these are in [0, 1], multiply them by 255 as the training images were",
+                    UserWarning,
+                    stacklevel=stacklevel,
+                )
         if self.missing:
             counts = ", ".join(f"{column!r} ({count} missing)" for column, count in self.missing.items())
             warnings.warn(
@@ -356,11 +422,29 @@ def warn_rows_without_input(presence: list) -> None:
     """
     if not presence:
         return
-    empty = np.flatnonzero(~np.logical_or.reduce(presence))
-    if len(empty):
-        warnings.warn(
-            f"{len(empty)} row(s) hold no input: every text and image cell is missing (rows {empty[:5].tolist()}"
-            f"{', ...' if len(empty) > 5 else ''}); the model gives each the same answer, read from no data",
-            UserWarning,
-            stacklevel=4,
-        )
+    gathered = gathering_warnings()
+    tally = gathered if gathered is not None else ColumnWarnings()
+    tally.add_empty_rows(np.flatnonzero(~np.logical_or.reduce(presence)))
+    if gathered is None:
+        tally.warn(stacklevel=5)
+
+
+def warn_once(message: str, category=UserWarning, stacklevel: int = 2) -> None:
+    """Warn, or, within :meth:`ColumnWarnings.gathering`, have the input's gatherer warn once after its last chunk.
+
+    For a warning that every chunk of an input would repeat word for word.
+
+    Parameters
+    ----------
+    message : str
+        The warning.
+    category : Warning subclass, default=UserWarning
+        Its category.
+    stacklevel : int, default=2
+        As :func:`warnings.warn`'s, counted from the caller of this function (when not gathered).
+    """
+    gathered = _GATHERING.get()
+    if gathered is not None:
+        gathered.notices.setdefault(message, category)
+    else:
+        warnings.warn(message, category, stacklevel=stacklevel + 1)

@@ -13,16 +13,16 @@ docs/reliability.md and enforced at ``fit`` and ``transform``.
 - At ``transform``, the pixel kind must be the one seen at ``fit``, float pixels may not
   exceed twice the fitted scale and integer pixels not the fitted scale: a uint8 fit fed
   floats in [0, 1] (or a [0, 1] float fit fed 0-255 values, or 16-bit images) would
-  otherwise be divided by the wrong scale silently. A batch of floats that all stay under 1
-  while the fitted scale is above 2 warns (it may be [0, 1] images for a 0-255 fit, or
-  only dark images). An explicit ``pixel_scale`` is the user's rule and skips these checks.
+  otherwise be divided by the wrong scale silently. An input (all its chunks, at predict)
+  of floats that all stay under 1 while the fitted scale is above 2 warns (it may be [0, 1]
+  images for a 0-255 fit, or only dark images). An explicit ``pixel_scale`` is the user's rule and skips these checks.
 """
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
+
+from ._columns import ColumnWarnings, gathering_warnings
 
 __all__ = ["pixel_kind", "check_pixels", "fit_pixel_scale"]
 
@@ -148,10 +148,10 @@ def check_pixels(images, fitted_kind: str | None = None, scale: float | None = N
                 )
             peak = max(peak, float(high.max()))
         offset += n
-    if fitted_kind == "float" and scale is not None and scale > 2 and peak <= 1:
-        warnings.warn(
-            f"every image of this batch has float pixels at or under 1, but the training images' went up to "
-            f"{scale:g}: if these are in [0, 1], multiply them by 255 as the training images were",
-            UserWarning,
-            stacklevel=4,
-        )
+    if fitted_kind == "float" and scale is not None and scale > 2:
+        # judged on the whole input at predict: a chunk of dark images alone is no sign of [0, 1] pixels
+        gathered = gathering_warnings()
+        tally = gathered if gathered is not None else ColumnWarnings()
+        tally.add_float_peak(scale, peak)
+        if gathered is None:
+            tally.warn(stacklevel=5)

@@ -14,8 +14,6 @@ token, never by zero.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import pandas as pd
 from sklearn.preprocessing import QuantileTransformer, StandardScaler
@@ -32,6 +30,7 @@ from ._columns import (
     warn_if_all_unseen,
     warn_if_numbers_as_categories,
     warn_missing_unlike_fit,
+    warn_once,
 )
 from ._datetimes import datetime_parts, expand_datetimes, is_tz_aware, part_owners
 from .base import BaseTokenizer, register_tokenizer
@@ -339,12 +338,8 @@ class TabularTokenizer(BaseTokenizer):
                 f"X has {frame.shape[1]} features, but {type(self).__name__} is expecting {self.n_features_in_} features as input"
             )
         elif had_names:
-            warnings.warn(
-                f"X has feature names {list(frame.columns)}, but {type(self).__name__} was fitted without feature "
-                "names: its columns are matched by position",
-                UserWarning,
-                stacklevel=3,
-            )
+            message = f"X has feature names {list(frame.columns)}, but {type(self).__name__} was fitted without feature names"
+            warn_once(message + ": its columns are matched by position", stacklevel=3)  # once per input, not per chunk
             frame = frame.set_axis([f"x{i}" for i in range(frame.shape[1])], axis=1)
         for column in frame.columns:
             before, now = self.column_families_[column], _dtype_family(frame[column].dtype)
