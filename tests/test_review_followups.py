@@ -244,3 +244,17 @@ def test_predicting_in_chunks_warns_once_that_x_has_feature_names_a_table_fit_la
     clf.inference_chunk_rows = 16  # three chunks
     messages = _caught_messages(lambda: clf.predict(pd.DataFrame(X, columns=["a", "b"])))
     assert len(messages) == 1 and "X has feature names ['a', 'b'], but TabularTokenizer was fitted without" in messages[0]
+
+
+def test_a_taggers_first_partial_fit_takes_its_tags_from_classes():
+    from tabformer import TabFormerTagger
+
+    sentences = [["Alice", "visits", "Paris"], ["Bob", "stays"]]
+    tagger = TabFormerTagger(tokenizer="wordpiece", **SMALL)
+    tagger.partial_fit(sentences, [["O", "O", "O"], ["O", "O"]], classes=["O", "B-PER", "B-LOC"])
+    assert tagger.classes_.tolist() == ["B-LOC", "B-PER", "O"] and tagger.default_tag_ == "O"
+    tagger.partial_fit(sentences, [["B-PER", "O", "B-LOC"], ["B-PER", "O"]], classes=["O", "B-PER", "B-LOC"])
+    assert all(tag in tagger.classes_ for row in tagger.predict(sentences) for tag in row)
+    fresh = TabFormerTagger(tokenizer="wordpiece", **SMALL)
+    with pytest.raises(ValueError, match=r"y holds tag\(s\) \['B-ORG'\] that classes=\['B-PER', 'O'\] does not list"):
+        fresh.partial_fit(sentences, [["B-ORG", "O", "O"], ["O", "O"]], classes=["O", "B-PER"])

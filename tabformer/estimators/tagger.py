@@ -71,9 +71,10 @@ class TabFormerTagger(FineTuningNet):
     Attributes
     ----------
     classes_ : ndarray of shape (n_tags,)
-        Tags seen in fit, sorted.
+        Tags seen in fit, sorted (as str); the first ``partial_fit(classes=...)`` fixes them to those it lists,
+        so that a first batch may lack tags later ones bring, as with scikit-learn's incremental learners.
     default_tag_ : str
-        Tag predicted for words without a sub-word: ``"O"`` if seen, else the most frequent.
+        Tag predicted for words without a sub-word: ``"O"`` if a tag, else the most frequent in fit.
 """
         + RESOLVED_ATTRIBUTES_DOC
         + """    tokenizer_, module_, history_ : as the classifier
@@ -164,11 +165,17 @@ class TabFormerTagger(FineTuningNet):
         flat = [tag for row in tags for tag in row]
         if not flat:
             raise ValueError("y holds no tags at all (every sentence is empty)")
-        values, counts = np.unique(np.asarray(flat, dtype=object).astype(str), return_counts=True)
+        seen, counts = np.unique(np.asarray(flat, dtype=object).astype(str), return_counts=True)
+        declared = self.__dict__.get("_classes_for_fit")  # partial_fit's first classes= fixes classes_, as scikit-learn's
+        values = seen if declared is None else np.unique(np.asarray(list(declared), dtype=object).astype(str))
+        unknown = sorted(set(seen.tolist()) - set(values.tolist()))
+        if unknown:
+            raise ValueError(f"y holds tag(s) {unknown} that classes={values.tolist()} does not list")
         if len(values) < 2:  # as scikit-learn's classifiers: one tag trains nothing, every word would get it
-            raise ValueError(f"y has only 1 tag ({str(values[0])!r}); a tagger needs samples of at least 2 classes (tags)")
+            where = "y has" if declared is None else "classes lists"
+            raise ValueError(f"{where} only 1 tag ({str(values[0])!r}); a tagger needs samples of at least 2 classes (tags)")
         self.classes_ = values
-        self.default_tag_ = "O" if "O" in values else str(values[counts.argmax()])
+        self.default_tag_ = "O" if "O" in values else str(seen[counts.argmax()])
         with self._seeded():
             batch = self._fit_tokenizer(X)
             labels = self._align(batch, tags)
