@@ -28,7 +28,7 @@ def explain(estimator, X, layer="all", level="token", y=None) -> pd.DataFrame:
         divided by their number.
     y : array-like of shape (n_samples,), optional
         True targets of ``X``. With ``level="column"``, adds each modality's ablation
-        score (see :func:`modality_ablation`); mixed inputs only.
+        score (see :func:`modality_ablation`); mixed inputs only. ``level="token"`` refuses it.
 
     Returns
     -------
@@ -51,14 +51,19 @@ def explain(estimator, X, layer="all", level="token", y=None) -> pd.DataFrame:
     Raises
     ------
     ValueError
-        If ``level`` or ``layer`` is invalid, or ``y`` comes with ``level="column"`` for
-        an estimator whose input is not mixed.
+        If ``level`` or ``layer`` is invalid, ``y`` comes with ``level="token"``, or ``y``
+        comes with ``level="column"`` for an estimator whose input is not mixed.
     sklearn.exceptions.NotFittedError
         If ``estimator`` is not fitted.
     """
     check_is_fitted(estimator)
     if level not in ("token", "column"):
         raise ValueError(f"level must be 'token' or 'column', got {level!r}")
+    if level == "token" and y is not None:  # a y that changes nothing would read as if it had been used
+        raise ValueError(
+            "explain uses y only with level='column' (each modality's ablation score); level='token' has no use "
+            "for it. Leave y out, or pass level='column'"
+        )
     if level == "column" and y is not None and not hasattr(estimator.tokenizer_, "segments_"):
         # Masking the only modality leaves no input at all: there is no other modality to compare with.
         raise ValueError(

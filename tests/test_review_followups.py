@@ -24,6 +24,13 @@ def test_explain_with_y_on_a_table_model_says_ablation_needs_mixed_inputs(table)
     assert list(clf.explain(X.iloc[:3], level="column")["column"].unique()) == ["price", "colour"]
 
 
+def test_explain_refuses_y_at_the_token_level_rather_than_ignoring_it(table):
+    X, y = table
+    clf = TabFormerClassifier(**SMALL).fit(X, y)
+    with pytest.raises(ValueError, match=r"explain uses y only with level='column' .* Leave y out, or pass level='column'"):
+        clf.explain(X.iloc[:3], y=y[:3])
+
+
 def test_a_sentence_pair_model_given_one_of_its_texts_names_the_other():
     X = pd.DataFrame({"question": ["is it good", "was it bad"] * 10, "answer": ["yes it is", "no"] * 10})
     clf = TabFormerClassifier(tokenizer="wordpiece", tokenizer__vocab_size=60, **SMALL).fit(X, [0, 1] * 10)
