@@ -265,3 +265,20 @@ def test_a_taggers_first_partial_fit_takes_its_tags_from_classes():
     fresh = TabFormerTagger(tokenizer="wordpiece", **SMALL)
     with pytest.raises(ValueError, match=r"y holds tag\(s\) \['B-ORG'\] that classes=\['B-PER', 'O'\] does not list"):
         fresh.partial_fit(sentences, [["B-ORG", "O", "O"], ["O", "O"]], classes=["O", "B-PER"])
+
+
+def test_a_sentence_tokenizer_passes_strip_accents_and_tokenize_chinese_chars_to_its_sub_words(tmp_path):
+    from sklearn.base import clone
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers
+
+    from tabformer.tokenizers import SentenceTokenizer
+
+    vocab = {token: i for i, token in enumerate(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "cafe", "café"])}
+    stem = Tokenizer(models.WordPiece(vocab=vocab, unk_token="[UNK]"))  # the pretrained model's tokenizer.json
+    stem.normalizer, stem.pre_tokenizer = normalizers.BertNormalizer(lowercase=True), pre_tokenizers.BertPreTokenizer()
+    stem.save(str(tmp_path / "tokenizer.json"))
+    encoder = dict(d_model=8, n_layers=1, n_heads=2, d_ff=16, positions="learned", max_length=12)
+    settings = dict(vocab_size=40, min_frequency=1, strip_accents=False, tokenize_chinese_chars=False)
+    tokenizer = clone(SentenceTokenizer(tmp_path, encoder, **settings)).fit(["Café 中文", "café au lait"] * 3)
+    ids = tokenizer.transform(["Café 中文"])["input_ids"][0]
+    assert tokenizer.convert_ids_to_tokens(ids) == ["café", "中文", "[SEP]"]

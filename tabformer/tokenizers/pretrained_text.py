@@ -307,6 +307,9 @@ class SentenceTokenizer(WordPieceTokenizer):
     vocab_size, lowercase, max_length, min_frequency, vocab_file, text_columns, token_dropout
         As in :class:`WordPieceTokenizer`, for the sub-words; ``max_length`` also
         truncates the pretrained model's ids.
+    strip_accents, tokenize_chinese_chars
+        As in :class:`WordPieceTokenizer`, for the sub-words; the pretrained model's ids keep
+        the normalisation of its own ``tokenizer.json``.
 
     Attributes
     ----------
@@ -336,8 +339,11 @@ class SentenceTokenizer(WordPieceTokenizer):
         vocab_file=None,
         text_columns=None,
         token_dropout=0.0,
+        strip_accents=None,
+        tokenize_chinese_chars=True,
     ):
         super().__init__(vocab_size, lowercase, max_length, min_frequency, vocab_file, text_columns, token_dropout)
+        self.strip_accents, self.tokenize_chinese_chars = strip_accents, tokenize_chinese_chars
         self.stem_folder = stem_folder
         self.encoder_config = encoder_config
         self.sentence_dropout = sentence_dropout
