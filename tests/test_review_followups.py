@@ -282,3 +282,19 @@ def test_a_sentence_tokenizer_passes_strip_accents_and_tokenize_chinese_chars_to
     tokenizer = clone(SentenceTokenizer(tmp_path, encoder, **settings)).fit(["Café 中文", "café au lait"] * 3)
     ids = tokenizer.transform(["Café 中文"])["input_ids"][0]
     assert tokenizer.convert_ids_to_tokens(ids) == ["café", "中文", "[SEP]"]
+
+
+def test_column_lists_name_a_frames_integer_labels_as_the_user_sees_them():
+    from tabformer.tokenizers import TabularTokenizer
+
+    X = pd.DataFrame({0: [1, 2, 3, 1] * 5, 1: [0.5, 1.5, 2.5, 3.0] * 5, 2: ["a", "b", "a", "b"] * 5})
+    tokenizer = TabularTokenizer(categorical_columns=[0], numeric_columns=[1]).fit(X)
+    assert (tokenizer.numeric_columns_, tokenizer.categorical_columns_) == (["x1"], ["x0", "x2"])
+    assert tokenizer.token_names() == ["1", "0", "2"]  # numbers, then categories
+    assert TabularTokenizer(categorical_columns=["x0"]).fit(X).categorical_columns_ == ["x0", "x2"]  # names inside still work
+    with pytest.raises(ValueError, match=r"numeric_columns names column\(s\) \[7\] that X does not have; X has \[0, 1, 2\]"):
+        TabularTokenizer(numeric_columns=[7]).fit(X)
+    with pytest.raises(ValueError, match=r"column\(s\) \[0\] are listed as both categorical and numeric"):
+        TabularTokenizer(categorical_columns=[0], numeric_columns=["x0"]).fit(X)
+    clf = TabFormerClassifier(tokenizer__categorical_columns=[0], **SMALL).fit(X, [0, 1] * 10)
+    assert clf.tokenizer_.token_columns() == ["1", "0", "2"]

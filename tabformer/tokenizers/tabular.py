@@ -33,6 +33,7 @@ from ._columns import (
     warn_once,
 )
 from ._datetimes import datetime_parts, expand_datetimes, is_tz_aware, part_owners
+from ._labels import check_listed, internal_names
 from .base import BaseTokenizer, register_tokenizer
 
 MISSING_ID, UNSEEN_ID, FIRST_CATEGORY_ID = 0, 1, 2
@@ -63,13 +64,14 @@ class TabularTokenizer(BaseTokenizer):
 
     Parameters
     ----------
-    categorical_columns : list of str or None, default=None
-        Columns to treat as categorical. ``None`` detects them: object, string,
+    categorical_columns : list or None, default=None
+        Columns to treat as categorical, by their labels in X (``0`` for a DataFrame's
+        integer label ``0``; ``x0``... for an array). ``None`` detects them: object, string,
         category and bool dtypes. A pandas ``category`` column keeps its declared
         categories, in their order (a category absent from the training rows still
         gets its own id).
-    numeric_columns : list of str or None, default=None
-        Columns to treat as numeric. ``None`` detects them: numeric dtypes (not bool).
+    numeric_columns : list or None, default=None
+        Columns to treat as numeric, named as in ``categorical_columns``. ``None`` detects them: numeric dtypes (not bool).
         Any column in neither list nor detected raises an error naming it.
         Datetime columns (``datetime64``, time zones included) become several number
         tokens, each named ``<column>.<part>``: ``elapsed`` (years since 1970), and the
@@ -184,18 +186,16 @@ class TabularTokenizer(BaseTokenizer):
         self.column_dtypes_ = {c: str(frame[c].dtype) for c in frame.columns}
         # Non-str names are not feature names (sklearn's rule) but still identify columns.
         self.column_labels_ = list(X.columns) if isinstance(X, pd.DataFrame) and not had_names else None
-        self.datetime_parts_ = {
-            c: datetime_parts(frame[c])
-            for c in frame.columns
-            if self.column_families_[c] == "datetime" and c not in (self.categorical_columns or [])
-        }
+        categorical, numeric = (internal_names(c, self.column_labels_) for c in (self.categorical_columns, self.numeric_columns))
+        dates = [c for c in frame.columns if self.column_families_[c] == "datetime" and c not in (categorical or [])]
+        self.datetime_parts_ = {c: datetime_parts(frame[c]) for c in dates}
         self.datetime_aware_ = {c: is_tz_aware(frame[c]) for c in self.datetime_parts_}
         self.had_missing_ = {c: bool(frame[c].isna().any()) for c in frame.columns}
         frame = expand_datetimes(frame, self.datetime_parts_)
-        self.categorical_columns_, self.numeric_columns_ = self._resolve_kinds(frame)
+        self.categorical_columns_, self.numeric_columns_ = self._resolve_kinds(frame, categorical, numeric)
 
         for column in self.categorical_columns_:
-            if column not in (self.categorical_columns or ()):
+            if column not in (categorical or ()):
                 warn_if_numbers_as_categories(frame[column], self._named(column))
         self.categories_ = []
         for column in self.categorical_columns_:
@@ -220,21 +220,16 @@ class TabularTokenizer(BaseTokenizer):
             self.scaler_ = self.scaler_.set_output(transform="default").fit(numbers)
         return self
 
-    def _resolve_kinds(self, frame: pd.DataFrame) -> tuple[list, list]:
+    def _resolve_kinds(self, frame: pd.DataFrame, listed_categorical, listed_numeric) -> tuple[list, list]:
         columns = list(frame.columns)
-        for name, given in (("categorical_columns", self.categorical_columns), ("numeric_columns", self.numeric_columns)):
-            unknown = [c for c in (given or []) if c not in columns]
-            if unknown:
-                raise ValueError(f"{name} names column(s) {unknown} that X does not have; X has {columns}")
-        both = set(self.categorical_columns or []) & set(self.numeric_columns or [])
-        if both:
-            raise ValueError(f"column(s) {sorted(both)} are listed as both categorical and numeric")
+        lists = {"categorical_columns": listed_categorical, "numeric_columns": listed_numeric}
+        check_listed(lists, columns, self.column_labels_)
         categorical, numeric = [], []
         for column in columns:
             dtype = frame[column].dtype
-            if self.categorical_columns is not None and column in self.categorical_columns:
+            if column in (listed_categorical or ()):
                 categorical.append(column)
-            elif self.numeric_columns is not None and column in self.numeric_columns or is_numeric_dtype(dtype):
+            elif column in (listed_numeric or ()) or is_numeric_dtype(dtype):
                 numeric.append(column)
             elif is_categorical_dtype(dtype):
                 categorical.append(column)

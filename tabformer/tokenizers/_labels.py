@@ -1,0 +1,72 @@
+"""The user's column labels, for a DataFrame whose labels are not all str (``0, 1``, ``x0, x1`` inside).
+
+scikit-learn records feature names only when every label is a str; tabformer then names the
+columns ``x0, x1...`` inside, as it does an array's. The user still names them by their own
+labels, in ``categorical_columns`` / ``numeric_columns`` as in messages.
+"""
+
+from __future__ import annotations
+
+from ._columns import user_label
+
+__all__ = ["check_listed", "internal_names"]
+
+
+def internal_names(given, labels):
+    """A column list the user gave (``categorical_columns``...) under the names the tokenizer uses inside.
+
+    A label of the frame (``0``) becomes its column's ``x<i>``; any other entry (``"x0"``, or a
+    column of a frame with str labels) stays as is.
+
+    Parameters
+    ----------
+    given : list or None
+        The columns listed (None: detect them).
+    labels : list or None
+        The frame's column labels at fit (``TabularTokenizer.column_labels_``); None where they were str.
+
+    Returns
+    -------
+    inside : list or None
+        ``given`` with its labels named as inside, None kept.
+    """
+    if given is None or not labels:
+        return given
+    return [f"x{labels.index(c)}" if _is_label(c, labels) else c for c in given]
+
+
+def check_listed(lists: dict, columns: list, labels) -> None:
+    """Refuse column lists that name a column X does not have, or name one column as two kinds.
+
+    Parameters
+    ----------
+    lists : dict of str to list or None
+        Each parameter's name and its columns, as :func:`internal_names` names them.
+    columns : list of str
+        X's columns as the tokenizer names them inside.
+    labels : list or None
+        The frame's column labels at fit; errors name the columns by them.
+
+    Raises
+    ------
+    ValueError
+        If a list names a column that X does not have, or two lists name the same column.
+    """
+    for name, listed in lists.items():
+        unknown = [user_label(c, labels) for c in listed or [] if c not in columns]
+        if unknown:
+            raise ValueError(
+                f"{name} names column(s) {unknown} that X does not have; X has {[user_label(c, labels) for c in columns]}"
+            )
+    given = [set(listed) for listed in lists.values() if listed is not None]
+    both = set.intersection(*given) if len(given) > 1 else set()
+    if both:
+        shown = sorted((user_label(c, labels) for c in both), key=str)
+        raise ValueError(f"column(s) {shown} are listed as both categorical and numeric")
+
+
+def _is_label(column, labels: list) -> bool:
+    try:
+        return column in labels
+    except (TypeError, ValueError):  # an array-like entry is no label
+        return False
