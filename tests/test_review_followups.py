@@ -298,3 +298,13 @@ def test_column_lists_name_a_frames_integer_labels_as_the_user_sees_them():
         TabularTokenizer(categorical_columns=[0], numeric_columns=["x0"]).fit(X)
     clf = TabFormerClassifier(tokenizer__categorical_columns=[0], **SMALL).fit(X, [0, 1] * 10)
     assert clf.tokenizer_.token_columns() == ["1", "0", "2"]
+
+
+def test_new_categories_at_a_continued_fit_are_named_by_integer_column_labels():
+    from tabformer.tokenizers import TabularTokenizer
+
+    X = pd.DataFrame({0: ["rome", "paris"] * 10, 1: np.arange(20.0)})
+    clf = TabFormerClassifier(warm_start=True, **SMALL).fit(X, [0, 1] * 10)
+    with pytest.raises(ValueError, match=r"categories the first fit never saw, in column\(s\) \[0\]: a continued fit"):
+        clf.fit(X.replace({"rome": "lima"}), [0, 1] * 10)
+    assert TabularTokenizer().fit(X).add_categories(X.replace({"rome": "lima"})) == {0: ["lima"]}

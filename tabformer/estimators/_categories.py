@@ -20,6 +20,7 @@ from torch.utils.data import Dataset
 
 from ..nn.embedders.tabular import TabularEmbedder
 from ..tokenizers import UntrainedMissingWarning
+from ..tokenizers._columns import user_label
 from ..tokenizers._datetimes import part_owners
 from ..tokenizers.tabular import MISSING_ID, UNSEEN_ID, TabularTokenizer
 from ._util import pretrained_step
@@ -257,7 +258,7 @@ def note_trained_missing(tokenizer, data) -> None:
 
 
 def unseen_category_columns(tokenizer, data) -> list:
-    """Names of the table columns whose tokens hold the "unseen" id (a category ``fit`` never saw).
+    """The table columns whose tokens hold the "unseen" id (a category ``fit`` never saw), as the user labels them.
 
     Parameters
     ----------
@@ -266,14 +267,16 @@ def unseen_category_columns(tokenizer, data) -> list:
 
     Returns
     -------
-    columns : list of str
+    columns : list
+        Their names, or a DataFrame's non-str labels (``0``, not the ``x0`` the tokenizer names it inside).
         Empty for a dataset (streamed rows are not checked) or when nothing is unseen.
     """
     new = []
     for table, tokens in _table_tokens(tokenizer, data):
-        columns, ids = table.categorical_columns_, tokens.get("cat_ids")
+        columns, ids, labels = table.categorical_columns_, tokens.get("cat_ids"), getattr(table, "column_labels_", None)
         if ids is not None:
-            new += [str(columns[j]) if j < len(columns) else str(j) for j in np.flatnonzero((ids == UNSEEN_ID).any(axis=0))]
+            unseen = np.flatnonzero((ids == UNSEEN_ID).any(axis=0))
+            new += [user_label(str(columns[j]), labels) if j < len(columns) else str(j) for j in unseen]
     return new
 
 

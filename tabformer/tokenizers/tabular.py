@@ -298,8 +298,9 @@ class TabularTokenizer(BaseTokenizer):
 
         Returns
         -------
-        added : dict of str to list
-            The new values of each column that got any, in id order.
+        added : dict of column to list
+            The new values of each column that got any, in id order, keyed as the user labels the columns
+            (a DataFrame's non-str label ``0``, not ``x0``).
         """
         check_is_fitted(self, "categories_")
         frame = expand_datetimes(self._check_columns(X), getattr(self, "datetime_parts_", {}))
@@ -310,7 +311,7 @@ class TabularTokenizer(BaseTokenizer):
             if len(unseen):
                 new = _sorted_categories(unseen)
                 self.categories_[j] = self.categories_[j].append(new)
-                added[column] = list(new)
+                added[self._named(column)] = list(new)
         return added
 
     def _check_columns(self, X) -> pd.DataFrame:
