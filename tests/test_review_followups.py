@@ -308,3 +308,15 @@ def test_new_categories_at_a_continued_fit_are_named_by_integer_column_labels():
     with pytest.raises(ValueError, match=r"categories the first fit never saw, in column\(s\) \[0\]: a continued fit"):
         clf.fit(X.replace({"rome": "lima"}), [0, 1] * 10)
     assert TabularTokenizer().fit(X).add_categories(X.replace({"rome": "lima"})) == {0: ["lima"]}
+
+
+def test_a_later_tagger_partial_fit_accepts_the_integer_tags_it_was_fitted_with():
+    from tabformer import TabFormerTagger
+
+    sentences = [["Alice", "visits", "Paris"], ["Bob", "stays"]]
+    tags = [[1, 2, 1], [1, 2]]
+    tagger = TabFormerTagger(tokenizer="wordpiece", **SMALL).partial_fit(sentences, tags, classes=[1, 2])
+    assert tagger.classes_.tolist() == ["1", "2"]
+    tagger.partial_fit(sentences, tags, classes=[2, 1])  # the same tags: refused before, as 1 != "1"
+    with pytest.raises(ValueError, match=r"classes=\['1', '3'\] differs from the classes the model was fitted with"):
+        tagger.partial_fit(sentences, tags, classes=[1, 3])

@@ -182,6 +182,27 @@ class TabFormerTagger(FineTuningNet):
             self._train_new_module(with_weights(batch, self._row_weights(labels, weights)), labels, **fit_params)
         return self
 
+    def partial_fit(self, X, y=None, classes=None, sample_weight=None, **fit_params):
+        """Continue training on ``X`` with the fitted tokenizer and tags (fits everything if unfitted).
+
+        Parameters
+        ----------
+        X : list of n lists of str (words)
+        y : list of n lists of str (tags), ``len(y[i]) == len(X[i])``
+        classes : array-like of tags, default=None
+            Every tag y may hold; the first call fixes ``classes_`` to them, a later one must list the same.
+            Tags are compared as ``classes_`` holds them, as str (``[1, 2]`` is ``["1", "2"]``).
+        sample_weight : array-like of shape (n,), default=None
+            Weight of each sentence.
+
+        Returns
+        -------
+        self
+        """
+        if classes is not None:  # a later call compares them with classes_, which are the tags' str
+            classes = np.unique(np.asarray(list(classes), dtype=object).astype(str))
+        return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight, **fit_params)
+
     def _row_weights(self, labels, sample_weight):
         """Per sub-word weights (n, T): the sentence's weight times its tag's, 0 where no tag is read."""
         if sample_weight is None and self.class_weight is None:
