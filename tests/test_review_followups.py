@@ -320,3 +320,43 @@ def test_a_later_tagger_partial_fit_accepts_the_integer_tags_it_was_fitted_with(
     tagger.partial_fit(sentences, tags, classes=[2, 1])  # the same tags: refused before, as 1 != "1"
     with pytest.raises(ValueError, match=r"classes=\['1', '3'\] differs from the classes the model was fitted with"):
         tagger.partial_fit(sentences, tags, classes=[1, 3])
+
+
+def _without_keys(value, keys):
+    """``value`` (a config.json's content) without ``keys`` at any depth."""
+    if isinstance(value, dict):
+        return {k: _without_keys(v, keys) for k, v in value.items() if k not in keys}
+    return [_without_keys(v, keys) for v in value] if isinstance(value, list) else value
+
+
+def test_a_wordpiece_tokenizer_saved_before_strip_accents_existed_still_refits(tmp_path):
+    import json
+    import pickle
+
+    from sklearn.base import clone
+
+    import tabformer
+    from tabformer.tokenizers import WordPieceTokenizer
+
+    texts = ["Café au lait", "a blue shirt"] * 3
+
+    def read(tokenizer):  # "Café" as the refitted tokenizer reads it: accents stripped, as when lower-casing
+        return "".join(tokenizer.convert_ids_to_tokens(tokenizer.fit(texts).transform(["Café"])["input_ids"][0])[:-1])
+
+    keys = ("strip_accents", "tokenize_chinese_chars")
+    tokenizer = WordPieceTokenizer(vocab_size=40, min_frequency=1).fit(texts)
+    for key in keys:  # as pickled before the parameters existed
+        del tokenizer.__dict__[key]
+    old = pickle.loads(pickle.dumps(tokenizer))
+    assert (old.strip_accents, old.tokenize_chinese_chars) == (None, True)  # BERT's normaliser, as it was
+    assert clone(old).get_params()["strip_accents"] is None
+    assert read(old).replace("##", "") == "cafe"
+    # tabformer's folder format: a config.json written before the parameters existed
+    clf = TabFormerClassifier(tokenizer="wordpiece", tokenizer__vocab_size=40, tokenizer__min_frequency=1, **SMALL)
+    clf.fit(texts, [0, 1] * 3).save(tmp_path / "model")
+    config = tmp_path / "model" / "config.json"
+    config.write_text(json.dumps(_without_keys(json.loads(config.read_text()), keys)))
+    assert "strip_accents" not in config.read_text()
+    loaded = tabformer.load(tmp_path / "model")
+    np.testing.assert_array_equal(loaded.predict_proba(texts), clf.predict_proba(texts))
+    assert read(loaded.tokenizer_).replace("##", "") == "cafe"

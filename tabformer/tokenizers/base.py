@@ -8,6 +8,8 @@ the embedder's ``forward(**batch)`` returns ``(tokens (B, T, D), mask (B, T) boo
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 
@@ -69,6 +71,16 @@ class BaseTokenizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
     #: what the tokens stand for: ``"table"`` (one per column), ``"text"`` or ``"image"``;
     #: a :class:`~tabformer.tokenizers.MixedTokenizer` feeds text and image tokenizers one column at a time
     kind: str = "table"
+
+    def __setstate__(self, state):
+        # A tokenizer pickled before one of its parameters existed (WordPieceTokenizer's strip_accents...)
+        # lacks it, and get_params, clone or a refit would fail: it gets its default, which is what the
+        # tokenizer did before the parameter existed. A subclass whose old behaviour is another value
+        # sets it first (PatchTokenizer's conv_stem).
+        for name, parameter in inspect.signature(type(self).__init__).parameters.items():
+            if parameter.default is not parameter.empty:
+                state.setdefault(name, parameter.default)
+        super().__setstate__(state)
 
     def describe_tokens(self, batch: dict) -> list:
         """For each row, ``[(position, column, label), ...]`` of its real tokens (``explain``).
