@@ -3,6 +3,13 @@
 A CSV loses its dtypes: a category of "00123" codes parses as numbers, dates as text,
 booleans with blanks as objects. A saved model's ``feature_dtypes_in_`` and its category
 kinds (:func:`category_kinds`) make :func:`read_data` read them back as fit saw them.
+
+A CSV also writes an empty text and a missing one alike, as an empty cell, which pandas
+reads as missing. A model reads them differently (an empty text is a sequence of [SEP]
+alone; a missing text is a masked segment, or an error for a text model), and a text
+column's empty cell is most often an empty text: in the columns the model reads as text
+(:func:`text_columns` at predict, :func:`fit_text_columns` at fit), an empty cell reads as
+``""``, both at fit and at predict. Elsewhere (numbers, categories, dates) it stays missing.
 """
 
 from __future__ import annotations
@@ -12,9 +19,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from .tokenizers.detect import IMAGE_EXTENSIONS, is_path
+from .tokenizers import TOKENIZERS
+from .tokenizers.detect import IMAGE_EXTENSIONS, infer_column_kind, is_path
 
-__all__ = ["CLIError", "TABLE_SUFFIXES", "category_kinds", "image_columns", "read_data"]
+__all__ = ["CLIError", "TABLE_SUFFIXES", "category_kinds", "fit_text_columns", "image_columns", "read_data", "text_columns"]
 
 TABLE_SUFFIXES = (".csv", ".tsv", ".parquet", ".pq", ".txt")
 
@@ -50,7 +58,21 @@ def _as_fitted(frame: pd.DataFrame, dtypes: dict) -> pd.DataFrame:
     return frame
 
 
-def _read_file(path: Path, dtypes: dict | None, category_kinds: dict | None = None, parse_dates: bool = False):
+def _empty_cells_as_text(frame: pd.DataFrame, path: Path, sep: str, texts) -> pd.DataFrame:
+    """``frame`` with the empty cells of its text columns (``texts``: a set, or a function of ``frame``) as ``""``."""
+    columns = [c for c in (texts(frame) if callable(texts) else texts) if c in frame.columns]
+    if not columns:
+        return frame
+    # Read as written: "NA" or "null" stay missing, only a cell with nothing in it is an empty text.
+    raw = pd.read_csv(path, sep=sep, usecols=columns, dtype=str, keep_default_na=False)
+    for column in columns:
+        empty = (raw[column] == "").to_numpy()
+        if empty.any():
+            frame[column] = frame[column].astype(object).where(~empty, "")
+    return frame
+
+
+def _read_file(path: Path, dtypes: dict | None, category_kinds: dict | None = None, parse_dates: bool = False, texts=()):
     suffix = path.suffix.lower()
     if suffix in (".parquet", ".pq"):
         try:
@@ -67,7 +89,8 @@ def _read_file(path: Path, dtypes: dict | None, category_kinds: dict | None = No
         fitted, kinds = dtypes or {}, category_kinds or {}
         read_as_text = lambda c, d: (_is_text_dtype(d) or d == "category") and kinds.get(c) not in _PARSED_CATEGORY_KINDS  # noqa: E731
         text = {c: str for c, d in fitted.items() if read_as_text(c, d)}
-        frame = pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", dtype=text or None)
+        sep = "\t" if suffix == ".tsv" else ","
+        frame = _empty_cells_as_text(pd.read_csv(path, sep=sep, dtype=text or None), path, sep, texts)
         return _parse_dates(frame) if parse_dates else _as_fitted(frame, fitted)
     raise CLIError(f"cannot read {path}: unknown file type {suffix or '(none)'!r}; use .csv, .tsv, .parquet or .txt")
 
@@ -118,6 +141,65 @@ def image_columns(estimator):
     return None if tokenizer is None or getattr(tokenizer, "kind", None) == "image" else set()
 
 
+def text_columns(estimator) -> set:
+    """The columns a fitted estimator reads as text: a mixed tokenizer's text columns, a text tokenizer's named ones.
+
+    Parameters
+    ----------
+    estimator : a fitted tabformer estimator
+
+    Returns
+    -------
+    set
+        Empty for table and image models.
+    """
+    tokenizer = getattr(estimator, "tokenizer_", None)
+    kinds = getattr(tokenizer, "column_kinds_", None)
+    if kinds is not None:
+        return {column for column, kind in kinds.items() if kind == "text"}
+    return set(getattr(tokenizer, "feature_names_in_", None) or []) if getattr(tokenizer, "kind", None) == "text" else set()
+
+
+def fit_text_columns(settings: dict, target=None):
+    """What :func:`text_columns` will say of the model the CLI fits with ``settings``, as a function of the training frame.
+
+    Parameters
+    ----------
+    settings : dict
+        The ``--set`` settings: ``tokenizer`` (default ``"auto"``) and ``tokenizer__max_categories``,
+        ``tokenizer__text_columns`` are read.
+    target : str or None, default=None
+        The target column, never an input.
+
+    Returns
+    -------
+    columns : callable
+        ``columns(frame)``: the set of ``frame``'s columns read as text. Under ``"auto"`` and
+        ``"mixed"``, those the column detection calls text; under a text tokenizer, its
+        ``text_columns`` or every non-numeric column; none under a table or image tokenizer.
+    """
+    spec = settings.get("tokenizer", "auto")
+    kind = getattr(TOKENIZERS.get(spec) if isinstance(spec, str) else spec, "kind", None)
+
+    def columns(frame: pd.DataFrame) -> set:
+        inputs = [c for c in frame.columns if c != target]
+        if kind == "text":
+            named = settings.get("tokenizer__text_columns")
+            named = [named] if isinstance(named, str) else named
+            return set(named) if named else {c for c in inputs if _is_text_dtype(str(frame[c].dtype))}
+        if spec not in ("auto", "mixed"):
+            return set()
+        limit, found = settings.get("tokenizer__max_categories", 100), set()
+        for column in inputs:
+            try:
+                found |= {column} if infer_column_kind(frame[column], limit) == "text" else set()
+            except ValueError:  # fit names the column
+                pass
+        return found
+
+    return columns
+
+
 def category_kinds(estimator) -> dict:
     """Column -> the kind of value its categories held at fit (pandas' ``infer_dtype`` name), from the fitted table tokenizers.
 
@@ -138,13 +220,14 @@ def category_kinds(estimator) -> dict:
     return kinds
 
 
-def read_data(path, image_root=None, dtypes=None, category_kinds=None, images=None, parse_dates=False):
+def read_data(path, image_root=None, dtypes=None, category_kinds=None, images=None, parse_dates=False, texts=()):
     """A DataFrame (table files), a list of str (``.txt``) or a list of image paths (a folder of images).
 
     ``dtypes`` (column -> the dtype's name at fit) and ``category_kinds`` (see
     :func:`category_kinds`) make a CSV read back as fit saw it; ``images`` (see
     :func:`image_columns`) names the columns whose relative paths start at the data's folder.
-    ``parse_dates`` (a training file) reads a CSV's ISO 8601 date columns as datetimes.
+    ``parse_dates`` (a training file) reads a CSV's ISO 8601 date columns as datetimes. The
+    empty cells of the ``texts`` columns (a set, or a function of the frame read) are ``""``.
     """
     path = Path(path)
     if not path.exists():
@@ -158,12 +241,12 @@ def read_data(path, image_root=None, dtypes=None, category_kinds=None, images=No
             tables = [p for p in files if p.suffix.lower() in TABLE_SUFFIXES]
             if not tables:
                 raise CLIError(f"{path} holds no image or data file ({', '.join(TABLE_SUFFIXES)})")
-            parts = [_read_file(p, dtypes, category_kinds, parse_dates) for p in tables]
+            parts = [_read_file(p, dtypes, category_kinds, parse_dates, texts) for p in tables]
             if all(isinstance(part, list) for part in parts):
                 return [text for part in parts for text in part]
             data = pd.concat(parts, ignore_index=True)
         else:
-            data = _read_file(path, dtypes, category_kinds, parse_dates)
+            data = _read_file(path, dtypes, category_kinds, parse_dates, texts)
     except CLIError:
         raise
     except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as error:

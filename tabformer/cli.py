@@ -32,7 +32,7 @@ from sklearn.utils.multiclass import type_of_target
 from skorch.callbacks import Callback
 from tqdm.auto import tqdm
 
-from ._cli_input import CLIError, category_kinds, image_columns, read_data
+from ._cli_input import CLIError, category_kinds, fit_text_columns, image_columns, read_data, text_columns
 from ._version import __version__
 from .estimators import TabFormerClassifier, TabFormerPretrainer, TabFormerRegressor
 from .persistence import CONFIG_FILE, PersistenceError, load
@@ -106,7 +106,8 @@ def _summary(estimator) -> str:
 
 # ----------------------------------------------------------------------------- commands
 def cmd_fit(args):
-    data = read_data(args.data, args.image_root, parse_dates=True)
+    settings = parse_settings(args.set)
+    data = read_data(args.data, args.image_root, parse_dates=True, texts=fit_text_columns(settings, args.target))
     if not isinstance(data, pd.DataFrame):
         raise CLIError(f"fit reads a table (CSV or Parquet) with a target column; {args.data} is not one")
     if args.target not in data.columns:
@@ -120,7 +121,7 @@ def cmd_fit(args):
     if task == "auto":
         task = _task_of(y)
     estimator = (TabFormerRegressor if task == "regression" else TabFormerClassifier)(verbose=0)
-    _configure(estimator, parse_settings(args.set))
+    _configure(estimator, settings)
     _fit_with_progress(estimator, data, y.to_numpy(), args.quiet)
     estimator.save(args.out)
     print(f"tabformer: {type(estimator).__name__} ({task}) saved to {args.out}: {_summary(estimator)}", file=sys.stderr)
@@ -149,9 +150,10 @@ def _task_of(y: pd.Series) -> str:
 
 
 def cmd_pretrain(args):
-    data = read_data(args.data, args.image_root, parse_dates=True)
+    settings = parse_settings(args.set)
+    data = read_data(args.data, args.image_root, parse_dates=True, texts=fit_text_columns(settings))
     estimator = TabFormerPretrainer(objective=args.objective, verbose=0)
-    _configure(estimator, parse_settings(args.set))
+    _configure(estimator, settings)
     _fit_with_progress(estimator, data, None, args.quiet)
     estimator.save(args.out)
     print(f"tabformer: pretrained encoder saved to {args.out}: {_summary(estimator)}", file=sys.stderr)
@@ -190,7 +192,8 @@ def cmd_predict(args):
         what = type(estimator).__name__
         raise CLIError(f"{args.model} holds a {what}, which does not predict; use it as an estimator's encoder=")
     dtypes = getattr(estimator, "feature_dtypes_in_", None)
-    data = read_data(args.data, args.image_root, dtypes, category_kinds(estimator), image_columns(estimator))
+    kinds, images = category_kinds(estimator), image_columns(estimator)
+    data = read_data(args.data, args.image_root, dtypes, kinds, images, texts=text_columns(estimator))
     names = getattr(estimator, "feature_names_in_", None)
     if isinstance(data, pd.DataFrame) and names is not None:
         extra = [c for c in data.columns if c not in set(names)]

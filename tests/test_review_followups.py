@@ -360,3 +360,26 @@ def test_a_wordpiece_tokenizer_saved_before_strip_accents_existed_still_refits(t
     loaded = tabformer.load(tmp_path / "model")
     np.testing.assert_array_equal(loaded.predict_proba(texts), clf.predict_proba(texts))
     assert read(loaded.tokenizer_).replace("##", "") == "cafe"
+
+
+def test_the_cli_reads_an_empty_text_cell_as_the_empty_text_at_fit_and_predict(tmp_path):
+    from tabformer.cli import main
+
+    rng = np.random.default_rng(0)
+    words = ["red", "blue", "wool", "hat", "shirt", "warm", "soft", "cheap"]
+    X = pd.DataFrame(
+        {"review": [" ".join(rng.choice(words, 3)) + f" {i}" for i in range(24)], "price": rng.normal(size=24).round(3)}
+    )
+    X.loc[[3, 10], "review"] = ""  # empty texts, which the CSV writes as empty cells
+    y = np.arange(24) % 2
+    X.assign(label=y).to_csv(tmp_path / "train.csv", index=False)
+    X.to_csv(tmp_path / "new.csv", index=False)
+    settings = dict(max_epochs=2, random_state=0, tokenizer__max_categories=5, **{k: SMALL[k] for k in SMALL if "__" in k})
+    args = [f"--set={key}={value}" for key, value in settings.items()]
+    model, output = str(tmp_path / "model"), str(tmp_path / "p.csv")
+    assert main(["fit", str(tmp_path / "train.csv"), "--target", "label", "--out", model, "--quiet", *args]) == 0
+    assert main(["predict", model, str(tmp_path / "new.csv"), "--proba", "--output", output]) == 0
+    clf = TabFormerClassifier(verbose=0, **settings).fit(X, y)  # the Python API, on the frame with ""
+    assert clf.tokenizer_.column_kinds_ == {"review": "text", "price": "numeric"}
+    cli = pd.read_csv(output)[["proba_0", "proba_1"]].to_numpy()
+    np.testing.assert_allclose(cli, clf.predict_proba(X), atol=1e-5)
