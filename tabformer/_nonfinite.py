@@ -13,6 +13,8 @@ from collections import OrderedDict
 import torch
 from skorch.callbacks import Callback
 
+from ._warnings import user_stacklevel
+
 __all__ = ["NonFiniteGuard", "NonFiniteTrainingError"]
 
 
@@ -211,11 +213,11 @@ class NonFiniteGuard(Callback):
         _forget_non_finite_moments(getattr(net, "optimizer_", None))
         self.failure_ = message
         if interrupted:
-            warnings.warn(message, RuntimeWarning, stacklevel=2)
+            warnings.warn(message, RuntimeWarning, stacklevel=user_stacklevel())
             return
         if self.action == "raise":
             raise NonFiniteTrainingError(message)
-        warnings.warn(message, RuntimeWarning, stacklevel=2)
+        warnings.warn(message, RuntimeWarning, stacklevel=user_stacklevel())
         # skorch ends fit quietly on KeyboardInterrupt (that is how EarlyStopping stops it).
         raise KeyboardInterrupt
 

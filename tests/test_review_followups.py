@@ -383,3 +383,38 @@ def test_the_cli_reads_an_empty_text_cell_as_the_empty_text_at_fit_and_predict(t
     assert clf.tokenizer_.column_kinds_ == {"review": "text", "price": "numeric"}
     cli = pd.read_csv(output)[["proba_0", "proba_1"]].to_numpy()
     np.testing.assert_allclose(cli, clf.predict_proba(X), atol=1e-5)
+
+
+def _recorded(call):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    return caught
+
+
+def test_warnings_point_at_the_users_line_not_inside_tabformer(table):
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+
+    from tabformer.tokenizers import PatchTokenizer, UntrainedMissingWarning
+
+    X, y = table
+    clf = TabFormerClassifier(**SMALL).fit(X, y)
+    clf.inference_chunk_rows = 8  # chunks: the warnings are issued once, after the last
+    odd = X.assign(price=np.where(np.arange(len(X)) % 2, np.nan, X["price"]), colour="teal")
+    for call in (
+        lambda: clf.predict(odd),  # untrained missing values, and no fitted category
+        lambda: clf.tokenizer_.transform(odd),
+        lambda: make_pipeline(FunctionTransformer(), clf).predict(odd),  # through scikit-learn
+    ):
+        caught = _recorded(call)
+        assert {w.category for w in caught} == {UntrainedMissingWarning, UserWarning}
+        assert {w.filename for w in caught} == {__file__}, [(w.filename, w.lineno) for w in caught]
+    images = [np.random.default_rng(0).uniform(0, 255, (8, 8)).astype(np.float32) for _ in range(4)]
+    pixels = PatchTokenizer(patch_size=4).fit(images)
+    caught = _recorded(lambda: pixels.transform([image / 255 for image in images]))
+    assert [w.filename for w in caught] == [__file__] and "float pixels at or under 1" in str(caught[0].message)
+    caught = _recorded(lambda: TabFormerClassifier(**dict(SMALL, lr=0.0)).fit(X, y))  # learns nothing: collapsed
+    assert [(w.category.__name__, w.filename) for w in caught] == [("ConvergenceWarning", __file__)]

@@ -13,6 +13,8 @@ import numpy as np
 from sklearn.exceptions import DataConversionWarning
 from sklearn.preprocessing import LabelEncoder
 
+from .._warnings import user_stacklevel
+
 __all__ = ["fit_label_encoder", "check_weighted_classes", "check_same_classes", "fitted_label_vector", "label_vector"]
 
 
@@ -96,7 +98,7 @@ def fitted_label_vector(y: np.ndarray) -> np.ndarray:
         return y
     if y.ndim == 2 and y.shape[1] == 1:
         message = "A column-vector y was passed when a 1d array was expected; it was raveled."
-        warnings.warn(message, DataConversionWarning, stacklevel=4)
+        warnings.warn(message, DataConversionWarning, stacklevel=user_stacklevel())
         return y.ravel()
     if y.ndim == 2:
         other = next((value for value in y.ravel().tolist() if value not in (0, 1)), None)

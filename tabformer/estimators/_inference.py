@@ -133,7 +133,7 @@ class InferenceMixin:
                 _check_finite(result, self, start)
                 start += rows
                 yield result
-        gathered.warn(stacklevel=2)
+        gathered.warn()
 
     def _forward_batches(self, tokens, forward, trim: bool):
         """``(forward(batch), rows in the batch)`` for each batch of one chunk's ``tokens`` (a dict of

@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNetClassifier, NeuralNetRegressor
 
 from .._validation import check_target, standardization
+from .._warnings import user_stacklevel
 from ..nn.heads import ClassificationHead, RegressionHead
 from ._base import construct
 from ._categories import NEW_CATEGORIES_CONSTRAINT, NEW_CATEGORIES_PARAM_DOC
@@ -223,7 +224,7 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
             f"{type(self).__name__} predicts {what} for every training row it was checked on: "
             f"it has not learned beyond a constant answer; {self._collapse_advice()}",
             ConvergenceWarning,
-            stacklevel=4,
+            stacklevel=user_stacklevel(),
         )
 
     @property
@@ -429,7 +430,7 @@ class TabFormerRegressor(_CLSHeadNet, NeuralNetRegressor):
                 f"{type(self).__name__} predicts the same value for every training row it was checked on: "
                 f"it has not learned beyond a constant; {self._collapse_advice()}",
                 ConvergenceWarning,
-                stacklevel=4,
+                stacklevel=user_stacklevel(),
             )
 
     @property

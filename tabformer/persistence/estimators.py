@@ -26,6 +26,7 @@ from sklearn.exceptions import NotFittedError
 from skorch import NeuralNet
 from skorch.history import History
 
+from .._warnings import user_stacklevel
 from ..nn.embedders import build_embedder
 from ..nn.encoder import TransformerEncoder
 from ..nn.models import PretrainedEncoder
@@ -218,9 +219,8 @@ def _device(saved, requested):
     if saved == "auto":  # resolved on this machine, as at fit
         return saved
     if torch.device(saved).type == "cuda" and not torch.cuda.is_available():
-        warnings.warn(
-            f"the model was saved with device={saved!r}, but CUDA is not available: loading it on the CPU", stacklevel=3
-        )
+        message = f"the model was saved with device={saved!r}, but CUDA is not available: loading it on the CPU"
+        warnings.warn(message, stacklevel=user_stacklevel())
         return "cpu"
     return saved
 

@@ -20,6 +20,8 @@ import numpy as np
 import pandas as pd
 
 from .._validation import is_numeric_dtype
+from .._warnings import user_stacklevel
+from ._labels import user_label
 
 __all__ = [
     "ColumnWarnings",
@@ -41,30 +43,6 @@ __all__ = [
 #: what ``pandas.api.types.infer_dtype`` calls columns of numbers and of dates
 _NUMBERS = frozenset({"integer", "floating", "mixed-integer-float", "decimal"})
 _DATES = frozenset({"date", "datetime", "datetime64"})
-
-
-def user_label(name, labels):
-    """The user's label of a column that the tokenizer names as scikit-learn does for non-str labels (``x0``).
-
-    Messages name the columns of the user's frame: ``0``, not the ``x0`` that no column of it is called.
-
-    Parameters
-    ----------
-    name : str
-        A column as the tokenizer names it inside, or a datetime part of one (``"x2.month_sin"``).
-    labels : list or None
-        The frame's column labels at fit (``TabularTokenizer.column_labels_``); None where they were str.
-
-    Returns
-    -------
-    label : object
-        ``labels[i]`` for ``"x<i>"``, ``"<label>.<part>"`` for a datetime part, else ``name`` unchanged.
-    """
-    owner, dot, part = str(name).partition(".")
-    if not labels or not owner.startswith("x") or not owner[1:].isdigit() or int(owner[1:]) >= len(labels):
-        return name
-    label = labels[int(owner[1:])]
-    return f"{label}{dot}{part}" if dot else label
 
 
 def value_kind(values) -> str:
@@ -128,7 +106,7 @@ def warn_if_numbers_as_categories(values: pd.Series, column) -> None:
         f"'unseen' at predict). To read it as {what}, convert it ({convert}); to keep categories and silence "
         "this, list it in categorical_columns",
         UserWarning,
-        stacklevel=4,
+        stacklevel=user_stacklevel(),
     )
 
 
@@ -177,7 +155,7 @@ def warn_if_all_unseen(values: pd.Series, codes: np.ndarray, categories: pd.Inde
         return
     alone = ColumnWarnings()
     alone.add_values(values, codes, categories, column)
-    alone.warn(stacklevel=5)
+    alone.warn()
 
 
 class UntrainedMissingWarning(UserWarning):
@@ -214,7 +192,7 @@ def warn_missing_unlike_fit(frame: pd.DataFrame, had_missing, labels=None) -> No
     else:
         alone = ColumnWarnings()
         alone.add_missing(new)
-        alone.warn(stacklevel=5)
+        alone.warn()
 
 
 #: the ColumnWarnings that the column checks add to, while one gathers (per thread and context)
@@ -333,14 +311,15 @@ class ColumnWarnings:
         """
         self.float_peaks[scale] = max(peak, self.float_peaks.get(scale, peak))
 
-    def warn(self, stacklevel: int = 2) -> None:
+    def warn(self, stacklevel: int | None = None) -> None:
         """Issue the warnings the gathered counts call for (none is repeated).
 
         Parameters
         ----------
-        stacklevel : int, default=2
-            As :func:`warnings.warn`'s, counted from the caller of this method.
+        stacklevel : int or None, default=None
+            As :func:`warnings.warn`'s; None points at the user's call into tabformer.
         """
+        stacklevel = user_stacklevel() if stacklevel is None else stacklevel
         for message, category in self.notices.items():
             warnings.warn(message, category, stacklevel=stacklevel)
         if self.n_empty:
@@ -426,10 +405,10 @@ def warn_rows_without_input(presence: list) -> None:
     tally = gathered if gathered is not None else ColumnWarnings()
     tally.add_empty_rows(np.flatnonzero(~np.logical_or.reduce(presence)))
     if gathered is None:
-        tally.warn(stacklevel=5)
+        tally.warn()
 
 
-def warn_once(message: str, category=UserWarning, stacklevel: int = 2) -> None:
+def warn_once(message: str, category=UserWarning, stacklevel: int | None = None) -> None:
     """Warn, or, within :meth:`ColumnWarnings.gathering`, have the input's gatherer warn once after its last chunk.
 
     For a warning that every chunk of an input would repeat word for word.
@@ -440,11 +419,12 @@ def warn_once(message: str, category=UserWarning, stacklevel: int = 2) -> None:
         The warning.
     category : Warning subclass, default=UserWarning
         Its category.
-    stacklevel : int, default=2
-        As :func:`warnings.warn`'s, counted from the caller of this function (when not gathered).
+    stacklevel : int or None, default=None
+        As :func:`warnings.warn`'s, counted from the caller of this function (when not gathered); None points at
+        the user's call into tabformer.
     """
     gathered = _GATHERING.get()
     if gathered is not None:
         gathered.notices.setdefault(message, category)
     else:
-        warnings.warn(message, category, stacklevel=stacklevel + 1)
+        warnings.warn(message, category, stacklevel=user_stacklevel() if stacklevel is None else stacklevel + 1)

@@ -7,9 +7,31 @@ labels, in ``categorical_columns`` / ``numeric_columns`` as in messages.
 
 from __future__ import annotations
 
-from ._columns import user_label
+__all__ = ["check_listed", "internal_names", "user_label"]
 
-__all__ = ["check_listed", "internal_names"]
+
+def user_label(name, labels):
+    """The user's label of a column that the tokenizer names as scikit-learn does for non-str labels (``x0``).
+
+    Messages name the columns of the user's frame: ``0``, not the ``x0`` that no column of it is called.
+
+    Parameters
+    ----------
+    name : str
+        A column as the tokenizer names it inside, or a datetime part of one (``"x2.month_sin"``).
+    labels : list or None
+        The frame's column labels at fit (``TabularTokenizer.column_labels_``); None where they were str.
+
+    Returns
+    -------
+    label : object
+        ``labels[i]`` for ``"x<i>"``, ``"<label>.<part>"`` for a datetime part, else ``name`` unchanged.
+    """
+    owner, dot, part = str(name).partition(".")
+    if not labels or not owner.startswith("x") or not owner[1:].isdigit() or int(owner[1:]) >= len(labels):
+        return name
+    label = labels[int(owner[1:])]
+    return f"{label}{dot}{part}" if dot else label
 
 
 def internal_names(given, labels):

@@ -154,4 +154,4 @@ def check_pixels(images, fitted_kind: str | None = None, scale: float | None = N
         tally = gathered if gathered is not None else ColumnWarnings()
         tally.add_float_peak(scale, peak)
         if gathered is None:
-            tally.warn(stacklevel=5)
+            tally.warn()

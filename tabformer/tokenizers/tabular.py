@@ -335,7 +335,7 @@ class TabularTokenizer(BaseTokenizer):
             )
         elif had_names:
             message = f"X has feature names {list(frame.columns)}, but {type(self).__name__} was fitted without feature names"
-            warn_once(message + ": its columns are matched by position", stacklevel=3)  # once per input, not per chunk
+            warn_once(message + ": its columns are matched by position")  # once per input, not per chunk
             frame = frame.set_axis([f"x{i}" for i in range(frame.shape[1])], axis=1)
         for column in frame.columns:
             before, now = self.column_families_[column], _dtype_family(frame[column].dtype)
