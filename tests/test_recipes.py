@@ -268,3 +268,50 @@ def test_a_model_that_learns_does_not_warn(table):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         TabFormerClassifier(encoder__d_model=16, encoder__n_heads=2, max_epochs=30, verbose=0, random_state=0).fit(X, y)
+
+
+def _simclr_digits_encoder():
+    digits = load_digits()
+    pre = TabFormerPretrainer(
+        objective="simclr", encoder__d_model=32, encoder__n_heads=2, encoder__n_layers=2, max_epochs=5, random_state=0, verbose=0
+    )
+    return pre.fit(digits.images[:1000]).encoder_, digits.images, digits.target
+
+
+def test_a_classifier_over_a_frozen_pretrained_encoder_gets_the_probe_recipe():
+    """A linear probe trains a fresh head over fixed features: at the fine-tuning rate (3e-4,
+    stopping on a 10% holdout) the head barely moves. The probe recipe (lr 1e-2, every row,
+    mean pooling for images) learns; the old one stays near chance on the same rows."""
+    encoder, X, y = _simclr_digits_encoder()
+    X_fit, y_fit, X_val, y_val = X[1000:1300], y[1000:1300], X[1300:], y[1300:]
+    probe = TabFormerClassifier(encoder=encoder, freeze_encoder=True, random_state=0, verbose=0).fit(X_fit, y_fit)
+    r = probe.resolved_params_
+    assert r["lr"] == 1e-2 and r["patience"] is None and r["validation_fraction"] is None and r["lr_schedule"] == "warmup_linear"
+    assert probe.module_.head.pooling == "mean" and probe.get_params()["lr"] == "auto"
+    old = dict(lr=3e-4, patience=8, head__pooling="cls")  # the image fine-tuning recipe, which probes got before
+    before = TabFormerClassifier(encoder=encoder, freeze_encoder=True, random_state=0, verbose=0, **old).fit(X_fit, y_fit)
+    assert probe.score(X_val, y_val) > before.score(X_val, y_val) + 0.25
+    assert probe.score(X_val, y_val) > 0.6  # ten classes: chance is 0.1
+    # fine-tuning (nothing frozen) keeps its recipe, and the user's settings win over the probe's
+    tuned = TabFormerClassifier(encoder=encoder, max_epochs=1, verbose=0).fit(X_fit, y_fit)
+    assert tuned.resolved_params_["lr"] == 3e-4 and tuned.resolved_params_["patience"] == 8
+    mine = TabFormerClassifier(encoder=encoder, freeze_encoder=True, lr=1e-3, patience=3, head__pooling="cls", max_epochs=1)
+    mine.set_params(verbose=0).fit(X_fit, y_fit)
+    assert mine.resolved_params_["lr"] == 1e-3 and mine.resolved_params_["patience"] == 3 and mine.module_.head.pooling == "cls"
+    # regressors keep their recipe: no probe regression was measured
+    regressor = TabFormerRegressor(encoder=encoder, freeze_encoder=True, max_epochs=1, verbose=0).fit(X_fit, y_fit.astype(float))
+    assert regressor.resolved_params_["lr"] == 3e-4
+
+
+def test_text_and_table_probes_get_their_kinds_rates():
+    texts, labels = _texts()
+    small = {k: v for k, v in SMALL.items() if k != "max_epochs"}
+    encoder = TabFormerPretrainer(max_epochs=1, validation_fraction=None, **small).fit(texts).encoder_
+    probe = TabFormerClassifier(encoder=encoder, freeze_encoder=True, max_epochs=1, verbose=0).fit(texts, labels)
+    assert probe.resolved_params_["lr"] == 3e-3 and probe.resolved_params_["patience"] is None
+    assert probe.module_.head.pooling == "mean"  # the pretrained text recipe's, kept
+    table = pd.DataFrame({"a": np.arange(60.0) % 7, "b": list("xyz") * 20})
+    table_encoder = TabFormerPretrainer(max_epochs=1, validation_fraction=None, **small).fit(table).encoder_
+    table_probe = TabFormerClassifier(encoder=table_encoder, freeze_encoder=True, max_epochs=1, verbose=0)
+    table_probe.fit(table, np.arange(60) % 2)
+    assert table_probe.resolved_params_["lr"] == 1e-3  # the table recipe probes well already

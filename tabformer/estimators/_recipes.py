@@ -32,7 +32,8 @@ Where the numbers come from (docs/defaults.md has the tables):
   random shifts (Fashion-MNIST, 3,750 images: 0.872 without them, 0.959 with them); the
   frozen ImageNet stem where installed, except on grey images under 16 px: they, and the
   patches of any image under 16 px, go through a conv stem trained with the model (8x8
-  digits, validation: 0.94 with the ImageNet stem, 0.98 with the conv stem).
+  digits, validation: 0.94 with the ImageNet stem, 0.98 with the conv stem);
+- a classifier over a frozen pretrained encoder (a probe): ``_probe.py``.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from ._image_recipes import (
     wants_stem,
 )
 from ._precision import resolve_device
+from ._probe import probe_recipe
 
 __all__ = [
     "AUTO",
@@ -276,7 +278,8 @@ def resolve_recipe(estimator, tokenizer, X, n_rows: int, pretrained: bool) -> di
         (``tokenizer__*``...); the routed settings the user passed are not repeated.
     """
     kind = getattr(tokenizer, "kind", "table")
-    if kind == "mixed" and _all_text_frame(X, getattr(tokenizer, "max_categories", 100)):
+    all_text = kind == "mixed" and _all_text_frame(X, getattr(tokenizer, "max_categories", 100))
+    if all_text:
         # A frame of text columns only (a review as df[["review"]], or title + body) is text:
         # the text recipe, its tokenizer settings routed to the mixed tokenizer's text template.
         recipe = {_text_slot(key): value for key, value in _base_recipe(estimator, "text", pretrained).items()}
@@ -288,6 +291,7 @@ def resolve_recipe(estimator, tokenizer, X, n_rows: int, pretrained: bool) -> di
         recipe["batch_size"] = auto_batch_size(n_rows)
     if pretrained and kind == "text" and estimator._recipe_role in ("classifier", "regressor"):
         recipe["max_epochs"] = pretrained_text_epochs(n_rows, _resolved(estimator, recipe, "batch_size"))
+    recipe.update(probe_recipe(estimator, "text" if all_text else kind, pretrained))  # a frozen encoder's head
     user = set(estimator.get_params(deep=False))
     supervised = not pretrained and estimator._recipe_role in ("classifier", "regressor")
     if kind == "image" and not pretrained and estimator._recipe_role != "pretrainer":
@@ -298,10 +302,7 @@ def resolve_recipe(estimator, tokenizer, X, n_rows: int, pretrained: bool) -> di
         if side is not None:
             settings = stem_settings(side, upscale=resized_to is None)
             recipe.update({f"tokenizer__image__{k}": v for k, v in settings.items()})
-    resolved = {}
-    for name in TOP_LEVEL:
-        value = getattr(estimator, name)
-        resolved[name] = recipe[name] if isinstance(value, str) and value == AUTO else value
+    resolved = {name: _resolved(estimator, recipe, name) for name in TOP_LEVEL}
     resolved["monitor"] = recipe["monitor"] if estimator._recipe_role == "classifier" else "valid_loss"
     for name in ("patience", "monitor"):  # routed to the callback, they win over the recipe there too
         if f"callbacks__early_stopping__{name}" in user:
