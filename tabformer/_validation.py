@@ -61,6 +61,10 @@ def as_frame(X, *, what: str = "X") -> tuple[pd.DataFrame, bool]:
                 "X.reshape(1, -1) if it contains a single sample."
             )
         array = np.asarray(X)
+        if isinstance(X, (list, tuple)) and array.ndim == 2 and array.dtype.kind in "US":
+            # numpy gives rows like [1.5, "red"] one common dtype (str), so the numbers would
+            # read as categories; as objects each column gets its own dtype, as in a DataFrame.
+            array = np.asarray(X, dtype=object)
         if array.ndim == 0:
             raise ValueError(f"Expected 2D array, got scalar array instead: {what}={array!r}")
         if array.ndim != 2:
