@@ -1,5 +1,9 @@
 """Edge-case inputs real users pass: each test failed (or misled) before its fix."""
 
+import numpy as np
+import pandas as pd
+import pytest
+
 from tabformer import TabFormerClassifier
 from tabformer.tokenizers import TabularTokenizer
 
@@ -14,3 +18,18 @@ def test_rows_as_lists_keep_number_columns_numeric_next_to_text_columns():
     clf = TabFormerClassifier(**SMALL).fit(rows, [0, 1, 0, 1] * 3)
     assert clf.tokenizer_.numeric_columns_ == ["x0"]
     assert clf.predict([[10.0, "red"]]).shape == (1,)  # a price never seen is a number, not an unseen category
+
+
+def test_numbers_past_float32_once_scaled_are_refused_naming_the_column():
+    # 1e300 under the standard scaler (its variance overflows) or 1e39 kept unscaled became inf tokens: at fit a
+    # "non-finite gradient ... try a lower lr" error, at predict "non-finite outputs ... refit with a lower lr";
+    # neither named the column.
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"size": rng.normal(size=20), "other": rng.normal(size=20)})
+    y = (X["other"] > 0).astype(int)
+    huge = X.assign(size=X["size"] * 1e300)
+    with pytest.raises(ValueError, match=r"numeric column 'size' holds .*e\+299 \(row 0\), which is not finite once scaled"):
+        TabFormerClassifier(tokenizer="tabular", tokenizer__numeric_transform="standard", **SMALL).fit(huge, y)
+    clf = TabFormerClassifier(tokenizer="tabular", tokenizer__numeric_transform=None, **SMALL).fit(X, y)
+    with pytest.raises(ValueError, match=r"numeric column 'size' holds 1e\+39 \(row 1\).*numeric_transform=None"):
+        clf.predict_proba(X.iloc[:2].assign(size=[0.5, 1e39]))

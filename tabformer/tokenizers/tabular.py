@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted
 from .._validation import as_frame, is_categorical_dtype, is_numeric_dtype
 from ._columns import (
     category_index,
+    check_scaled_numbers,
     check_unseen_kind,
     numeric_values,
     unhashable_named,
@@ -276,11 +277,12 @@ class TabularTokenizer(BaseTokenizer):
             ids[codes < 0] = UNSEEN_ID
             ids[values.isna().to_numpy()] = MISSING_ID
             cat_ids[:, j] = ids
-        numbers = self._numeric_block(frame)
-        missing = np.isnan(numbers)
-        if self.scaler_ is not None:
-            numbers = self.scaler_.transform(numbers)
-        numbers = np.where(missing, 0.0, numbers).astype(np.float32)
+        raw = self._numeric_block(frame)
+        missing = np.isnan(raw)
+        numbers = raw if self.scaler_ is None else self.scaler_.transform(raw)
+        with np.errstate(over="ignore", invalid="ignore"):  # named by the check below
+            numbers = np.where(missing, 0.0, numbers).astype(np.float32)
+        check_scaled_numbers(numbers, raw, [self._named(c) for c in self.numeric_columns_], self.numeric_transform)
         return {"cat_ids": cat_ids, "num_values": numbers, "num_missing": missing}
 
     def add_categories(self, X) -> dict:
