@@ -5,7 +5,7 @@ import pandas as pd
 import pytest
 
 from tabformer import TabFormerClassifier
-from tabformer.tokenizers import TabularTokenizer
+from tabformer.tokenizers import PatchTokenizer, TabularTokenizer
 
 SMALL = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, max_epochs=2, verbose=0, random_state=0)
 
@@ -33,3 +33,13 @@ def test_numbers_past_float32_once_scaled_are_refused_naming_the_column():
     clf = TabFormerClassifier(tokenizer="tabular", tokenizer__numeric_transform=None, **SMALL).fit(X, y)
     with pytest.raises(ValueError, match=r"numeric column 'size' holds 1e\+39 \(row 1\).*numeric_transform=None"):
         clf.predict_proba(X.iloc[:2].assign(size=[0.5, 1e39]))
+
+
+def test_an_empty_image_array_is_refused_as_an_empty_list_is():
+    # A PatchTokenizer fitted on imgs[:0] silently (a NaN std), and predict failed with IndexError: list index out of range.
+    images = np.random.default_rng(0).integers(0, 256, (6, 8, 8, 3), dtype=np.uint8)
+    clf = TabFormerClassifier(tokenizer="patch", **SMALL).fit(images, [0, 1] * 3)
+    with pytest.raises(ValueError, match=r"got 0 images \(an array of shape \(0, 8, 8, 3\)\); at least 1 is required"):
+        clf.predict(images[:0])
+    with pytest.raises(ValueError, match="got 0 images"):
+        PatchTokenizer().fit(images[:0, :, :, 0])

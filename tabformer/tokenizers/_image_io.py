@@ -134,6 +134,8 @@ def read_images(X, colour: bool | None = None):
             X = X[..., None]
         if X.ndim == 4:
             if X.shape[-1] in (1, 3):
+                if not len(X):  # as a list of none: an empty batch would fail deep in predict (IndexError)
+                    raise ValueError(f"got 0 images (an array of shape {X.shape}); at least 1 is required")
                 _check_pixel_array(X, "every image")
                 return X
             hint = " It looks channels-first: pass X.transpose(0, 2, 3, 1)." if X.shape[1] in (1, 3) else ""
