@@ -33,6 +33,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..nn.embedders.mixed import SEPARATOR, segment_arrays
 from ._columns import warn_rows_without_input
+from ._mixed_cells import missing_placeholder
 from .base import TOKENIZERS, BaseTokenizer, register_tokenizer
 from .detect import infer_column_kinds, is_missing
 from .image import PatchTokenizer
@@ -347,21 +348,13 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
                 key, _, _ = next(segments)
                 values = self._column_values(frame, column, kind)
                 present = np.array([v is not None for v in values])
-                values = [v if v is not None else self._placeholder(tokenizer, kind) for v in values]
+                values = [v if v is not None else missing_placeholder(tokenizer, kind) for v in values]
                 out = self._with_column_context([column], lambda tokenizer=tokenizer, values=values: tokenizer.transform(values))
                 batch.update({f"{key}{SEPARATOR}{k}": v for k, v in out.items()})
                 batch[f"{key}{SEPARATOR}present"] = present
         if not any(self.segment_kind(tokenizer) == "table" for _, tokenizer, _ in self.transformers_):
             warn_rows_without_input([batch[key] for key in batch if key.endswith(f"{SEPARATOR}present")])
         return batch
-
-    @staticmethod
-    def _placeholder(tokenizer, kind):
-        """What a missing cell is tokenized as before its segment is masked out."""
-        if kind == "text":
-            return ""
-        dtype = {"float": np.float32, "bool": np.bool_}.get(getattr(tokenizer, "pixel_kind_", None), np.uint8)  # as fitted
-        return np.zeros((*tokenizer.image_size_, tokenizer.n_channels_), dtype=dtype)
 
     # --------------------------------------------------------------- device
     def embedder_spec(self) -> dict:

@@ -1,0 +1,33 @@
+"""Review of mixed inputs (text, image and table columns in one DataFrame): regressions found by the review."""
+
+import numpy as np
+import pandas as pd
+
+from tabformer.tokenizers import MixedTokenizer, PatchTokenizer, WordPieceTokenizer
+
+
+def _frame(n=12, seed=0):
+    rng = np.random.default_rng(seed)
+    words = ["red", "blue", "green", "wool", "silk", "hat"]
+    return pd.DataFrame(
+        {
+            "title": [" ".join(rng.choice(words, 3)) + f" {i}" for i in range(n)],
+            "photo": [rng.integers(0, 255, (8, 8), dtype=np.uint8) for _ in range(n)],
+            "brand": rng.choice(["a", "b", "c"], n),
+            "price": rng.normal(size=n),
+        }
+    )
+
+
+def test_missing_image_with_upscale_to_training_size_only():
+    # The estimators' stem recipe upscales the training images (image_size=64, accept_any_size=False): a
+    # missing photo's stand-in must be of the training size, not of the 64 px output size, which the image
+    # tokenizer refuses ("image 5 is 64x64 but the tokenizer was fitted on 8x8 images").
+    X = _frame()
+    X.at[5, "photo"] = None
+    tokenizer = MixedTokenizer(
+        text=WordPieceTokenizer(vocab_size=60, min_frequency=1), image=PatchTokenizer(image_size=16, accept_any_size=False)
+    )
+    batch = tokenizer.fit(X).transform(X)
+    assert batch["image:photo/pixels"].shape == (len(X), 1, 16, 16)
+    assert batch["image:photo/present"].tolist() == [i != 5 for i in range(len(X))]
