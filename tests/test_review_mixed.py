@@ -1,9 +1,12 @@
 """Review of mixed inputs (text, image and table columns in one DataFrame): regressions found by the review."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
+import pytest
 
-from tabformer.tokenizers import MixedTokenizer, PatchTokenizer, WordPieceTokenizer
+from tabformer.tokenizers import MixedTokenizer, PatchTokenizer, TabularTokenizer, WordPieceTokenizer
 
 
 def _frame(n=12, seed=0):
@@ -31,3 +34,20 @@ def test_missing_image_with_upscale_to_training_size_only():
     batch = tokenizer.fit(X).transform(X)
     assert batch["image:photo/pixels"].shape == (len(X), 1, 16, 16)
     assert batch["image:photo/present"].tolist() == [i != 5 for i in range(len(X))]
+
+
+def test_numbers_in_object_column_warn_in_mixed_frame_as_in_table():
+    # A TabularTokenizer warns that an object column of numbers is read as categories; beside a text column the
+    # detection handed it an explicit categorical list, which silenced that warning: the numbers became
+    # categories without a word.
+    X = _frame().assign(rating=lambda f: pd.Series(np.arange(len(f)) * 0.5, dtype=object))
+    with pytest.warns(UserWarning, match="column 'rating' holds only numbers"):
+        tokenizer = MixedTokenizer(text=WordPieceTokenizer(vocab_size=60, min_frequency=1)).fit(X)
+    assert tokenizer.column_kinds_["rating"] == "categorical"
+    # listed by the user (as the warning says), it is quiet
+    quiet = MixedTokenizer(
+        text=WordPieceTokenizer(vocab_size=60, min_frequency=1), table=TabularTokenizer(categorical_columns=["rating"])
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        quiet.fit(X)

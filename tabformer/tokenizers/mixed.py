@@ -32,7 +32,7 @@ from sklearn.utils.metaestimators import _BaseComposition
 from sklearn.utils.validation import check_is_fitted
 
 from ..nn.embedders.mixed import SEPARATOR, segment_arrays
-from ._columns import warn_rows_without_input
+from ._columns import warn_if_numbers_as_categories, warn_rows_without_input
 from ._mixed_cells import missing_placeholder
 from .base import TOKENIZERS, BaseTokenizer, register_tokenizer
 from .detect import infer_column_kinds, is_missing
@@ -262,6 +262,10 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
                 tokenizer.fit(frame[columns])
                 self.segments_.append((name, name, None))
                 categorical = set(getattr(tokenizer, "categorical_columns_", []))
+                # Detection hands the table tokenizer explicit lists, which silence its own warning (a routed one warned).
+                told = categorical if self.transformers is not None else set(getattr(self.table, "categorical_columns", 0) or ())
+                for column in [c for c in columns if c in categorical and c not in told]:
+                    warn_if_numbers_as_categories(frame[column], column)
                 for column in columns:
                     self.column_kinds_[column] = "categorical" if column in categorical else "numeric"
             else:
