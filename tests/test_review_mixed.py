@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from tabformer import TabFormerClassifier
 from tabformer.tokenizers import MixedTokenizer, PatchTokenizer, TabularTokenizer, WordPieceTokenizer
 
 
@@ -51,3 +52,27 @@ def test_numbers_in_object_column_warn_in_mixed_frame_as_in_table():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         quiet.fit(X)
+
+
+TINY = dict(encoder__d_model=16, encoder__n_layers=1, encoder__n_heads=2, max_epochs=1, verbose=0, random_state=0)
+
+
+def test_column_routed_to_table_is_not_text_for_the_recipe():
+    # 'code' has more distinct strings than max_categories, so detection alone calls it text; the user routes it
+    # to the table template. The recipe read detection alone and gave this text + table model the text recipe
+    # (a 30000 sub-word vocabulary for 'title', mean pooling, token dropout), unlike the same routing given
+    # as transformers.
+    n = 24
+    X = pd.DataFrame({"title": [f"red wool hat number {i}" for i in range(n)], "code": [f"c{i}x" for i in range(n)]})
+    y = np.arange(n) % 2
+    forced = TabFormerClassifier(**TINY, tokenizer__max_categories=10, tokenizer__table__categorical_columns=["code"])
+    forced.fit(X, y)
+    assert forced.tokenizer_.column_kinds_ == {"title": "text", "code": "categorical"}
+    assert "tokenizer__text__vocab_size" not in forced.resolved_params_
+    assert "head__pooling" not in forced.resolved_params_
+    routed = MixedTokenizer([("text", WordPieceTokenizer(vocab_size=60), ["title"]), ("table", TabularTokenizer(), ["code"])])
+    explicit = TabFormerClassifier(**TINY, tokenizer=routed).fit(X, y)
+    assert forced.resolved_params_ == explicit.resolved_params_
+    # a frame of text columns alone keeps the text recipe
+    text_only = TabFormerClassifier(**TINY, tokenizer__text__vocab_size=60).fit(X[["title"]].assign(body=X["title"] + " more"), y)
+    assert text_only.resolved_params_["head__pooling"] == "mean"

@@ -59,6 +59,7 @@ from ._image_recipes import (
 )
 from ._precision import resolve_device
 from ._probe import probe_recipe
+from ._routing import routed_kinds
 
 __all__ = [
     "AUTO",
@@ -231,11 +232,8 @@ def _fuses_image_late(estimator, tokenizer, X, pretrained: bool) -> bool:
         return False
     if fusion == "auto" and (estimator.freeze_encoder or estimator.freeze_embedder):
         return False
-    try:
-        routing = tokenizer._routing(tokenizer._check_frame(X))  # what fit will build, before fitting
-    except (TypeError, ValueError):  # fit raises it again, naming the column
-        return False
-    return late_fusion_suits([tokenizer.segment_kind(sub) for _, sub, _ in routing])
+    kinds = routed_kinds(tokenizer, X)
+    return kinds is not None and late_fusion_suits(kinds)
 
 
 def _base_recipe(estimator, kind: str, pretrained: bool) -> dict:
@@ -278,7 +276,8 @@ def resolve_recipe(estimator, tokenizer, X, n_rows: int, pretrained: bool) -> di
         (``tokenizer__*``...); the routed settings the user passed are not repeated.
     """
     kind = getattr(tokenizer, "kind", "table")
-    all_text = kind == "mixed" and _all_text_frame(X, getattr(tokenizer, "max_categories", 100))
+    kinds = routed_kinds(tokenizer, X) if kind == "mixed" else None  # a column the user routed to a table is no text
+    all_text = kinds is not None and set(kinds) == {"text"}
     if all_text:
         # A frame of text columns only (a review as df[["review"]], or title + body) is text:
         # the text recipe, its tokenizer settings routed to the mixed tokenizer's text template.
