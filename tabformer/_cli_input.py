@@ -90,8 +90,11 @@ def _read_file(path: Path, dtypes: dict | None, category_kinds: dict | None = No
         read_as_text = lambda c, d: (_is_text_dtype(d) or d == "category") and kinds.get(c) not in _PARSED_CATEGORY_KINDS  # noqa: E731
         text = {c: str for c, d in fitted.items() if read_as_text(c, d)}
         sep = "\t" if suffix == ".tsv" else ","
-        frame = _empty_cells_as_text(pd.read_csv(path, sep=sep, dtype=text or None), path, sep, texts)
-        return _parse_dates(frame) if parse_dates else _as_fitted(frame, fitted)
+        frame = pd.read_csv(path, sep=sep, dtype=text or None)
+        # Dates first: a date column's empty cell is a missing date, and as "" it would fail
+        # the ISO parse and leave the whole column text (texts is judged on the parsed frame).
+        frame = _parse_dates(frame) if parse_dates else _as_fitted(frame, fitted)
+        return _empty_cells_as_text(frame, path, sep, texts)
     raise CLIError(f"cannot read {path}: unknown file type {suffix or '(none)'!r}; use .csv, .tsv, .parquet or .txt")
 
 
