@@ -94,7 +94,7 @@ def test_detection_rules():
 @pytest.mark.parametrize(
     "column, message",
     [
-        (pd.Series(pd.date_range("2020", periods=3), name="when"), "'when' has dtype datetime64"),
+        (pd.Series(pd.period_range("2020", periods=3, freq="M"), name="when"), "'when' has dtype period"),
         (pd.Series([None, None, None], name="empty"), "'empty' holds only missing values"),
         (pd.Series(["a", 1, "b"], name="odd"), "'odd' mixes strings with int"),
         (pd.Series([np.zeros((2, 2)), "x", None], name="pic"), "'pic' mixes images"),
@@ -414,8 +414,8 @@ def test_segment_dropout_masks_whole_segments_in_training_only(mixed):
 # ------------------------------------------------------- review regressions
 def test_auto_does_not_fall_back_to_a_table_when_a_column_is_undetectable(mixed):
     X, y = mixed
-    bad = X.assign(when=pd.date_range("2020", periods=len(X)))
-    with pytest.raises(ValueError, match="'when' has dtype datetime64"):
+    bad = X.assign(when=pd.period_range("2020", periods=len(X), freq="D"))
+    with pytest.raises(ValueError, match="'when' has dtype period"):
         TabFormerClassifier(**TINY).fit(bad, y)
     with pytest.raises(ValueError, match="need str column names"):
         make_tokenizer("auto", X.set_axis(range(4), axis=1))

@@ -76,3 +76,33 @@ def test_column_routed_to_table_is_not_text_for_the_recipe():
     # a frame of text columns alone keeps the text recipe
     text_only = TabFormerClassifier(**TINY, tokenizer__text__vocab_size=60).fit(X[["title"]].assign(body=X["title"] + " more"), y)
     assert text_only.resolved_params_["head__pooling"] == "mean"
+
+
+def test_datetime_columns_beside_text_go_to_the_table_as_in_a_plain_table(tmp_path):
+    # A plain table reads datetime columns (elapsed time and calendar parts); beside a text column the detection
+    # refused them ("column 'when' has dtype datetime64[us], which tabformer cannot tokenize").
+    import tabformer
+
+    X = _frame(16).drop(columns="photo")
+    X["when"] = pd.date_range("2021-01-03 10:00", periods=len(X), freq="37h").astype("datetime64[ns]")
+    X["local"] = X["when"].dt.tz_localize("Europe/Paris").astype("datetime64[us, Europe/Paris]")
+    y = np.arange(len(X)) % 2
+    clf = TabFormerClassifier(**TINY, tokenizer__text__vocab_size=60).fit(X, y)
+    kinds = clf.tokenizer_.column_kinds_
+    assert kinds == {"title": "text", "brand": "categorical", "price": "numeric", "when": "datetime", "local": "datetime"}
+    table = dict((name, sub) for name, sub, _ in clf.tokenizer_.transformers_)["table"]
+    plain = TabularTokenizer().fit(X.drop(columns="title"))
+    assert table.datetime_parts_ == plain.datetime_parts_ and table.datetime_parts_["when"][:3] == ["elapsed", "month", "weekday"]
+    # a record without a date predicts
+    dateless = X.iloc[:4].assign(when=None)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the missing token no training row trained
+        assert clf.predict(dateless).shape == (4,)
+    # a datetime column is one column in the explanation, its parts ('when.month_sin') its tokens
+    columns = clf.explain(X.iloc[:3], layer=0, level="column")
+    assert set(columns["column"]) == {"title", "brand", "price", "when", "local"}
+    assert columns.set_index(["row", "column"])["modality"].xs("when", level="column").eq("table").all()
+    clf.save(tmp_path / "m")
+    loaded = tabformer.load(tmp_path / "m")
+    np.testing.assert_allclose(loaded.predict_proba(X), clf.predict_proba(X), atol=1e-6)
+    assert loaded.tokenizer_.column_kinds_ == kinds

@@ -1,8 +1,8 @@
 """Column-kind detection for ``tokenizer="auto"`` on a DataFrame.
 
-Each column becomes one of ``"text"``, ``"image"``, ``"categorical"`` or ``"numeric"``:
+Each column becomes one of ``"text"``, ``"image"``, ``"categorical"``, ``"numeric"`` or ``"datetime"``:
 
-- numeric dtypes (not bool) are numeric;
+- numeric dtypes (not bool) are numeric; datetime dtypes (time zones, Arrow dates included) are datetime;
 - bool and pandas ``category`` columns are categorical (a category dtype is the user's
   explicit choice, whatever its values look like);
 - object / string columns are read by their values: numpy arrays, tensors, PIL images,
@@ -13,8 +13,8 @@ Each column becomes one of ``"text"``, ``"image"``, ``"categorical"`` or ``"nume
   rows are distinct *and* hold several words (names, titles, sentences); other strings
   are categorical.
 
-Anything else (datetimes, a column holding no value at all, a mix of strings and
-numbers) raises an error naming the column, so nothing is guessed silently.
+Anything else (periods, intervals, a column holding no value at all, a mix of strings
+and numbers) raises an error naming the column, so nothing is guessed silently.
 
 The whole-input checks behind ``tokenizer="auto"`` live here too: images
 (:func:`looks_like_images`), texts (:func:`looks_like_text`), pre-split sentences
@@ -50,7 +50,7 @@ __all__ = [
 ]
 
 #: every kind :func:`infer_column_kind` can return
-KINDS = ("text", "image", "categorical", "numeric")
+KINDS = ("text", "image", "categorical", "numeric", "datetime")
 
 #: a string column is text when at least this share of its non-missing values is distinct...
 TEXT_DISTINCT_SHARE = 0.5
@@ -335,7 +335,7 @@ def _arrow_nested_or_binary(dtype) -> bool:
 
 
 def infer_column_kind(values: pd.Series, max_categories: int = 100) -> str:
-    """The kind of one column: ``"text"``, ``"image"``, ``"categorical"`` or ``"numeric"``.
+    """The kind of one column: ``"text"``, ``"image"``, ``"categorical"``, ``"numeric"`` or ``"datetime"``.
 
     Parameters
     ----------
@@ -346,7 +346,7 @@ def infer_column_kind(values: pd.Series, max_categories: int = 100) -> str:
 
     Returns
     -------
-    kind : {"text", "image", "categorical", "numeric"}
+    kind : {"text", "image", "categorical", "numeric", "datetime"}
 
     Raises
     ------
@@ -359,9 +359,11 @@ def infer_column_kind(values: pd.Series, max_categories: int = 100) -> str:
         return "numeric"
     if isinstance(dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(dtype):
         return "categorical"
+    if pd.api.types.is_datetime64_any_dtype(dtype):  # a table column: TabularTokenizer reads its calendar parts
+        return "datetime"
     if _arrow_nested_or_binary(dtype):
         values = values.astype(object)  # bytes, lists, dicts: read by their values below
-    elif not is_categorical_dtype(dtype):  # datetimes, periods, intervals...
+    elif not is_categorical_dtype(dtype):  # periods, intervals...
         raise ValueError(
             f"column {name!r} has dtype {dtype}, which tabformer cannot tokenize; convert it to numbers, strings or a category"
         )
@@ -429,7 +431,7 @@ def infer_column_kinds(frame: pd.DataFrame, max_categories: int = 100) -> dict:
 
     Returns
     -------
-    kinds : dict of column to {"text", "image", "categorical", "numeric"}
+    kinds : dict of column to {"text", "image", "categorical", "numeric", "datetime"}
 
     Raises
     ------

@@ -72,8 +72,8 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
     Attributes
     ----------
     column_kinds_ : dict of str to str
-        Kind used for each column: ``"text"``, ``"image"``, ``"categorical"`` or
-        ``"numeric"``; print it to see what ``"auto"`` chose.
+        Kind used for each column: ``"text"``, ``"image"``, ``"categorical"``, ``"numeric"``
+        or ``"datetime"`` (a table column); print it to see what ``"auto"`` chose.
     transformers_ : list of (name, fitted tokenizer, columns)
         The routing actually used, each tokenizer fitted on its columns' values.
     segments_ : list of (key, name, column or None)
@@ -175,7 +175,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
                 routing.append(("text", clone(self.text) if self.text is not None else WordPieceTokenizer(), by_kind["text"]))
             if by_kind["image"]:
                 routing.append(("image", clone(self.image) if self.image is not None else PatchTokenizer(), by_kind["image"]))
-            table_columns = [c for c in frame.columns if kinds[c] in ("categorical", "numeric")]
+            table_columns = [c for c in frame.columns if kinds[c] in ("categorical", "numeric", "datetime")]
             if table_columns:
                 table = clone(self.table) if self.table is not None else TabularTokenizer()
                 if table.kind == "table" and hasattr(table, "categorical_columns"):
@@ -266,8 +266,10 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
                 told = categorical if self.transformers is not None else set(getattr(self.table, "categorical_columns", 0) or ())
                 for column in [c for c in columns if c in categorical and c not in told]:
                     warn_if_numbers_as_categories(frame[column], column)
-                for column in columns:
-                    self.column_kinds_[column] = "categorical" if column in categorical else "numeric"
+                dates = set(getattr(tokenizer, "datetime_parts_", {}))  # in neither list: the table expands them into numbers
+                self.column_kinds_.update(
+                    {c: "datetime" if c in dates else "categorical" if c in categorical else "numeric" for c in columns}
+                )
             else:
                 values = [v for c in columns for v in self._column_values(frame, c, kind, fitting=True) if v is not None]
                 if not values:
