@@ -106,3 +106,21 @@ def test_datetime_columns_beside_text_go_to_the_table_as_in_a_plain_table(tmp_pa
     loaded = tabformer.load(tmp_path / "m")
     np.testing.assert_allclose(loaded.predict_proba(X), clf.predict_proba(X), atol=1e-6)
     assert loaded.tokenizer_.column_kinds_ == kinds
+
+
+def test_template_given_by_name_takes_its_settings():
+    # ``tokenizer__text="wordpiece"`` beside ``tokenizer__text__vocab_size`` crashed in sklearn's set_params
+    # ("'str' object has no attribute 'set_params'"), and a named template alone failed to clone at fit;
+    # ``transformers`` accepts names, so the templates do too.
+    X = _frame(16).drop(columns="photo")
+    y = np.arange(len(X)) % 2
+    clf = TabFormerClassifier(**TINY, tokenizer__text="wordpiece", tokenizer__text__vocab_size=200).fit(X, y)
+    text = dict((name, sub) for name, sub, _ in clf.tokenizer_.transformers_)["text"]
+    assert isinstance(text, WordPieceTokenizer) and text.vocab_size == 200
+    assert clf.get_params()["tokenizer__text"] == "wordpiece"  # the estimator keeps what it was given
+    named = MixedTokenizer(text="wordpiece", table="tabular").fit(X)
+    assert named.column_kinds_ == {"title": "text", "brand": "categorical", "price": "numeric"}
+    with pytest.raises(ValueError, match="text='nope' names no tokenizer; choose one of"):
+        MixedTokenizer(text="nope").fit(X)
+    with pytest.raises(TypeError, match="image must be a tabformer tokenizer, its name or None, got int"):
+        MixedTokenizer(image=3).set_params(image__patch_size=4)

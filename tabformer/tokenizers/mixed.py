@@ -34,11 +34,9 @@ from sklearn.utils.validation import check_is_fitted
 from ..nn.embedders.mixed import SEPARATOR, segment_arrays
 from ._columns import warn_if_numbers_as_categories, warn_rows_without_input
 from ._mixed_cells import missing_placeholder
+from ._mixed_templates import template, templates_for
 from .base import TOKENIZERS, BaseTokenizer, register_tokenizer
 from .detect import infer_column_kinds, is_missing
-from .image import PatchTokenizer
-from .tabular import TabularTokenizer
-from .text import WordPieceTokenizer
 
 __all__ = ["MixedTokenizer"]
 
@@ -55,8 +53,9 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         names. Every column of ``X`` must be routed exactly once. ``None`` detects each
         column's kind (see :mod:`tabformer.tokenizers.detect`) and routes text columns
         to ``text``, image columns to ``image`` and the rest to ``table``.
-    text, image, table : tokenizer or None, default=None
-        Templates for auto-detected columns (cloned at ``fit``); ``None`` means
+    text, image, table : tokenizer, str or None, default=None
+        Templates for auto-detected columns (cloned at ``fit``), or a tokenizer's name
+        such as ``"wordpiece"``; ``None`` means
         ``WordPieceTokenizer()``, ``PatchTokenizer()``, ``TabularTokenizer()``. Their
         parameters route as ``image__patch_size=8`` (``tokenizer__image__patch_size``
         on an estimator).
@@ -87,6 +86,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
     Examples
     --------
     >>> import numpy as np, pandas as pd
+    >>> from tabformer.tokenizers import WordPieceTokenizer
     >>> X = pd.DataFrame({
     ...     "title": ["red wool hat", "blue cotton shirt", None, "green silk scarf"],
     ...     "photo": [np.zeros((8, 8), np.uint8)] * 4,
@@ -145,13 +145,10 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
             raise ValueError(f"segment_dropout must be in [0, 1), got {self.segment_dropout!r}")
 
     def set_params(self, **params):
-        """sklearn ``set_params``; ``text__*``/``image__*``/``table__*`` on a None template set a default one."""
+        """sklearn ``set_params``; ``text__*``/``image__*``/``table__*`` on a None or named template set that tokenizer."""
         if self.transformers is None:
-            # ``text__vocab_size=...`` on a None template configures the default one.
-            for slot, default in (("text", WordPieceTokenizer), ("image", PatchTokenizer), ("table", TabularTokenizer)):
-                if getattr(self, slot) is None and any(key.startswith(slot + "__") for key in params):
-                    setattr(self, slot, default())
-            return BaseTokenizer.set_params(self, **params)
+            # ``text__vocab_size=...`` on a None or named template configures that tokenizer.
+            return BaseTokenizer.set_params(self, **templates_for(self, params))
         self._set_params("_transformers", **params)
         return self
 
@@ -172,12 +169,12 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
             by_kind = {kind: [c for c, k in kinds.items() if k == kind] for kind in ("text", "image", "categorical", "numeric")}
             routing = []
             if by_kind["text"]:
-                routing.append(("text", clone(self.text) if self.text is not None else WordPieceTokenizer(), by_kind["text"]))
+                routing.append(("text", template("text", self.text), by_kind["text"]))
             if by_kind["image"]:
-                routing.append(("image", clone(self.image) if self.image is not None else PatchTokenizer(), by_kind["image"]))
+                routing.append(("image", template("image", self.image), by_kind["image"]))
             table_columns = [c for c in frame.columns if kinds[c] in ("categorical", "numeric", "datetime")]
             if table_columns:
-                table = clone(self.table) if self.table is not None else TabularTokenizer()
+                table = template("table", self.table)
                 if table.kind == "table" and hasattr(table, "categorical_columns"):
                     table.set_params(
                         categorical_columns=[c for c in table_columns if kinds[c] == "categorical"],
