@@ -241,3 +241,38 @@ def standardization(y2d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             f"{np.abs(y2d[:, column]).max():.3g}); rescale the target (e.g. divide it by a power of ten or take its log)"
         )
     return mean, std
+
+
+def float32_target(scaled: np.ndarray, y2d: np.ndarray) -> np.ndarray:
+    """Regression targets as the float32 the network trains on, refused where they leave float32's range.
+
+    Without ``standardize_target`` a target beyond about 3.4e38 becomes inf in float32, and the fit
+    would only fail later on a non-finite loss or gradient that never names the target.
+
+    Parameters
+    ----------
+    scaled : ndarray of shape (n_samples, n_targets), float64
+        The targets as the network will read them (standardised or not).
+    y2d : ndarray of shape (n_samples, n_targets)
+        The targets as given; the error quotes them.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_targets), float32
+
+    Raises
+    ------
+    ValueError
+        Naming the first row (and target) whose value does not fit in float32.
+    """
+    with np.errstate(over="ignore"):
+        encoded = scaled.astype(np.float32)
+    bad = ~np.isfinite(encoded)
+    if bad.any():
+        row, column = (int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(
+            f"y holds {y2d[row, column]:.6g} at row {row}{f' (target {column})' if y2d.shape[1] > 1 else ''}, beyond float32's "
+            f"range (about 3.4e38), in which the network trains; {int(bad.sum())} value(s) are that large. Use "
+            "standardize_target=True (the default), or rescale the target (e.g. divide it by a power of ten or take its log)"
+        )
+    return encoded

@@ -43,3 +43,18 @@ def test_an_empty_image_array_is_refused_as_an_empty_list_is():
         clf.predict(images[:0])
     with pytest.raises(ValueError, match="got 0 images"):
         PatchTokenizer().fit(images[:0, :, :, 0])
+
+
+def test_regression_target_past_float32_unstandardised_is_refused_naming_value_and_row():
+    # standardize_target=False keeps y as given; 1e39 became inf in float32 and the fit ended on a "non-finite
+    # gradient ... try a lower lr" error that never named the target.
+    from tabformer import TabFormerRegressor
+
+    X = pd.DataFrame({"a": np.arange(10.0), "b": list("ab") * 5})
+    with pytest.raises(ValueError, match=r"y holds 1e\+39 at row 1, beyond float32's range .*standardize_target=True"):
+        TabFormerRegressor(**SMALL, standardize_target=False).fit(X, np.arange(10) * 1e39)
+    two = np.c_[np.arange(10.0), np.arange(10) * -1e39]
+    with pytest.raises(ValueError, match=r"y holds -1e\+39 at row 1 \(target 1\)"):
+        TabFormerRegressor(**SMALL, standardize_target=False).fit(X, two)
+    # standardised, the same target trains
+    assert np.isfinite(TabFormerRegressor(**SMALL).fit(X, np.arange(10) * 1e39).predict(X)).all()

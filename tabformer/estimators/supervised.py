@@ -21,7 +21,7 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNetClassifier, NeuralNetRegressor
 
-from .._validation import check_target, standardization
+from .._validation import check_target, float32_target, standardization
 from .._warnings import user_stacklevel
 from ..nn.heads import ClassificationHead, RegressionHead
 from ._base import construct
@@ -395,7 +395,7 @@ class TabFormerRegressor(_CLSHeadNet, NeuralNetRegressor):
         y2d = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
         if y2d.shape[1] != self.n_targets_:
             raise ValueError(f"y has {y2d.shape[1]} target(s), the regressor was fitted with {self.n_targets_}")
-        return ((y2d - self.target_mean_) / self.target_scale_).astype(np.float32)
+        return float32_target((y2d - self.target_mean_) / self.target_scale_, y2d)
 
     def build_head(self, d_model):
         """A :class:`~tabformer.nn.heads.RegressionHead` configured by ``head__*``.
