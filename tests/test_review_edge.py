@@ -1,5 +1,7 @@
 """Edge-case inputs real users pass: each test failed (or misled) before its fix."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -58,3 +60,19 @@ def test_regression_target_past_float32_unstandardised_is_refused_naming_value_a
         TabFormerRegressor(**SMALL, standardize_target=False).fit(X, two)
     # standardised, the same target trains
     assert np.isfinite(TabFormerRegressor(**SMALL).fit(X, np.arange(10) * 1e39).predict(X)).all()
+
+
+def test_stratified_holdout_with_no_room_for_every_class_in_training_falls_back_as_for_the_holdout():
+    # validation_fraction=0.8 of 3 classes x 2 rows leaves 1 training row for 3 classes: the check made room for
+    # every class in the holdout only, and sklearn's train_test_split failed ("The train_size = 1 should be
+    # greater or equal to the number of classes = 3"). A holdout too small for every class falls back to an
+    # unstratified split; so does a training part too small now.
+    X = pd.DataFrame({"a": np.arange(6.0)})
+    y = np.array([0, 0, 1, 1, 2, 2])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # one training row: the collapse warning
+        clf = TabFormerClassifier(**SMALL, validation_fraction=0.8).fit(X, y)
+    batches = clf.history[0, "batches"]
+    assert sum(b.get("train_batch_size", 0) for b in batches) == 1
+    assert sum(b.get("valid_batch_size", 0) for b in batches) == 5
+    assert clf.predict(X).shape == (6,)

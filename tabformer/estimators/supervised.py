@@ -267,8 +267,8 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
             return None
         counts = np.bincount(np.asarray(y))
         n_valid = self._validation_rows(len(y))
-        # Stratifying needs two rows of every class and room for every class in the holdout.
-        return y if counts.min() >= 2 and n_valid >= len(counts) else None
+        # Stratifying needs two rows of every class and room for every class in the holdout and in the training rows.
+        return y if counts.min() >= 2 and min(n_valid, len(y) - n_valid) >= len(counts) else None
 
     def build_head(self, d_model):
         """A :class:`~tabformer.nn.heads.ClassificationHead` configured by ``head__*``.
