@@ -173,7 +173,7 @@ RECIPES_NOTES_DOC = """
 
     "probe": a classifier over a frozen pretrained encoder (``freeze_encoder=True``, a
     linear probe): its fresh head needs a rate 30-200x the fine-tuning one (500 labels,
-    validation, 6 datasets: 0.25-0.60 accuracy before, 0.66-0.90 now; docs/defaults.md,
+    validation, 6 datasets: 0.25-0.59 accuracy before, 0.66-0.90 now; docs/defaults.md,
     "Linear probes"). A table probe keeps the table recipe; regressors keep theirs.
 
     "no stop": no early stopping, the last epoch is kept, and ``validation_fraction="auto"``
