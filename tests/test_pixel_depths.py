@@ -80,6 +80,6 @@ def test_empty_and_complex_images_are_refused_early(images, match):
 
 def test_one_colour_image_passed_alone_gets_a_hint():
     image = np.zeros((8, 8, 3), np.uint8)  # read as 8 grey images of 8 x 3
-    with pytest.raises(ValueError, match=r"image size 8x3 is not divisible by patch_size=4; .* pass \[X\] or X\[None\]"):
+    with pytest.raises(ValueError, match=r"X of shape \(8, 8, 3\) reads as 8 grey images 8x3 pixels; .* pass \[X\] or X\[None\]"):
         PatchTokenizer(patch_size=4).fit(image)
     assert PatchTokenizer(patch_size=4).fit(image[None]).n_channels_ == 3

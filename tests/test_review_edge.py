@@ -76,3 +76,15 @@ def test_stratified_holdout_with_no_room_for_every_class_in_training_falls_back_
     assert sum(b.get("train_batch_size", 0) for b in batches) == 1
     assert sum(b.get("valid_batch_size", 0) for b in batches) == 5
     assert clf.predict(X).shape == (6,)
+
+
+def test_one_colour_image_given_alone_is_refused_even_where_the_tokenizer_resizes():
+    """With ``image_size`` set the tokenizer resizes any size, so one (H, W, 3) image given alone
+    read as H grey images 3 pixels wide and predict answered H rows, silently."""
+    rng = np.random.default_rng(0)
+    images, y = rng.integers(0, 255, (20, 16, 16, 3), dtype=np.uint8), np.arange(20) % 2
+    small = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, max_epochs=1, verbose=0)
+    clf = TabFormerClassifier(tokenizer="patch", tokenizer__image_size=16, tokenizer__patch_size=4, **small).fit(images, y)
+    with pytest.raises(ValueError, match=r"reads as 16 grey images 16x3 pixels; if X is one colour image"):
+        clf.predict(images[0])
+    assert clf.predict(images[0][None]).shape == (1,)

@@ -18,9 +18,11 @@ def test_images_the_recipe_upscales_must_keep_the_training_size():
     colour = np.random.default_rng(0).integers(0, 256, (20, 8, 8, 3), dtype=np.uint8)
     tok = PatchTokenizer(patch_size=4, image_size=16, accept_any_size=False).fit(colour)
     assert tok.transform(colour[:2])["pixels"].shape[-2:] == (16, 16)
-    with pytest.raises(ValueError, match=r"image 0 is 8x3 .* fitted on 8x8 images.*pass \[X\] or X\[None\]"):
+    with pytest.raises(ValueError, match=r"X of shape \(8, 8, 3\) reads as 8 grey images.*pass \[X\] or X\[None\]"):
         tok.transform(colour[0])
-    assert PatchTokenizer(patch_size=4, image_size=16).fit(colour).transform(colour[0])["pixels"].shape[0] == 8  # the user's rule
+    # accept_any_size=True resizes any size, but no one means 8 grey images 3 pixels wide (stop 38: refused too)
+    with pytest.raises(ValueError, match=r"reads as 8 grey images 8x3 pixels"):
+        PatchTokenizer(patch_size=4, image_size=16).fit(colour).transform(colour[0])
 
 
 def test_8_bit_images_into_a_16_bit_model_are_refused():

@@ -130,6 +130,13 @@ def read_images(X, colour: bool | None = None):
     if hasattr(X, "tolist") and not isinstance(X, np.ndarray):
         X = X.tolist()  # pandas Series of paths or images
     if isinstance(X, np.ndarray) and X.dtype != object:
+        if X.ndim == 3 and X.shape[-1] == 3:
+            # One colour image given alone reads as H grey images 3 pixels wide; where the tokenizer
+            # resizes (image_size set) nothing else catches it, and predict answered H rows.
+            raise ValueError(
+                f"X of shape {X.shape} reads as {X.shape[0]} grey images {X.shape[1]}x3 pixels; "
+                "if X is one colour image (H, W, 3), pass [X] or X[None]"
+            )
         if X.ndim == 3:
             X = X[..., None]
         if X.ndim == 4:
