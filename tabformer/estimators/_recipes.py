@@ -224,15 +224,16 @@ def late_fusion_suits(kinds) -> bool:
     return "image" in kinds and len(kinds) > 1
 
 
-def _fuses_image_late(estimator, tokenizer, X, pretrained: bool) -> bool:
+def _fuses_image_late(estimator, tokenizer, X, pretrained: bool, kinds=None) -> bool:
     """Whether ``fit`` will fuse an image with another modality late, the case ``_MIXED_LATE``
-    was chosen on: ``fusion="late"``, or ``"auto"`` with fresh, trainable encoders."""
+    was chosen on: ``fusion="late"``, or ``"auto"`` with fresh, trainable encoders
+    (``kinds``: :func:`routed_kinds` where the caller has them, else read here)."""
     fusion = getattr(estimator, "fusion", None)
     if pretrained or not isinstance(fusion, str) or fusion not in ("auto", "late"):
         return False
     if fusion == "auto" and (estimator.freeze_encoder or estimator.freeze_embedder):
         return False
-    kinds = routed_kinds(tokenizer, X)
+    kinds = routed_kinds(tokenizer, X) if kinds is None else kinds
     return kinds is not None and late_fusion_suits(kinds)
 
 
@@ -282,7 +283,7 @@ def resolve_recipe(estimator, tokenizer, X, n_rows: int, pretrained: bool) -> di
         # A frame of text columns only (a review as df[["review"]], or title + body) is text:
         # the text recipe, its tokenizer settings routed to the mixed tokenizer's text template.
         recipe = {_text_slot(key): value for key, value in _base_recipe(estimator, "text", pretrained).items()}
-    elif kind == "mixed" and _fuses_image_late(estimator, tokenizer, X, pretrained):
+    elif kind == "mixed" and _fuses_image_late(estimator, tokenizer, X, pretrained, kinds):
         recipe = dict(_MIXED_LATE)
     else:
         recipe = _base_recipe(estimator, kind, pretrained)
