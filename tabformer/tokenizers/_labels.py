@@ -2,10 +2,14 @@
 
 scikit-learn records feature names only when every label is a str; tabformer then names the
 columns ``x0, x1...`` inside, as it does an array's. The user still names them by their own
-labels, in ``categorical_columns`` / ``numeric_columns`` as in messages.
+labels, in ``categorical_columns`` / ``numeric_columns`` as in messages. On an array or a
+DataFrame with str labels, where no label is an int, an int in those lists is a position, as
+in scikit-learn's ``ColumnTransformer``.
 """
 
 from __future__ import annotations
+
+import numbers
 
 __all__ = ["check_listed", "internal_names", "user_label"]
 
@@ -34,27 +38,47 @@ def user_label(name, labels):
     return f"{label}{dot}{part}" if dot else label
 
 
-def internal_names(given, labels):
+def internal_names(parameter: str, given, labels, columns: list):
     """A column list the user gave (``categorical_columns``...) under the names the tokenizer uses inside.
 
-    A label of the frame (``0``) becomes its column's ``x<i>``; any other entry (``"x0"``, or a
-    column of a frame with str labels) stays as is.
+    On a frame with non-str labels, a label of the frame (``0``) becomes its column's ``x<i>``. On
+    an array or a frame with str labels, an int (Python's or numpy's, not a bool) is a position,
+    negative ones counting from the end as in ``ColumnTransformer``: ``0`` becomes ``"x0"`` (an
+    array) or the first column's label. Any other entry (``"x0"``, a str label) stays as is.
 
     Parameters
     ----------
+    parameter : str
+        The parameter's name (``"categorical_columns"``); errors name it.
     given : list or None
         The columns listed (None: detect them).
     labels : list or None
         The frame's column labels at fit (``TabularTokenizer.column_labels_``); None where they were str.
+    columns : list of str
+        X's columns as the tokenizer names them inside, in order (before datetime columns expand).
 
     Returns
     -------
     inside : list or None
-        ``given`` with its labels named as inside, None kept.
+        ``given`` with its labels and positions named as inside, None kept.
+
+    Raises
+    ------
+    ValueError
+        If a position is out of range; the message names it and the range.
     """
-    if given is None or not labels:
+    if given is None:
         return given
-    return [f"x{labels.index(c)}" if _is_label(c, labels) else c for c in given]
+    if labels:
+        return [f"x{labels.index(c)}" if _is_label(c, labels) else c for c in given]
+    n = len(columns)
+    far = [c for c in given if _is_position(c) and not -n <= c < n]
+    if far:
+        raise ValueError(
+            f"{parameter} names position(s) {[int(c) for c in far]} out of range: X has {n} column(s), "
+            f"positions 0 to {n - 1} (or -{n} to -1)"
+        )
+    return [columns[int(c)] if _is_position(c) else c for c in given]
 
 
 def check_listed(lists: dict, columns: list, labels) -> None:
@@ -92,3 +116,7 @@ def _is_label(column, labels: list) -> bool:
         return column in labels
     except (TypeError, ValueError):  # an array-like entry is no label
         return False
+
+
+def _is_position(column) -> bool:
+    return isinstance(column, numbers.Integral) and not isinstance(column, bool)

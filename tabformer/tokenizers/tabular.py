@@ -67,7 +67,9 @@ class TabularTokenizer(BaseTokenizer):
     ----------
     categorical_columns : list or None, default=None
         Columns to treat as categorical, by their labels in X (``0`` for a DataFrame's
-        integer label ``0``; ``x0``... for an array). ``None`` detects them: object, string,
+        integer label ``0``), or by position on an array or a DataFrame with str labels: an
+        int there (numpy's too; negative from the end) is a position, as in ``ColumnTransformer``
+        (``x0``... also name an array's columns). ``None`` detects them: object, string,
         category and bool dtypes. A pandas ``category`` column keeps its declared
         categories, in their order (a category absent from the training rows still
         gets its own id).
@@ -187,7 +189,8 @@ class TabularTokenizer(BaseTokenizer):
         self.column_dtypes_ = {c: str(frame[c].dtype) for c in frame.columns}
         # Non-str names are not feature names (sklearn's rule) but still identify columns.
         self.column_labels_ = list(X.columns) if isinstance(X, pd.DataFrame) and not had_names else None
-        categorical, numeric = (internal_names(c, self.column_labels_) for c in (self.categorical_columns, self.numeric_columns))
+        given = {"categorical_columns": self.categorical_columns, "numeric_columns": self.numeric_columns}
+        categorical, numeric = (internal_names(p, c, self.column_labels_, list(frame.columns)) for p, c in given.items())
         dates = [c for c in frame.columns if self.column_families_[c] == "datetime" and c not in (categorical or [])]
         self.datetime_parts_ = {c: datetime_parts(frame[c]) for c in dates}
         self.datetime_aware_ = {c: is_tz_aware(frame[c]) for c in self.datetime_parts_}

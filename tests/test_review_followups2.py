@@ -1,0 +1,40 @@
+"""Follow-ups of a second review: each case failed or misled before its fix."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tabformer import TabFormerClassifier
+from tabformer.tokenizers import TabularTokenizer
+
+SMALL = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, max_epochs=1, verbose=0, random_state=0)
+
+
+def test_integer_positions_name_an_arrays_columns_as_in_column_transformer():
+    X = np.array([[1, 0.5, 3], [2, 1.5, 1], [1, 2.5, 3], [2, 3.0, 1]] * 5, dtype=float)
+    for positions in ([0, 2], [np.int64(0), np.int32(2)], np.array([0, 2]), [0, -1]):
+        tokenizer = TabularTokenizer(categorical_columns=positions).fit(X)
+        assert (tokenizer.categorical_columns_, tokenizer.numeric_columns_) == (["x0", "x2"], ["x1"]), positions
+    assert TabularTokenizer(categorical_columns=["x0", "x2"]).fit(X).categorical_columns_ == ["x0", "x2"]  # names still work
+    assert TabularTokenizer(categorical_columns=[0, 1, 2], numeric_columns=[]).fit(X).numeric_columns_ == []
+    with pytest.raises(ValueError, match=r"^categorical_columns names position\(s\) \[3, -4\] out of range: X has 3 column\(s\)"):
+        TabularTokenizer(categorical_columns=[0, 3, -4]).fit(X)
+    with pytest.raises(ValueError, match=r"column\(s\) \['x0'\] are listed as both categorical and numeric"):
+        TabularTokenizer(categorical_columns=[0], numeric_columns=["x0"]).fit(X)
+    with pytest.raises(ValueError, match=r"categorical_columns names column\(s\) \[True\] that X does not have"):
+        TabularTokenizer(categorical_columns=[True]).fit(X)  # a bool is no position
+    clf = TabFormerClassifier(tokenizer__categorical_columns=[0, 2], **SMALL).fit(X, [0, 1] * 10)
+    assert clf.tokenizer_.categorical_columns_ == ["x0", "x2"] and clf.predict(X).shape == (20,)
+
+
+def test_integer_positions_on_a_frame_are_positions_only_where_no_label_is_an_int():
+    X = pd.DataFrame({"a": [1, 2, 1, 2] * 5, "b": [0.5, 1.5, 2.5, 3.0] * 5, "c": [3, 1, 3, 1] * 5})
+    tokenizer = TabularTokenizer(categorical_columns=[np.int64(0), "c"]).fit(X)
+    assert (tokenizer.categorical_columns_, tokenizer.numeric_columns_) == (["a", "c"], ["b"])
+    assert tokenizer.transform(X.iloc[:2])["cat_ids"].tolist() == [[2, 3], [3, 2]]
+    with pytest.raises(ValueError, match=r"^numeric_columns names position\(s\) \[5\] out of range: X has 3 column\(s\)"):
+        TabularTokenizer(numeric_columns=[5]).fit(X)
+    labelled = X.set_axis([10, 0, 2], axis=1)  # int labels: an int is a label, never a position
+    assert TabularTokenizer(categorical_columns=[0]).fit(labelled).categorical_columns_ == ["x1"]
+    with pytest.raises(ValueError, match=r"categorical_columns names column\(s\) \[1\] that X does not have; X has \[10, 0, 2\]"):
+        TabularTokenizer(categorical_columns=[1]).fit(labelled)
