@@ -38,3 +38,35 @@ def test_integer_positions_on_a_frame_are_positions_only_where_no_label_is_an_in
     assert TabularTokenizer(categorical_columns=[0]).fit(labelled).categorical_columns_ == ["x1"]
     with pytest.raises(ValueError, match=r"categorical_columns names column\(s\) \[1\] that X does not have; X has \[10, 0, 2\]"):
         TabularTokenizer(categorical_columns=[1]).fit(labelled)
+
+
+def test_nested_settings_reach_a_tokenizer_routed_by_name():
+    from sklearn.base import clone
+
+    from tabformer.tokenizers import MixedTokenizer, WordPieceTokenizer
+
+    X = pd.DataFrame(
+        {"title": ["red wool hat", "blue cotton shirt", "green silk scarf", "red silk hat"] * 4, "price": np.arange(16.0)}
+    )
+    routing = [("words", "wordpiece", ["title"]), ("cells", "tabular", ["price"])]
+    tok = MixedTokenizer(routing).set_params(words__vocab_size=40, words__min_frequency=1)
+    words = tok.transformers[0][1]
+    assert isinstance(words, WordPieceTokenizer) and (words.vocab_size, words.min_frequency) == (40, 1)
+    assert tok.transformers[1][1] == "tabular" and routing[0][1] == "wordpiece"  # untouched: the user's list, other names
+    assert tok.get_params()["words__vocab_size"] == 40
+    fitted = clone(tok).fit(X)
+    assert fitted.transformers_[0][1].vocab_size == 40
+    # a new routing and its nested settings in one call: the settings reach the new routing
+    renamed = MixedTokenizer(routing).set_params(
+        transformers=[("t", "wordpiece", ["title"]), ("c", "tabular", ["price"])], t__vocab_size=50
+    )
+    assert renamed.transformers[0][1].vocab_size == 50
+    # any value is accepted and can be set back, as scikit-learn asks (validation waits for fit)
+    assert MixedTokenizer(routing).set_params(transformers=3).set_params(transformers=routing).transformers == routing
+    with pytest.raises(
+        ValueError, match=r"transformer 'words': unknown tokenizer 'nope'; choose one of .* or pass a tokenizer instance"
+    ):
+        MixedTokenizer([("words", "nope", ["title"])]).set_params(words__vocab_size=40)
+    clf = TabFormerClassifier(tokenizer=MixedTokenizer(routing), tokenizer__words__vocab_size=45, **SMALL)
+    clf.set_params(tokenizer__words__min_frequency=1).fit(X, [0, 1] * 8)
+    assert dict((n, t) for n, t, _ in clf.tokenizer_.transformers_)["words"].vocab_size == 45

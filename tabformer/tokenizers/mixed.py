@@ -34,7 +34,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..nn.embedders.mixed import SEPARATOR, segment_arrays
 from ._columns import warn_if_numbers_as_categories, warn_rows_without_input
 from ._mixed_cells import missing_placeholder
-from ._mixed_templates import template, templates_for
+from ._mixed_templates import route_pairs, routes_for, template, templates_for
 from .base import TOKENIZERS, BaseTokenizer, register_tokenizer
 from .detect import infer_column_kinds, is_missing
 
@@ -48,11 +48,11 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
     Parameters
     ----------
     transformers : list of (name, tokenizer, columns) or None, default=None
-        ColumnTransformer-style routing. ``tokenizer`` is an unfitted tabformer
-        tokenizer (or a name such as ``"wordpiece"``), ``columns`` a list of column
-        names. Every column of ``X`` must be routed exactly once. ``None`` detects each
-        column's kind (see :mod:`tabformer.tokenizers.detect`) and routes text columns
-        to ``text``, image columns to ``image`` and the rest to ``table``.
+        ColumnTransformer-style routing. ``tokenizer`` is an unfitted tabformer tokenizer or a
+        name such as ``"wordpiece"`` (``set_params(<name>__vocab_size=...)`` makes it that tokenizer),
+        ``columns`` a list of column names. Every column of ``X`` must be routed exactly once.
+        ``None`` detects each column's kind (see :mod:`tabformer.tokenizers.detect`) and routes
+        text columns to ``text``, image columns to ``image`` and the rest to ``table``.
     text, image, table : tokenizer, str or None, default=None
         Templates for auto-detected columns (cloned at ``fit``), or a tokenizer's name
         such as ``"wordpiece"``; ``None`` means
@@ -128,7 +128,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
     # ------------------------------------------------------------- params
     @property
     def _transformers(self):
-        return [(name, tokenizer) for name, tokenizer, _ in (self.transformers or [])]
+        return route_pairs(self.transformers)
 
     @_transformers.setter
     def _transformers(self, value):
@@ -145,12 +145,13 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
             raise ValueError(f"segment_dropout must be in [0, 1), got {self.segment_dropout!r}")
 
     def set_params(self, **params):
-        """sklearn ``set_params``; ``text__*``/``image__*``/``table__*`` on a None or named template set that tokenizer."""
-        if self.transformers is None:
-            # ``text__vocab_size=...`` on a None or named template configures that tokenizer.
+        """sklearn ``set_params``; ``<name>__*`` (``text__*``... without ``transformers``) on a named tokenizer sets it."""
+        if "transformers" in params:  # first, so that nested settings reach the new routing
+            self.transformers = params.pop("transformers")
+        if self.transformers is None:  # ``text__vocab_size=...`` on a None or named template configures that tokenizer
             return BaseTokenizer.set_params(self, **templates_for(self, params))
-        self._set_params("_transformers", **params)
-        return self
+        self.transformers = routes_for(self.transformers, params)  # ``("words", "wordpiece", ...)``: its tokenizer now
+        return self._set_params("_transformers", **params)
 
     # ------------------------------------------------------------- routing
     def _routing(self, frame: pd.DataFrame) -> list:
