@@ -1,5 +1,7 @@
 """Follow-ups of a second review: each case failed or misled before its fix."""
 
+import os
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -70,3 +72,35 @@ def test_nested_settings_reach_a_tokenizer_routed_by_name():
     clf = TabFormerClassifier(tokenizer=MixedTokenizer(routing), tokenizer__words__vocab_size=45, **SMALL)
     clf.set_params(tokenizer__words__min_frequency=1).fit(X, [0, 1] * 8)
     assert dict((n, t) for n, t, _ in clf.tokenizer_.transformers_)["words"].vocab_size == 45
+
+
+def _warned_here(record, match):
+    found = [w for w in record if match in str(w.message)]
+    assert found, [str(w.message) for w in record]
+    assert {w.filename for w in found} == {__file__}, [w.filename for w in found]
+
+
+def test_emoji_loader_warnings_point_at_the_callers_line(monkeypatch, tmp_path):
+    # stacklevel=3 named the caller only through load_emoji: called one frame nearer, it named pytest's own
+    # file. user_stacklevel names the first frame outside tabformer, however deep the warning sits.
+    from tabformer.datasets import load_emoji
+    from tabformer.datasets import multimodal as mm
+
+    blocked = tmp_path / "a_file"
+    blocked.write_text("not a folder")
+    monkeypatch.setenv("TABFORMER_CACHE", str(blocked))  # the cache's folder cannot be made
+    images = np.zeros((2, 4, 4, 3), np.uint8)
+    table = pd.DataFrame({"name": ["a", "b"], "codepoints": ["1F600", "1F601"]})
+    with pytest.warns(UserWarning) as record:
+        mm._save_emoji_cache(mm._emoji_cache_path(4), table, images)
+    _warned_here(record, "could not write the emoji cache")
+    if not (os.path.exists(mm.EMOJI_TEST_FILE) and os.path.exists(mm.EMOJI_FONT_FILE)):
+        pytest.skip(f"needs: {mm.EMOJI_INSTALL}")
+    pytest.importorskip("PIL", reason="pip install pillow")
+    with pytest.warns(UserWarning) as record:
+        mm._render_emoji(["\U0001f600\U0001f600"], 8)  # two emoji: two glyphs side by side
+    _warned_here(record, "render as several glyphs side by side")
+    monkeypatch.setattr(mm, "_render_emoji", lambda seqs, size: np.zeros((len(seqs), size, size, 3), np.uint8))
+    with pytest.warns(UserWarning) as record:
+        load_emoji(size=4)
+    _warned_here(record, "could not write the emoji cache")

@@ -17,7 +17,7 @@ import warnings
 import numpy as np
 import pandas as pd
 
-from ._files import MissingDatasetError, _package_dir
+from ._files import MissingDatasetError, _package_dir, user_stacklevel
 
 __all__ = ["load_lending_club", "load_emoji"]
 
@@ -201,7 +201,9 @@ def _render_emoji(sequences, size: int) -> np.ndarray:
         )
     if several:
         raqm = "" if features.check_feature("raqm") else " (Pillow lacks libraqm, so sequences are not shaped)"
-        warnings.warn(f"{len(several)} emoji render as several glyphs side by side{raqm}; kept as rendered", stacklevel=3)
+        warnings.warn(
+            f"{len(several)} emoji render as several glyphs side by side{raqm}; kept as rendered", stacklevel=user_stacklevel()
+        )
     return images
 
 
@@ -237,7 +239,7 @@ def _save_emoji_cache(path: str, table: pd.DataFrame, images: np.ndarray) -> Non
             )
         os.replace(temporary, path)
     except OSError as error:
-        warnings.warn(f"could not write the emoji cache {path}: {error}", stacklevel=3)
+        warnings.warn(f"could not write the emoji cache {path}: {error}", stacklevel=user_stacklevel())
         if os.path.exists(temporary):
             os.remove(temporary)
 
