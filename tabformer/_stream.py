@@ -25,7 +25,7 @@ from torch.utils.data import IterableDataset, get_worker_info
 from .tokenizers import UntrainedMissingWarning
 from .tokenizers.detect import IMAGE_EXTENSIONS, is_path
 
-__all__ = ["RowSource", "StreamedRows", "open_source", "is_image_paths"]
+__all__ = ["RowSource", "StreamedRows", "open_source", "is_image_paths", "parquet_dataset"]
 
 
 @dataclass(frozen=True)
@@ -63,11 +63,31 @@ def _image_files(folder: Path) -> list[str]:
     return sorted(str(p) for p in folder.rglob("*") if p.suffix.lower() in IMAGE_EXTENSIONS and p.is_file())
 
 
+def parquet_dataset(path):
+    """A Parquet file or folder as a ``pyarrow.dataset.Dataset``, with a folder's hive partition columns.
+
+    A folder written as ``data/year=2020/part-0.parquet`` holds the column ``year`` in its
+    folder names, not in its files. It is read as ``pandas.read_parquet`` reads it
+    (``pyarrow.parquet``'s ``partitioning="hive"``): as a column of categories.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+
+    Returns
+    -------
+    pyarrow.dataset.Dataset
+    """
+    import pyarrow.dataset as ds
+
+    return ds.dataset(str(path), format="parquet", partitioning=ds.HivePartitioning.discover(infer_dictionary=True))
+
+
 def open_source(X, y=None, chunk_rows: int = 8192):
     """``(source, y)`` for streamed input, or ``(None, y)`` when ``X`` is read in memory.
 
     Streamed: a ``pyarrow.dataset.Dataset``, a path to a Parquet file or to a folder of
-    Parquet files (read as ``pyarrow.dataset.dataset(path, format="parquet")``), a
+    Parquet files (read by :func:`parquet_dataset`, hive partition columns included), a
     folder of images (every image file below it, sorted), or a list of image paths.
     For an image folder and ``y=None``, each image's label is the name of the folder it
     sits in (torchvision's ``ImageFolder`` layout).
@@ -97,9 +117,7 @@ def open_source(X, y=None, chunk_rows: int = 8192):
         if path.is_file() and path.suffix.lower() in IMAGE_EXTENSIONS:
             raise ValueError(f"X is one image's path, {str(path)!r}; a path alone is read as Parquet or a folder: pass [path]")
         if path.is_file() or any(path.rglob("*.parquet")):
-            import pyarrow.dataset as ds
-
-            X = ds.dataset(str(path), format="parquet")
+            X = parquet_dataset(path)
         else:
             images = _image_files(path)
             if not images:

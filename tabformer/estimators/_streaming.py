@@ -14,7 +14,7 @@ from skorch import NeuralNet
 from torch.utils.data import DataLoader
 
 from .._data import collate_batched
-from .._stream import StreamedRows, is_image_paths, open_source
+from .._stream import StreamedRows, is_image_paths, open_source, parquet_dataset
 from .._validation import check_target
 from ._classes import check_same_classes
 from ._params import check_params
@@ -210,9 +210,7 @@ class StreamingMixin:
         """
         source, _ = open_source(X, y=0) if not isinstance(X, (list, tuple)) else (None, None)
         if source is not None and source.kind == "table":
-            import pyarrow.dataset as ds
-
-            X = X if hasattr(X, "count_rows") else ds.dataset(str(X), format="parquet")
+            X = X if hasattr(X, "count_rows") else parquet_dataset(X)
             fitted = getattr(self, "feature_names_in_", None)
             if fitted is not None and set(map(str, fitted)) < set(X.schema.names):  # e.g. the target column
                 X = X.replace_schema(_project(X.schema, fitted))
