@@ -19,7 +19,8 @@ def explain(estimator, X, layer="all", level="token", y=None) -> pd.DataFrame:
     estimator : fitted tabformer estimator
         One with a single token sequence (not late fusion).
     X : input accepted by ``estimator.predict``
-        ``n`` rows, texts or images.
+        ``n`` rows, texts or images; a Parquet path or an image folder as ``predict`` reads
+        it (``estimator.tokenize``), whole.
     layer : "all" or int, default="all"
         Which encoder layer(s) to report (0-based; negative counts from the last).
     level : {"token", "column"}, default="token"
@@ -138,7 +139,7 @@ def modality_ablation(estimator, X, y) -> pd.DataFrame:
     Parameters
     ----------
     estimator : fitted tabformer classifier or regressor with a mixed tokenizer
-    X : DataFrame of shape (n_samples, n_columns)
+    X : DataFrame of shape (n_samples, n_columns), or a Parquet path ``predict`` accepts
         Rows held out from training (a validation split), with their
     y : array-like of shape (n_samples,)
         true targets.
@@ -215,7 +216,7 @@ def attention_map(estimator, X, layer=-1, upsample=False) -> np.ndarray:
     tokenizer = estimator.tokenizer_
     if not hasattr(tokenizer, "grid_shape_"):
         raise TypeError(f"attention_map needs an image tokenizer, the estimator has {type(tokenizer).__name__}")
-    _, maps = estimator.forward_features(tokenizer.transform(X), return_attention=True)
+    _, maps = estimator.forward_features(estimator.tokenize(X), return_attention=True)
     if layer == "mean":
         cls = np.mean([m.mean(axis=1)[:, 0, 1:] for m in maps], axis=0)
     else:

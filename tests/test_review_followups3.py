@@ -38,3 +38,16 @@ def test_fit_and_predict_on_a_hive_partitioned_folder_keep_the_partition_column(
     np.testing.assert_allclose(clf.predict_proba(hive), clf.predict_proba(frame), atol=1e-6)
     in_memory = TabFormerClassifier(**SMALL).fit(frame, pd.read_parquet(hive)["label"])
     np.testing.assert_allclose(in_memory.predict_proba(hive), in_memory.predict_proba(frame), atol=1e-6)
+
+
+def test_explain_reads_a_parquet_path_as_predict_does(hive, tmp_path):
+    rng = np.random.default_rng(1)
+    X = pd.DataFrame({"price": rng.normal(size=30), "colour": rng.choice(["red", "blue"], 30)})
+    clf = TabFormerClassifier(**SMALL).fit(X, (X["price"] > 0).astype(int))
+    path = tmp_path / "rows.parquet"
+    X.iloc[:5].to_parquet(path, index=False)
+    pd.testing.assert_frame_equal(clf.explain(path), clf.explain(pd.read_parquet(path)))
+    pd.testing.assert_frame_equal(clf.explain(str(path), level="column"), clf.explain(pd.read_parquet(path), level="column"))
+    # A folder holding the target column: as predict does, explain reads only the columns fit saw.
+    clf = TabFormerClassifier(**SMALL).fit(hive, "label")
+    pd.testing.assert_frame_equal(clf.explain(hive, layer=-1), clf.explain(pd.read_parquet(hive).drop(columns="label"), layer=-1))

@@ -14,7 +14,7 @@ from skorch import NeuralNet
 from torch.utils.data import DataLoader
 
 from .._data import collate_batched
-from .._stream import StreamedRows, is_image_paths, open_source, parquet_dataset
+from .._stream import RowSource, StreamedRows, _is_arrow_dataset, concat, is_image_paths, open_source, parquet_dataset
 from .._validation import check_target
 from ._classes import check_same_classes
 from ._params import check_params
@@ -208,6 +208,30 @@ class StreamingMixin:
         -------
         as :meth:`InferenceMixin.collect`
         """
+        return super().collect(self._inference_input(X), forward, trim=trim)
+
+    def tokenize(self, X) -> dict:
+        """As the in-memory ``tokenize``; also what ``predict`` reads, whole: a Parquet path or dataset, an image folder.
+
+        ``explain`` and ``modality_ablation`` tokenize their input at once, through this.
+
+        Parameters
+        ----------
+        X : as :meth:`collect`, or tokens (a dict of arrays or a Dataset), returned as is
+
+        Returns
+        -------
+        dict of ndarray, each of shape (n_samples, ...)
+        """
+        X = self._inference_input(X)
+        if _is_arrow_dataset(X):
+            source = RowSource.from_arrow(X)
+            X = concat([source.read(piece) for piece in source.pieces])
+        return super().tokenize(X)
+
+    def _inference_input(self, X):
+        """``X`` as inference reads it: a Parquet path or dataset as a dataset of the fitted feature columns,
+        an image folder as its image paths; other input unchanged."""
         source, _ = open_source(X, y=0) if not isinstance(X, (list, tuple)) else (None, None)
         if source is not None and source.kind == "table":
             X = X if hasattr(X, "count_rows") else parquet_dataset(X)
@@ -216,7 +240,7 @@ class StreamingMixin:
                 X = X.replace_schema(_project(X.schema, fitted))
         elif source is not None:
             X = [path for piece in source.pieces for path in piece.part]
-        return super().collect(X, forward, trim=trim)
+        return X
 
 
 def _project(schema, names):
