@@ -6,6 +6,7 @@ break ties between equally frequent merges, so the token set could change from o
 the next. :func:`continuing_pieces` lists them for the trainer up front, sorted, and
 :func:`canonical_vocab` renumbers the result, so equal texts give equal vocabularies with
 equal ids. :func:`bert_normalizer` reads text as a ``tokenizer_config.json`` configures BERT to.
+:func:`backend_from_json` reads a fitted backend back, special tokens typed in a text read as text.
 """
 
 from __future__ import annotations
@@ -16,7 +17,34 @@ import numpy as np
 
 from .base import SPECIAL_TOKENS
 
-__all__ = ["bert_normalizer", "canonical_vocab", "continuing_pieces", "read_vocab"]
+__all__ = ["backend_from_json", "bert_normalizer", "canonical_vocab", "continuing_pieces", "read_vocab"]
+
+
+def backend_from_json(text: str):
+    """A ``tokenizers.Tokenizer`` read from its JSON, which encodes a special token typed in a text as plain text.
+
+    A ``tokenizer.json`` lists its special tokens (``[SEP]``, ``</s>``, ``<mask>``...) as added
+    tokens, which the library matches in the raw text before anything else, whatever
+    ``add_special_tokens`` says: a user's "a [SEP] b" became the separator's id, "[MASK]" the
+    mask's, "[PAD]" a padding id inside the attention mask. ``encode_special_tokens``
+    (``transformers``' ``split_special_tokens=True``) reads them as the characters they are;
+    tabformer puts the special ids in itself. The flag is not saved in the JSON: it is set on
+    every backend read.
+
+    Parameters
+    ----------
+    text : str
+        A serialized ``tokenizers.Tokenizer`` (``Tokenizer.to_str()``, a ``tokenizer.json``).
+
+    Returns
+    -------
+    tokenizers.Tokenizer
+    """
+    from tokenizers import Tokenizer
+
+    backend = Tokenizer.from_str(text)
+    backend.encode_special_tokens = True
+    return backend
 
 
 def bert_normalizer(lowercase, strip_accents=None, tokenize_chinese_chars=True):

@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from sklearn.utils.validation import check_is_fitted
 
+from ._vocab import backend_from_json
 from .base import SPECIAL_TOKENS, register_tokenizer
 from .text import WordPieceTokenizer
 
@@ -223,8 +224,6 @@ class PretrainedTextTokenizer(WordPieceTokenizer):
         ValueError
             If ``max_length`` is invalid, the file is missing or a special token is not found.
         """
-        from tokenizers import Tokenizer
-
         if not isinstance(self.max_length, numbers.Integral) or self.max_length < 3:
             raise ValueError(f"max_length must be an int >= 3 (CLS, one token, SEP), got {self.max_length!r}")
         if self.tokenizer_file is None:
@@ -237,7 +236,7 @@ class PretrainedTextTokenizer(WordPieceTokenizer):
         specials = self.special_tokens or special_tokens_of(folder, _full_vocab(spec))
         spec, self.source_ids_ = renumber_tokenizer_json(spec, specials)
         self.tokenizer_json_ = json.dumps(spec, ensure_ascii=False)
-        backend = self._backend_cache = Tokenizer.from_str(self.tokenizer_json_)
+        backend = self._backend_cache = backend_from_json(self.tokenizer_json_)
         self.vocab_size_ = backend.get_vocab_size()
         return self
 
@@ -263,10 +262,8 @@ class PretrainedTextTokenizer(WordPieceTokenizer):
         prefixed = self._prefix_space_json() if isinstance(first, (list, tuple, np.ndarray)) else None
         if prefixed is None:
             return super().transform(X)
-        from tokenizers import Tokenizer
-
         plain = self._backend()
-        self._backend_cache = Tokenizer.from_str(prefixed)
+        self._backend_cache = backend_from_json(prefixed)
         try:
             return super().transform(X)
         finally:

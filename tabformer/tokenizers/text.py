@@ -20,7 +20,7 @@ import pandas as pd
 from sklearn.utils.validation import check_is_fitted
 
 from ._texts import check_strings, check_words
-from ._vocab import bert_normalizer, canonical_vocab, continuing_pieces, read_vocab
+from ._vocab import backend_from_json, bert_normalizer, canonical_vocab, continuing_pieces, read_vocab
 from .base import MASK, PAD, SEP, SPECIAL_TOKENS, UNK, BaseTokenizer, register_tokenizer
 from .detect import is_missing
 
@@ -186,9 +186,7 @@ class WordPieceTokenizer(BaseTokenizer):
     def _backend(self):
         backend = getattr(self, "_backend_cache", None)
         if backend is None:
-            from tokenizers import Tokenizer
-
-            backend = self._backend_cache = Tokenizer.from_str(self.tokenizer_json_)
+            backend = self._backend_cache = backend_from_json(self.tokenizer_json_)
         return backend
 
     def __getstate__(self):
