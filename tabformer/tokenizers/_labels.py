@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numbers
 
-__all__ = ["check_listed", "internal_names", "user_label"]
+__all__ = ["check_listed", "check_same_columns", "internal_names", "user_label"]
 
 
 def user_label(name, labels):
@@ -120,3 +120,26 @@ def _is_label(column, labels: list) -> bool:
 
 def _is_position(column) -> bool:
     return isinstance(column, numbers.Integral) and not isinstance(column, bool)
+
+
+def check_same_columns(columns: list, fitted: list) -> None:
+    """Raise naming the missing and unexpected columns unless ``columns`` are ``fitted``, in any order.
+
+    Parameters
+    ----------
+    columns : list
+        X's columns.
+    fitted : list
+        The columns seen in fit.
+
+    Raises
+    ------
+    ValueError
+        If a fitted column is missing or another one is there.
+    """
+    missing = [c for c in fitted if c not in columns]
+    extra = [c for c in columns if c not in fitted]
+    if missing or extra:
+        parts = [f"missing column(s) {missing}"] if missing else []
+        parts += [f"unexpected column(s) {extra}"] if extra else []
+        raise ValueError(f"X does not have the columns seen in fit: {'; '.join(parts)}. Fitted columns: {fitted}")

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from sklearn.preprocessing import QuantileTransformer, StandardScaler
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import as_frame, is_categorical_dtype, is_numeric_dtype
@@ -34,7 +33,8 @@ from ._columns import (
     warn_once,
 )
 from ._datetimes import datetime_parts, expand_datetimes, is_tz_aware, part_owners
-from ._labels import check_listed, internal_names
+from ._labels import check_listed, check_same_columns, internal_names
+from ._numbers import fit_scaler
 from .base import BaseTokenizer, register_tokenizer
 
 MISSING_ID, UNSEEN_ID, FIRST_CATEGORY_ID = 0, 1, 2
@@ -213,15 +213,7 @@ class TabularTokenizer(BaseTokenizer):
         for j, column in enumerate(self.numeric_columns_):
             if np.isnan(numbers[:, j]).all():
                 raise ValueError(f"numeric column {self._named(column)!r} holds no numbers at fit time (all missing)")
-        self.scaler_ = None
-        if self.numeric_columns_ and self.numeric_transform == "quantile":
-            n_quantiles = int(max(2, min(1000, frame.shape[0])))
-            self.scaler_ = QuantileTransformer(n_quantiles=n_quantiles, output_distribution="normal", subsample=10**9)
-        elif self.numeric_columns_ and self.numeric_transform == "standard":
-            self.scaler_ = StandardScaler()
-        if self.scaler_ is not None:
-            # arrays in and out, whatever set_config(transform_output=...) says
-            self.scaler_ = self.scaler_.set_output(transform="default").fit(numbers)
+        self.scaler_ = fit_scaler(numbers, self.numeric_transform)
         return self
 
     def _resolve_kinds(self, frame: pd.DataFrame, listed_categorical, listed_numeric) -> tuple[list, list]:
@@ -322,7 +314,7 @@ class TabularTokenizer(BaseTokenizer):
     def _check_columns(self, X) -> pd.DataFrame:
         labels = getattr(self, "column_labels_", None)
         if labels is not None and isinstance(X, pd.DataFrame) and list(X.columns) != labels:
-            _check_same_columns(list(X.columns), labels)
+            check_same_columns(list(X.columns), labels)
             X = X[labels]  # the fitted order, by label
         frame, had_names = as_frame(X)
         fitted_names = getattr(self, "feature_names_in_", None)
@@ -332,7 +324,7 @@ class TabularTokenizer(BaseTokenizer):
                     f"X was fitted as a DataFrame with columns {list(fitted_names)}; pass a DataFrame "
                     f"with those columns, not an array of shape {frame.shape}"
                 )
-            _check_same_columns(list(frame.columns), list(fitted_names))
+            check_same_columns(list(frame.columns), list(fitted_names))
             frame = frame[list(fitted_names)]
         elif frame.shape[1] != self.n_features_in_:
             raise ValueError(
@@ -434,13 +426,3 @@ class TabularTokenizer(BaseTokenizer):
     def _named(self, column):
         """``column`` as the user labelled it (``0``, not ``x0``), for messages and explanations."""
         return user_label(column, getattr(self, "column_labels_", None))
-
-
-def _check_same_columns(columns: list, fitted: list) -> None:
-    """Raise naming the missing and unexpected columns unless ``columns`` are ``fitted``, in any order."""
-    missing = [c for c in fitted if c not in columns]
-    extra = [c for c in columns if c not in fitted]
-    if missing or extra:
-        parts = [f"missing column(s) {missing}"] if missing else []
-        parts += [f"unexpected column(s) {extra}"] if extra else []
-        raise ValueError(f"X does not have the columns seen in fit: {'; '.join(parts)}. Fitted columns: {fitted}")
