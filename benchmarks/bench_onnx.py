@@ -20,8 +20,8 @@ alike; the table gives the median rows/s and the largest difference from PyTorch
 probabilities. The models are trained for one epoch only: speed does not depend on how
 well they predict.
 
-Models: Adult, the estimator's default table model (d_model 64, 3 layers, PLR numeric
-embeddings), fitted on 2,000 rows; Rotten Tomatoes, all-MiniLM-L6-v2 (6 layers, d_model
+Models: Adult, the estimator's default table model (d_model 64, 3 layers, piecewise-linear
+numeric embeddings), fitted on 2,000 rows; Rotten Tomatoes, all-MiniLM-L6-v2 (6 layers, d_model
 384, max_length 64) when its package is installed, else a from-scratch text model
 (d_model 128, 2 layers, 8k WordPiece).
 """

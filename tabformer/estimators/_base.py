@@ -34,6 +34,7 @@ from ..nn.encoder import TransformerEncoder
 from ..nn.models import PretrainedEncoder
 from ..persistence import save_estimator
 from ..tokenizers import make_tokenizer
+from ..tokenizers.base import fit_with_target
 from ._categories import adopt_new_categories, continued_tokens, pretrained_tokens, with_grown_categories
 from ._classes import check_same_classes
 from ._collapse import ValidationAnswerSpread
@@ -329,12 +330,13 @@ class TabFormerNet(
         y_encoded = self._fit_target(y, n_samples)
         weights = self._row_weights(y_encoded, check_sample_weight(sample_weight, n_samples))
         with self._seeded():
-            batch = self._fit_tokenizer(X)
+            batch = self._fit_tokenizer(X, y=y_encoded)
             self._train_new_module(with_weights(batch, weights), y_encoded, **fit_params)
         return self
 
-    def _fit_tokenizer(self, X, n_rows=None) -> dict:
-        """Fit ``tokenizer_`` on ``X`` (or reuse a pretrained one); X's tokens, or None for a sample of ``n_rows``."""
+    def _fit_tokenizer(self, X, n_rows=None, y=None) -> dict:
+        """Fit ``tokenizer_`` on ``X`` (or reuse a pretrained one); X's tokens, or None for a sample of ``n_rows``.
+        ``y``, encoded, picks a table's piecewise bins (with the holdout's rows, as the scaler's quantiles)."""
         self.pretrained_weights_ = text_weights_folder() if wants_text_weights(self, X) else None
         pretrained = self._pretrained()
         user = NeuralNet.get_params_for(self, "tokenizer")
@@ -351,7 +353,7 @@ class TabFormerNet(
             recipe = {key: value for key, value in self.get_params_for("tokenizer").items() if key not in user}
             tokenizer = tokenizer.set_params(**recipe)
             check_memory(self, pixel_bytes(tokenizer, num_samples(X)), "resizing the images to tokenizer image_size")
-            tokenizer = tokenizer.fit(X)
+            tokenizer = fit_with_target(tokenizer, X, y)
         self.tokenizer_ = tokenizer
         dtypes = getattr(X, "dtypes", None)
         self.feature_dtypes_in_ = {str(c): str(t) for c, t in dtypes.items()} if hasattr(dtypes, "items") else None

@@ -249,8 +249,8 @@ def _base_recipe(estimator, kind: str, pretrained: bool) -> dict:
     elif kind == "image":
         recipe = dict(_IMAGE_PRETRAINED if pretrained else _IMAGE_SCRATCH)
     elif kind == "table":
-        # No attention dropout: it forces PyTorch's unfused attention, 1.36x slower (issue 18)
-        recipe = dict(_TABLE, encoder__attention_dropout=0.0)
+        # No attention dropout: unfused attention is 1.36x slower (issue 18). Piecewise numbers: docs/defaults.md.
+        recipe = dict(_TABLE, encoder__attention_dropout=0.0, tokenizer__numeric_embedding="piecewise")
     else:  # other mixed inputs: the table recipe (the late-fusion one cost 3 points on tweets)
         recipe = dict(_TABLE)
     return recipe

@@ -92,7 +92,8 @@ class StreamingMixin:
         weights = self._row_weights(y_encoded, check_sample_weight(sample_weight, source.n_rows))
         with self._seeded():
             # The sample is not kept past the tokenizer's fit: up to fit_sample_size rows held through training.
-            self._fit_tokenizer(source.sample(self._sample_size(source.kind), self._fit_seed())[0], n_rows=source.n_rows)
+            rows, chosen = source.sample(self._sample_size(source.kind), self._fit_seed())
+            self._fit_tokenizer(rows, n_rows=source.n_rows, y=None if y_encoded is None else np.asarray(y_encoded)[chosen])
             self._train_new_module(self._stream(source, y_encoded, weights), y_encoded, **fit_params)
         return self
 

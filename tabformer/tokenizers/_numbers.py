@@ -1,11 +1,18 @@
-"""Numbers before they become tokens: the scaler fitted on a table's numeric block."""
+"""Numbers before they become tokens: the scaler fitted on a table's numeric block, and the
+bins of the piecewise-linear numeric embedding (Gorishniy et al., 2022, "PLE")."""
 
 from __future__ import annotations
 
 import numpy as np
 from sklearn.preprocessing import QuantileTransformer, StandardScaler
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
-__all__ = ["fit_scaler"]
+__all__ = ["MIN_ROWS_PER_BIN", "fit_bin_edges", "fit_scaler"]
+
+#: a bin the target chooses holds at least this many training rows (rtdl's ``compute_bins`` example)
+MIN_ROWS_PER_BIN = 64
+#: the trees read a seeded sample of this many rows at most: 0.15 s a column instead of 2.6 s at 1M rows
+MAX_TREE_ROWS = 100_000
 
 
 def fit_scaler(numbers: np.ndarray, transform):
@@ -29,3 +36,52 @@ def fit_scaler(numbers: np.ndarray, transform):
     else:
         scaler = StandardScaler()
     return scaler.set_output(transform="default").fit(numbers)
+
+
+def fit_bin_edges(scaled: np.ndarray, y, n_bins: int) -> np.ndarray:
+    """Each numeric column's bin edges for the piecewise-linear embedding, in scaled units.
+
+    With a target, the bins are the leaves of a decision tree grown on the column alone
+    against ``y`` (the paper's target-aware "T" bins; sample weights do not weigh it).
+    On Adult's demo rows they lift validation accuracy by 0.008 over the periodic embedding,
+    where quantile bins read level with it (docs/defaults.md). Without a target
+    (pretraining, a tokenizer fitted alone), the bins are the column's quantiles.
+
+    Parameters
+    ----------
+    scaled : ndarray of shape (n_samples, n_numeric)
+        The training rows' numbers as the tokens carry them (NaN where missing; non-finite ones are left out).
+    y : ndarray of shape (n_samples,) or (n_samples, n_outputs), or None
+        Integer class ids (a classification tree) or floats (a regression tree).
+    n_bins : int
+        At most this many bins per column.
+
+    Returns
+    -------
+    edges : ndarray of shape (n_numeric, n_bins + 1)
+        Sorted; from the column's smallest to its largest training value. A column with
+        fewer bins repeats its last edge: a bin of width 0, which the embedding reads as 0.
+    """
+    edges = np.empty((scaled.shape[1], n_bins + 1))
+    for j in range(scaled.shape[1]):
+        present = np.isfinite(scaled[:, j])  # a value past float once scaled: transform names it
+        x = scaled[present, j]
+        if not len(x):
+            edges[j] = 0.0
+            continue
+        if y is not None and len(x) >= 2 * MIN_ROWS_PER_BIN:
+            inner = _tree_thresholds(x, np.asarray(y)[present], n_bins, seed=j)
+        else:
+            inner = np.quantile(x, np.linspace(0, 1, n_bins + 1)[1:-1])
+        column = np.unique(np.concatenate([[x.min()], inner, [x.max()]]))
+        edges[j] = np.concatenate([column, np.full(n_bins + 1 - len(column), column[-1])])
+    return edges
+
+
+def _tree_thresholds(x: np.ndarray, target: np.ndarray, n_bins: int, seed: int) -> np.ndarray:
+    if len(x) > MAX_TREE_ROWS:
+        keep = np.random.default_rng(seed).choice(len(x), MAX_TREE_ROWS, replace=False)
+        x, target = x[keep], target[keep]
+    tree = DecisionTreeRegressor if np.issubdtype(target.dtype, np.floating) else DecisionTreeClassifier
+    fitted = tree(max_leaf_nodes=n_bins, min_samples_leaf=MIN_ROWS_PER_BIN, random_state=0).fit(x[:, None], target)
+    return np.sort(fitted.tree_.threshold[fitted.tree_.feature >= 0])

@@ -148,3 +148,25 @@ class BaseTokenizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
         tags.input_tags.string = True
         tags.transformer_tags.preserves_dtype = []
         return tags
+
+
+def fit_with_target(tokenizer, X, y=None):
+    """``tokenizer.fit(X, y)`` where its ``fit`` takes a target and ``y`` is given, else ``tokenizer.fit(X)``.
+
+    A table tokenizer picks its piecewise bins on ``y``; a tokenizer written as ``fit(self, X)``
+    (a user's, registered) is fitted as before.
+
+    Parameters
+    ----------
+    tokenizer : unfitted tokenizer
+    X : its training input
+    y : array-like of shape (n_samples,) or (n_samples, n_outputs), or None
+        Encoded targets (class ids, or numbers).
+
+    Returns
+    -------
+    the fitted tokenizer
+    """
+    if y is not None and "y" in inspect.signature(tokenizer.fit).parameters:
+        return tokenizer.fit(X, y)
+    return tokenizer.fit(X)

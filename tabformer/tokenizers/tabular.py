@@ -8,8 +8,9 @@ things, and an unseen value is never silently mapped onto a real category.
 Numeric column ``j`` becomes ``x * W_j + b_j`` (FT-Transformer's per-column linear
 embedding; ``b_j`` doubles as the column's identity) or, with
 ``numeric_embedding="periodic"``, ``ReLU(Linear_j([sin(2π c_j x), cos(2π c_j x)]))``
-(Gorishniy et al., 2022, "PLR"). NaN is replaced by a learned per-column "missing"
-token, never by zero.
+(Gorishniy et al., 2022, "PLR"), or with ``"piecewise"`` ``ReLU(Linear_j(PLE_j(x)) + x v_j)``,
+the piecewise-linear encoding over bins a tree chose on the target (the same paper's "T-LR").
+NaN is replaced by a learned per-column "missing" token, never by zero.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from ._columns import (
 )
 from ._datetimes import datetime_parts, expand_datetimes, is_tz_aware, part_owners
 from ._labels import check_listed, check_same_columns, internal_names
-from ._numbers import fit_scaler
+from ._numbers import fit_bin_edges, fit_scaler
 from .base import BaseTokenizer, register_tokenizer
 
 MISSING_ID, UNSEEN_ID, FIRST_CATEGORY_ID = 0, 1, 2
@@ -85,13 +86,17 @@ class TabularTokenizer(BaseTokenizer):
         Scaling fitted on the training rows (NaN ignored). ``"quantile"`` maps each
         column to a standard normal through its empirical quantiles (as rtdl does),
         which tames heavy tails such as capital gains.
-    numeric_embedding : {"linear", "periodic"}, default="periodic"
-        How a number becomes a token (see the module docstring).
+    numeric_embedding : {"linear", "periodic", "piecewise"}, default="periodic"
+        How a number becomes a token (see the module docstring). ``"piecewise"`` needs
+        ``fit(X, y)`` for target-aware bins; ``fit(X)`` bins at the column's quantiles.
+        The estimators' table recipe resolves to ``"piecewise"``.
     n_frequencies : int, default=16
         Periodic embedding: frequencies per column.
     frequency_scale : float, default=0.1
         Periodic embedding: std of the initial frequencies; the most sensitive knob
         of that embedding (rtdl tunes it in [0.01, 100]).
+    n_bins : int, default=32
+        Piecewise embedding: at most this many bins per column (each holds >= 64 training rows).
     category_dropout : float in [0, 1), default=0.0
         Share of the training rows' categories read as "unseen" (id 1) in each training
         step, so that the unseen id learns what a category the model does not know means;
@@ -116,6 +121,8 @@ class TabularTokenizer(BaseTokenizer):
         its missing token was never trained. A continued fit that trains it sets it True.
     scaler_ : QuantileTransformer, StandardScaler or None
         Scaling fitted on the numeric block (``None`` without numeric columns or transform).
+    bin_edges_ : ndarray of shape (n_numeric, n_bins + 1)
+        Piecewise embedding only: each column's bin edges, scaled (see ``tokenizers._numbers``).
     n_tokens_ : int
         Tokens per row: ``n_numeric + n_categorical``.
     feature_names_in_ : ndarray of str
@@ -143,6 +150,7 @@ class TabularTokenizer(BaseTokenizer):
         n_frequencies=16,
         frequency_scale=0.1,
         category_dropout=0.0,
+        n_bins=32,
     ):
         self.categorical_columns = categorical_columns
         self.numeric_columns = numeric_columns
@@ -151,6 +159,7 @@ class TabularTokenizer(BaseTokenizer):
         self.n_frequencies = n_frequencies
         self.frequency_scale = frequency_scale
         self.category_dropout = category_dropout
+        self.n_bins = n_bins
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y=None):
@@ -160,8 +169,8 @@ class TabularTokenizer(BaseTokenizer):
         ----------
         X : DataFrame or array-like of shape (n_samples, n_features)
             Training table; NaN / None mark missing cells.
-        y : ignored
-            Not used, present for API consistency.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs), default=None
+            Class ids or numbers: the piecewise embedding's bins are chosen on them; otherwise unused.
 
         Returns
         -------
@@ -177,8 +186,10 @@ class TabularTokenizer(BaseTokenizer):
         """
         if self.numeric_transform not in ("quantile", "standard", None):
             raise ValueError(f"numeric_transform must be 'quantile', 'standard' or None, got {self.numeric_transform!r}")
-        if self.numeric_embedding not in ("linear", "periodic"):
-            raise ValueError(f"numeric_embedding must be 'linear' or 'periodic', got {self.numeric_embedding!r}")
+        if self.numeric_embedding not in ("linear", "periodic", "piecewise"):
+            raise ValueError(f"numeric_embedding must be 'linear', 'periodic' or 'piecewise', got {self.numeric_embedding!r}")
+        if self.numeric_embedding == "piecewise" and not (isinstance(self.n_bins, (int, np.integer)) and self.n_bins >= 2):
+            raise ValueError(f"n_bins must be an int >= 2, got {self.n_bins!r}")
         frame, had_names = as_frame(X)
         self.n_features_in_ = frame.shape[1]
         if had_names:
@@ -214,6 +225,11 @@ class TabularTokenizer(BaseTokenizer):
             if np.isnan(numbers[:, j]).all():
                 raise ValueError(f"numeric column {self._named(column)!r} holds no numbers at fit time (all missing)")
         self.scaler_ = fit_scaler(numbers, self.numeric_transform)
+        if self.numeric_embedding == "piecewise":
+            scaled = numbers if self.scaler_ is None else self.scaler_.transform(numbers)
+            self.bin_edges_ = fit_bin_edges(scaled, y, int(self.n_bins))
+        elif hasattr(self, "bin_edges_"):
+            del self.bin_edges_
         return self
 
     def _resolve_kinds(self, frame: pd.DataFrame, listed_categorical, listed_numeric) -> tuple[list, list]:
@@ -383,7 +399,8 @@ class TabularTokenizer(BaseTokenizer):
         -------
         spec : dict
             ``{"kind": "tabular", "cardinalities", "n_numeric", "numeric_embedding",
-            "n_frequencies", "frequency_scale", "category_dropout"}``; one id space per categorical column.
+            "n_frequencies", "frequency_scale", "category_dropout"}``, and ``"bin_edges"`` for the
+            piecewise embedding; one id space per categorical column.
 
         Raises
         ------
@@ -401,6 +418,7 @@ class TabularTokenizer(BaseTokenizer):
             "n_frequencies": int(self.n_frequencies),
             "frequency_scale": float(self.frequency_scale),
             "category_dropout": float(self.category_dropout),
+            **({"bin_edges": self.bin_edges_.tolist()} if self.numeric_embedding == "piecewise" else {}),
         }
 
     def get_feature_names_out(self, input_features=None):

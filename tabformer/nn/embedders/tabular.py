@@ -1,5 +1,5 @@
 """Table cells as tokens: per-column categorical embeddings (TabTransformer) and per-column
-numeric embeddings, linear or periodic (FT-Transformer; Gorishniy et al., 2022)."""
+numeric embeddings, linear, periodic or piecewise-linear (FT-Transformer; Gorishniy et al., 2022)."""
 
 from __future__ import annotations
 
@@ -36,9 +36,11 @@ class TabularEmbedder(Augmented, nn.Module):
         Number of numeric columns.
     d_model : int
         Token width ``D``.
-    numeric_embedding : {"periodic", "linear"}, default="periodic"
+    numeric_embedding : {"periodic", "linear", "piecewise"}, default="periodic"
         ``"linear"``: ``x * w_j + b_j``; ``"periodic"``:
-        ``ReLU(W_j [cos(2π c_j x), sin(2π c_j x)] + b_j)`` with learned frequencies ``c_j``.
+        ``ReLU(W_j [cos(2π c_j x), sin(2π c_j x)] + b_j)`` with learned frequencies ``c_j``;
+        ``"piecewise"``: ``ReLU(W_j PLE_j(x) + x v_j + b_j)``, where bin ``t`` of ``PLE_j(x)`` is how
+        far ``x`` has crossed it, ``clip((x - lower_t) / width_t, 0, 1)``.
     n_frequencies : int, default=16
         Number of frequencies ``k`` per numeric column (periodic only).
     frequency_scale : float, default=0.1
@@ -46,6 +48,11 @@ class TabularEmbedder(Augmented, nn.Module):
     category_dropout : float, default=0.0
         In training mode, each present category is read as its column's "unseen" id
         (``UNSEEN_ID``) with this probability, so that id is trained.
+    bin_edges : array-like of shape (n_numeric, n_bins + 1), optional
+        Piecewise embedding: each column's sorted bin edges. A bin of width 0 (a column
+        with fewer bins repeats its last edge) encodes as 0. The paper leaves the first and
+        last bin open-ended; here every bin is clipped to [0, 1], so a value past the
+        training range reads as the range's end.
     """
 
     def __init__(
@@ -57,6 +64,7 @@ class TabularEmbedder(Augmented, nn.Module):
         n_frequencies=16,
         frequency_scale=0.1,
         category_dropout=0.0,
+        bin_edges=None,
     ):
         super().__init__()
         self.category_dropout = category_dropout
@@ -74,6 +82,20 @@ class TabularEmbedder(Augmented, nn.Module):
         if numeric_embedding == "periodic":
             self.frequencies = nn.Parameter(torch.randn(n_numeric, n_frequencies) * frequency_scale)
             self.numeric_weight = nn.Parameter(_uniform_(torch.empty(n_numeric, 2 * n_frequencies, d_model), 2 * n_frequencies))
+        elif numeric_embedding == "piecewise":
+            edges = np.asarray(bin_edges, dtype=np.float32)
+            edges = torch.as_tensor(edges if edges.ndim == 2 else np.zeros((n_numeric, 2), np.float32))  # [] without numbers
+            width = edges[:, 1:] - edges[:, :-1]
+            # Derived from the spec (the tokenizer's bin_edges_), so not saved with the weights.
+            self.register_buffer("bin_lower", edges[:, :-1].contiguous(), persistent=False)
+            self.register_buffer("bin_scale", torch.where(width > 0, 1 / width.clamp_min(1e-12), 0.0), persistent=False)
+            # Departs from the paper: a linear term x * v_j beside the bins (as rtdl's "version B",
+            # which also starts the bins' weights at 0; that cost Adult 0.004, random ones keep it).
+            # Without it a column a tree split once (2 bins of 32) gave tokens too alike to train:
+            # a 2% class behind one threshold stayed unlearnt (tests/test_collapse.py).
+            n_bins = edges.shape[1] - 1
+            self.numeric_weight = nn.Parameter(_uniform_(torch.empty(n_numeric, n_bins, d_model), n_bins))
+            self.numeric_linear = nn.Parameter(_uniform_(torch.empty(n_numeric, d_model), d_model))
         else:
             self.numeric_weight = nn.Parameter(_uniform_(torch.empty(n_numeric, d_model), d_model))
         self.numeric_bias = nn.Parameter(_uniform_(torch.empty(n_numeric, d_model), d_model))
@@ -134,6 +156,10 @@ class TabularEmbedder(Augmented, nn.Module):
             angles = 2 * math.pi * values[..., None] * self.frequencies  # (B, n, k)
             features = torch.cat([torch.cos(angles), torch.sin(angles)], dim=-1)  # (B, n, 2k)
             tokens = torch.relu(torch.einsum("bnk,nkd->bnd", features, self.numeric_weight) + self.numeric_bias)
+        elif self.numeric_embedding == "piecewise":
+            features = ((values[..., None] - self.bin_lower) * self.bin_scale).clamp(0, 1)  # (B, n, bins)
+            linear = values[..., None] * self.numeric_linear
+            tokens = torch.relu(torch.einsum("bnk,nkd->bnd", features, self.numeric_weight) + linear + self.numeric_bias)
         else:
             tokens = values[..., None] * self.numeric_weight + self.numeric_bias
         return torch.where(missing[..., None], self.missing_embedding.to(tokens.dtype), tokens)
