@@ -35,7 +35,7 @@ from ..nn.embedders.mixed import SEPARATOR, segment_arrays
 from ._columns import warn_if_numbers_as_categories, warn_rows_without_input
 from ._mixed_cells import missing_placeholder
 from ._mixed_templates import route_pairs, routes_for, template, templates_for
-from .base import TOKENIZERS, BaseTokenizer, register_tokenizer
+from .base import TOKENIZERS, BaseTokenizer, fit_with_target, register_tokenizer
 from .detect import infer_column_kinds, is_missing
 
 __all__ = ["MixedTokenizer"]
@@ -232,8 +232,8 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         ----------
         X : DataFrame of shape (n_samples, n_columns)
             Training frame with str column names; missing text/image cells are None/NaN.
-        y : ignored
-            Not used, present for API consistency.
+        y : array-like of shape (n_samples,) or (n_samples, n_outputs), default=None
+            Encoded targets, handed to the table tokenizer (its piecewise bins are chosen on them).
 
         Returns
         -------
@@ -257,7 +257,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         for name, tokenizer, columns in self._routing(frame):
             kind = self.segment_kind(tokenizer)
             if kind == "table":
-                tokenizer.fit(frame[columns])
+                fit_with_target(tokenizer, frame[columns], y)
                 self.segments_.append((name, name, None))
                 categorical = set(getattr(tokenizer, "categorical_columns_", []))
                 # Detection hands the table tokenizer explicit lists, which silence its own warning (a routed one warned).
