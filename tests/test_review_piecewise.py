@@ -2,7 +2,9 @@
 
 import numpy as np
 import pandas as pd
+import pytest
 
+from tabformer.nn.embedders.tabular import TabularEmbedder
 from tabformer.tokenizers import MixedTokenizer, TabularTokenizer
 
 
@@ -22,3 +24,15 @@ def test_a_mixed_tokenizer_hands_the_target_to_its_piecewise_table():
 
     assert len(np.unique(edges(y))) == 3
     assert len(np.unique(edges())) > 3  # without a target: quantiles
+
+
+@pytest.mark.parametrize(
+    "edges, match",
+    [(None, r"shape \(2, n_bins \+ 1\)"), ([[0.0, 1.0, 2.0]], r"got shape \(1, 3\)"), ([[0.0, np.nan], [0.0, 1.0]], "finite")],
+)
+def test_the_embedder_refuses_bins_that_do_not_fit_its_columns(edges, match):
+    # Missing bins built one bin of width 0 (every feature 0), a single row was broadcast over every column,
+    # and a NaN edge made every token of its column NaN: all silently.
+    with pytest.raises(ValueError, match=match):
+        TabularEmbedder([], 2, 8, numeric_embedding="piecewise", bin_edges=edges)
+    TabularEmbedder([3], 0, 8, numeric_embedding="piecewise", bin_edges=[])  # no numeric column: no bins

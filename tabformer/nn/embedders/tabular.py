@@ -22,6 +22,18 @@ def _uniform_(tensor: torch.Tensor, d_model: int) -> torch.Tensor:
     return nn.init.uniform_(tensor, -bound, bound)
 
 
+def _checked_edges(bin_edges, n_numeric: int) -> np.ndarray:
+    """``bin_edges`` as float32 of shape (n_numeric, n_bins + 1), finite and sorted per row; ValueError otherwise."""
+    if not n_numeric:
+        return np.zeros((0, 2), np.float32)  # [] without numbers
+    edges = np.asarray([] if bin_edges is None else bin_edges, dtype=np.float32)
+    if edges.ndim != 2 or edges.shape[0] != n_numeric or edges.shape[1] < 2:
+        raise ValueError(f"piecewise embedding needs bin_edges of shape ({n_numeric}, n_bins + 1), got shape {edges.shape}")
+    if not np.isfinite(edges).all() or (np.diff(edges, axis=1) < 0).any():
+        raise ValueError("piecewise bin_edges must be finite and sorted within each column")
+    return edges
+
+
 class TabularEmbedder(Augmented, nn.Module):
     """Embed ``cat_ids``, ``num_values`` and ``num_missing`` as ``(B, n_num + n_cat, D)`` tokens.
 
@@ -52,7 +64,8 @@ class TabularEmbedder(Augmented, nn.Module):
         Piecewise embedding: each column's sorted bin edges. A bin of width 0 (a column
         with fewer bins repeats its last edge) encodes as 0. The paper leaves the first and
         last bin open-ended; here every bin is clipped to [0, 1], so a value past the
-        training range reads as the range's end.
+        training range reads as the range's end. Required by it: other shapes, non-finite
+        or unsorted edges raise ``ValueError``.
     """
 
     def __init__(
@@ -83,8 +96,7 @@ class TabularEmbedder(Augmented, nn.Module):
             self.frequencies = nn.Parameter(torch.randn(n_numeric, n_frequencies) * frequency_scale)
             self.numeric_weight = nn.Parameter(_uniform_(torch.empty(n_numeric, 2 * n_frequencies, d_model), 2 * n_frequencies))
         elif numeric_embedding == "piecewise":
-            edges = np.asarray(bin_edges, dtype=np.float32)
-            edges = torch.as_tensor(edges if edges.ndim == 2 else np.zeros((n_numeric, 2), np.float32))  # [] without numbers
+            edges = torch.as_tensor(_checked_edges(bin_edges, n_numeric))
             width = edges[:, 1:] - edges[:, :-1]
             # Derived from the spec (the tokenizer's bin_edges_), so not saved with the weights.
             self.register_buffer("bin_lower", edges[:, :-1].contiguous(), persistent=False)
