@@ -36,3 +36,9 @@ def test_the_embedder_refuses_bins_that_do_not_fit_its_columns(edges, match):
     with pytest.raises(ValueError, match=match):
         TabularEmbedder([], 2, 8, numeric_embedding="piecewise", bin_edges=edges)
     TabularEmbedder([3], 0, 8, numeric_embedding="piecewise", bin_edges=[])  # no numeric column: no bins
+
+
+def test_a_target_of_another_length_is_named_not_an_index_error():
+    X, y = _step_frame()
+    with pytest.raises(ValueError, match=r"one target per row of X \(400 rows\), got shape \(10,\)"):
+        TabularTokenizer(numeric_embedding="piecewise").fit(X[["a"]], y[:10])

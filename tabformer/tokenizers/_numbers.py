@@ -61,7 +61,16 @@ def fit_bin_edges(scaled: np.ndarray, y, n_bins: int) -> np.ndarray:
     edges : ndarray of shape (n_numeric, n_bins + 1)
         Sorted; from the column's smallest to its largest training value. A column with
         fewer bins repeats its last edge: a bin of width 0, which the embedding reads as 0.
+
+    Raises
+    ------
+    ValueError
+        If ``y`` is not 1-D or 2-D with one row per row of ``scaled``.
     """
+    if y is not None:
+        y = np.asarray(y)
+        if y.ndim not in (1, 2) or len(y) != len(scaled):
+            raise ValueError(f"y must hold one target per row of X ({len(scaled)} rows), got shape {y.shape}")
     edges = np.empty((scaled.shape[1], n_bins + 1))
     for j in range(scaled.shape[1]):
         present = np.isfinite(scaled[:, j])  # a value past float once scaled: transform names it
@@ -70,7 +79,7 @@ def fit_bin_edges(scaled: np.ndarray, y, n_bins: int) -> np.ndarray:
             edges[j] = 0.0
             continue
         if y is not None and len(x) >= 2 * MIN_ROWS_PER_BIN:
-            inner = _tree_thresholds(x, np.asarray(y)[present], n_bins, seed=j)
+            inner = _tree_thresholds(x, y[present], n_bins, seed=j)
         else:
             inner = np.quantile(x, np.linspace(0, 1, n_bins + 1)[1:-1])
         column = np.unique(np.concatenate([[x.min()], inner, [x.max()]]))
