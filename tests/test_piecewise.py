@@ -140,3 +140,10 @@ def test_on_many_rows_the_trees_read_a_sample_but_the_edges_span_every_row(monke
     edges = TabularTokenizer(numeric_embedding="piecewise", numeric_transform=None).fit(X, y).bin_edges_
     assert edges[0, -1] == 40.0 and edges[0, 0] == X["a"].min()
     assert abs(np.unique(edges[0])[1] - 0.3) < 0.1  # the sample still finds the step
+
+
+def test_switching_to_piecewise_after_fit_asks_for_a_refit():
+    X, y = _step_table(200)
+    tokenizer = TabularTokenizer().fit(X, y).set_params(numeric_embedding="piecewise")
+    with pytest.raises(ValueError, match="after fit: refit"):
+        tokenizer.embedder_spec()

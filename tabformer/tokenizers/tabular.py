@@ -96,7 +96,7 @@ class TabularTokenizer(BaseTokenizer):
         Periodic embedding: std of the initial frequencies; the most sensitive knob
         of that embedding (rtdl tunes it in [0.01, 100]).
     n_bins : int, default=32
-        Piecewise embedding: at most this many bins per column (each holds >= 64 training rows).
+        Piecewise embedding: at most this many bins per column (a tree's hold >= 64 rows each).
     category_dropout : float in [0, 1), default=0.0
         Share of the training rows' categories read as "unseen" (id 1) in each training
         step, so that the unseen id learns what a category the model does not know means;
@@ -405,9 +405,12 @@ class TabularTokenizer(BaseTokenizer):
         Raises
         ------
         ValueError
-            If ``category_dropout`` is not in ``[0, 1)``.
+            If ``category_dropout`` is not in ``[0, 1)``, or ``numeric_embedding`` became
+            ``"piecewise"`` after ``fit``.
         """
         check_is_fitted(self, "categories_")
+        if self.numeric_embedding == "piecewise" and not hasattr(self, "bin_edges_"):
+            raise ValueError("numeric_embedding was set to 'piecewise' after fit: refit the tokenizer to choose its bins")
         if not 0.0 <= float(self.category_dropout) < 1.0:
             raise ValueError(f"category_dropout must be a probability in [0, 1), got {self.category_dropout!r}")
         return {
