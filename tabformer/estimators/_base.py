@@ -17,12 +17,11 @@ import os
 
 import numpy as np
 import torch
-from sklearn.model_selection import train_test_split
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from skorch.callbacks import LRScheduler
 from torch.optim.lr_scheduler import CosineAnnealingLR
-from torch.utils.data import Dataset, Subset
+from torch.utils.data import Dataset
 
 from .._checkpoint import epochs_left
 from .._data import TensorDictDataset
@@ -51,6 +50,7 @@ from ._params import (
 )
 from ._precision import PrecisionMixin
 from ._recipes import AUTO, RecipeMixin, resolve_recipe
+from ._split import HoldoutSplitMixin
 from ._text_recipes import (
     pretrained_encoder,
     text_stem_tokenizer,
@@ -59,7 +59,7 @@ from ._text_recipes import (
     wants_text_weights,
 )
 from ._util import adopt_pretrained_tokenizer, construct, num_samples, seeded_torch
-from ._weights import WeightedLossMixin, check_sample_weight, check_split_weights, with_weights
+from ._weights import WeightedLossMixin, check_sample_weight, with_weights
 
 __all__ = ["TabFormerNet", "construct", "num_samples", "POOLINGS"]
 
@@ -72,6 +72,7 @@ class TabFormerNet(
     EpochMixin,
     DistributedMixin,
     PrecisionMixin,
+    HoldoutSplitMixin,
     NeuralNet,
 ):
     """Base of every tabformer estimator; not meant to be used directly.
@@ -242,47 +243,6 @@ class TabFormerNet(
     def _sink(self, message):
         if self.verbose:
             print(message)
-
-    def _uses_validation(self) -> bool:
-        if self.train_split == "auto":
-            return bool(self._validation_fraction())
-        return self.train_split is not None
-
-    # ------------------------------------------------------------- data
-    def get_split_datasets(self, X, y=None, **fit_params):
-        """skorch's split, or for ``train_split="auto"`` a ``validation_fraction`` holdout (stratified if asked)."""
-        if self.train_split != "auto":
-            return super().get_split_datasets(X, y, **fit_params)
-        dataset = self.get_dataset(X, y)
-        fraction = self._validation_fraction()
-        if not fraction:
-            return dataset, None
-        indices = np.arange(len(dataset))
-        n_valid = self._validation_rows(len(dataset))
-        if not 0 < n_valid < len(dataset):
-            raise ValueError(
-                f"validation_fraction={fraction} of n_samples={len(dataset)} leaves no row to "
-                f"{'train on' if n_valid else 'validate on'}; pass more rows, or validation_fraction=None to train "
-                "on every row without early stopping"
-            )
-        train_idx, valid_idx = train_test_split(
-            indices, test_size=fraction, random_state=self._split_seed(), stratify=self._stratify_labels(y)
-        )
-        check_split_weights(X, train_idx, valid_idx, fraction)
-        return Subset(dataset, train_idx), Subset(dataset, valid_idx)
-
-    def _stratify_labels(self, y):
-        return None
-
-    def _split_seed(self):
-        seed = self._fit_seed()
-        return None if seed is None else seed + 1
-
-    def _fit_seed(self):
-        """``random_state`` as an int seed, or None; a ``RandomState`` gives the seed ``_seeded`` drew for this fit."""
-        if isinstance(self.random_state, np.random.RandomState):
-            return getattr(self, "_drawn_seed", None)
-        return None if self.random_state is None else int(self.random_state)
 
     def tokenize(self, X) -> dict:
         """Tokenize ``X`` with the fitted tokenizer.
