@@ -24,7 +24,6 @@ from ._columns import (
     category_index,
     check_scaled_numbers,
     check_unseen_kind,
-    numeric_values,
     unhashable_named,
     user_label,
     value_kind,
@@ -35,7 +34,7 @@ from ._columns import (
 )
 from ._datetimes import datetime_parts, expand_datetimes, is_tz_aware, part_owners
 from ._labels import check_listed, check_same_columns, internal_names
-from ._numbers import fit_bin_edges, fit_scaler
+from ._numbers import fit_bin_edges, fit_scaler, numeric_block
 from .base import BaseTokenizer, register_tokenizer
 
 MISSING_ID, UNSEEN_ID, FIRST_CATEGORY_ID = 0, 1, 2
@@ -220,7 +219,7 @@ class TabularTokenizer(BaseTokenizer):
             if not len(categories):  # as for numbers: a column with nothing to learn from is a mistake
                 raise ValueError(f"categorical column {self._named(column)!r} holds no values at fit time (all missing)")
         self.category_kinds_ = [value_kind(categories) for categories in self.categories_]
-        numbers = self._numeric_block(frame)
+        numbers = numeric_block(frame, self.numeric_columns_, self._named)
         for j, column in enumerate(self.numeric_columns_):
             if np.isnan(numbers[:, j]).all():
                 raise ValueError(f"numeric column {self._named(column)!r} holds no numbers at fit time (all missing)")
@@ -288,7 +287,7 @@ class TabularTokenizer(BaseTokenizer):
             ids[codes < 0] = UNSEEN_ID
             ids[values.isna().to_numpy()] = MISSING_ID
             cat_ids[:, j] = ids
-        raw = self._numeric_block(frame)
+        raw = numeric_block(frame, self.numeric_columns_, self._named)
         missing = np.isnan(raw)
         numbers = raw if self.scaler_ is None else self.scaler_.transform(raw)
         with np.errstate(over="ignore", invalid="ignore"):  # named by the check below
@@ -371,20 +370,6 @@ class TabularTokenizer(BaseTokenizer):
                     "pass it as in fit (tz_localize / tz_convert)"
                 )
         return frame
-
-    def _numeric_block(self, frame: pd.DataFrame) -> np.ndarray:
-        block = np.empty((frame.shape[0], len(self.numeric_columns_)), dtype=np.float64)
-        for j, column in enumerate(self.numeric_columns_):
-            values = numeric_values(frame[column], self._named(column))
-            infinite = np.isinf(values)
-            if infinite.any():
-                row = int(np.argwhere(infinite)[0][0])
-                raise ValueError(
-                    f"numeric column {self._named(column)!r} holds an infinite value at row {row}; "
-                    "replace it (NaN is accepted and gets a learned missing token)"
-                )
-            block[:, j] = values
-        return block
 
     # --------------------------------------------------------------- device
     @property
