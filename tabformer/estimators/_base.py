@@ -290,13 +290,15 @@ class TabFormerNet(
         y_encoded = self._fit_target(y, n_samples)
         weights = self._row_weights(y_encoded, check_sample_weight(sample_weight, n_samples))
         with self._seeded():
-            batch = self._fit_tokenizer(X, y=y_encoded)
+            batch = self._fit_tokenizer(X, y=y_encoded, weights=weights)
             self._train_new_module(with_weights(batch, weights), y_encoded, **fit_params)
         return self
 
-    def _fit_tokenizer(self, X, n_rows=None, y=None) -> dict:
+    def _fit_tokenizer(self, X, n_rows=None, y=None, weights=None, rows=None) -> dict:
         """Fit ``tokenizer_`` on ``X`` (or reuse a pretrained one); X's tokens, or None for a sample of ``n_rows``.
-        ``y``, encoded, picks a table's piecewise bins (with the holdout's rows, as the scaler's quantiles)."""
+        ``y`` and ``weights`` (encoded, every row's; ``rows``: X's rows among them) pick a table's
+        piecewise bins, the early-stopping holdout left out (``_target_for_tokenizer``)."""
+        self.__dict__.pop("_planned_holdout", None)  # one an earlier fit that failed drew
         self.pretrained_weights_ = text_weights_folder() if wants_text_weights(self, X) else None
         pretrained = self._pretrained()
         user = NeuralNet.get_params_for(self, "tokenizer")
@@ -313,7 +315,7 @@ class TabFormerNet(
             recipe = {key: value for key, value in self.get_params_for("tokenizer").items() if key not in user}
             tokenizer = tokenizer.set_params(**recipe)
             check_memory(self, pixel_bytes(tokenizer, num_samples(X)), "resizing the images to tokenizer image_size")
-            tokenizer = fit_with_target(tokenizer, X, y)
+            tokenizer = fit_with_target(tokenizer, X, *self._target_for_tokenizer(y, weights, rows))
         self.tokenizer_ = tokenizer
         dtypes = getattr(X, "dtypes", None)
         self.feature_dtypes_in_ = {str(c): str(t) for c, t in dtypes.items()} if hasattr(dtypes, "items") else None

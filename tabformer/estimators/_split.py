@@ -28,7 +28,6 @@ class HoldoutSplitMixin:
         fraction = self._validation_fraction()
         if not fraction:
             return dataset, None
-        indices = np.arange(len(dataset))
         n_valid = self._validation_rows(len(dataset))
         if not 0 < n_valid < len(dataset):
             raise ValueError(
@@ -36,9 +35,7 @@ class HoldoutSplitMixin:
                 f"{'train on' if n_valid else 'validate on'}; pass more rows, or validation_fraction=None to train "
                 "on every row without early stopping"
             )
-        train_idx, valid_idx = train_test_split(
-            indices, test_size=fraction, random_state=self._split_seed(), stratify=self._stratify_labels(y)
-        )
+        train_idx, valid_idx = self._holdout_split(len(dataset), y)
         check_split_weights(X, train_idx, valid_idx, fraction)
         return Subset(dataset, train_idx), Subset(dataset, valid_idx)
 
@@ -54,3 +51,60 @@ class HoldoutSplitMixin:
         if isinstance(self.random_state, np.random.RandomState):
             return getattr(self, "_drawn_seed", None)
         return None if self.random_state is None else int(self.random_state)
+
+    def _holdout_split(self, n_rows: int, y):
+        """``(train_idx, valid_idx)`` of the ``validation_fraction`` holdout over ``n_rows`` rows:
+        the one ``_plan_holdout`` fixed before the tokenizer's fit, else a fresh seeded split."""
+        planned = self.__dict__.pop("_planned_holdout", None)
+        if planned is not None and planned[0] == n_rows:
+            return planned[1], planned[2]
+        indices = np.arange(n_rows)
+        return train_test_split(
+            indices, test_size=self._validation_fraction(), random_state=self._split_seed(), stratify=self._stratify_labels(y)
+        )
+
+    def _plan_holdout(self, n_rows: int, y):
+        """Fix the holdout ``fit`` will validate on before anything reads ``y``; its rows, or None.
+
+        With ``random_state=None`` the split is a fresh draw, so it is drawn once here and
+        ``get_split_datasets`` takes this one.
+        """
+        self.__dict__.pop("_planned_holdout", None)
+        if self.train_split != "auto" or not self._validation_fraction():
+            return None
+        if not 0 < self._validation_rows(n_rows) < n_rows:
+            return None  # get_split_datasets names the problem
+        train_idx, valid_idx = self._holdout_split(n_rows, y)
+        self._planned_holdout = (n_rows, train_idx, valid_idx)
+        return valid_idx
+
+    def _target_for_tokenizer(self, y, weights, rows=None):
+        """The targets and row weights a tokenizer's fit may read (the piecewise bins' trees).
+
+        The early-stopping holdout's rows weigh 0: targets that choose the tokens would
+        otherwise also score the epochs that early stopping compares. ``sample_weight`` and
+        class weights (``weights``) weigh the other rows, as they weigh the loss.
+
+        Parameters
+        ----------
+        y : array-like of shape (n_rows,) or (n_rows, n_outputs), or None
+            Encoded targets of every training row.
+        weights : ndarray of shape (n_rows,) or None
+        rows : ndarray of int or None
+            The rows the tokenizer reads (a streamed fit's sample); None: all of them.
+
+        Returns
+        -------
+        y, weights : for ``rows``; ``weights`` None where no row weighs differently
+        """
+        if y is None:
+            self.__dict__.pop("_planned_holdout", None)  # a target-free fit splits as before
+            return None, None
+        y = np.asarray(y)
+        holdout = self._plan_holdout(len(y), y)
+        if holdout is not None:
+            weights = np.ones(len(y)) if weights is None else np.array(weights, dtype=np.float64)
+            weights[holdout] = 0.0
+        if rows is not None:
+            y, weights = y[rows], None if weights is None else np.asarray(weights)[rows]
+        return y, weights

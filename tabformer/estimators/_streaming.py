@@ -9,7 +9,6 @@ tokenize batch by batch. Every other input goes to the in-memory ``fit`` unchang
 from __future__ import annotations
 
 import numpy as np
-from sklearn.model_selection import train_test_split
 from skorch import NeuralNet
 from torch.utils.data import DataLoader
 
@@ -93,7 +92,7 @@ class StreamingMixin:
         with self._seeded():
             # The sample is not kept past the tokenizer's fit: up to fit_sample_size rows held through training.
             rows, chosen = source.sample(self._sample_size(source.kind), self._fit_seed())
-            self._fit_tokenizer(rows, n_rows=source.n_rows, y=None if y_encoded is None else np.asarray(y_encoded)[chosen])
+            self._fit_tokenizer(rows, n_rows=source.n_rows, y=y_encoded, weights=weights, rows=chosen)
             self._train_new_module(self._stream(source, y_encoded, weights), y_encoded, **fit_params)
         return self
 
@@ -163,12 +162,7 @@ class StreamingMixin:
         n_valid = self._validation_rows(n_rows)
         if not 0 < n_valid < n_rows:
             raise ValueError(f"validation_fraction={fraction} of {n_rows} rows leaves no row to train or validate on")
-        _, valid_idx = train_test_split(
-            np.arange(n_rows),
-            test_size=fraction,
-            random_state=self._split_seed(),
-            stratify=self._stratify_labels(y),
-        )
+        _, valid_idx = self._holdout_split(n_rows, y)
         valid = np.zeros(n_rows, dtype=bool)
         valid[valid_idx] = True
         if X.weights is not None:  # as in memory: a holdout weighing 0 would read a loss of 0 every epoch

@@ -73,11 +73,11 @@ def fit_scaler(numbers: np.ndarray, transform):
     return scaler.set_output(transform="default").fit(numbers)
 
 
-def fit_bin_edges(scaled: np.ndarray, y, n_bins: int) -> np.ndarray:
+def fit_bin_edges(scaled: np.ndarray, y, n_bins: int, sample_weight=None) -> np.ndarray:
     """Each numeric column's bin edges for the piecewise-linear embedding, in scaled units.
 
     With a target, the bins are the leaves of a decision tree grown on the column alone
-    against ``y`` (the paper's target-aware "T" bins; sample weights do not weigh it).
+    against ``y`` (the paper's target-aware "T" bins), its rows weighed by ``sample_weight``.
     On Adult's demo rows they lift validation accuracy by 0.008 over the periodic embedding,
     where quantile bins read level with it (docs/defaults.md). Without a target
     (pretraining, a tokenizer fitted alone), the bins are the column's quantiles.
@@ -90,6 +90,9 @@ def fit_bin_edges(scaled: np.ndarray, y, n_bins: int) -> np.ndarray:
         Integer class ids (a classification tree) or floats (a regression tree).
     n_bins : int
         At most this many bins per column.
+    sample_weight : array-like of shape (n_samples,), or None
+        Weighs the trees' rows; rows of weight 0 are left out of them (the quantile bins
+        and each column's first and last edge read every row).
 
     Returns
     -------
@@ -100,12 +103,14 @@ def fit_bin_edges(scaled: np.ndarray, y, n_bins: int) -> np.ndarray:
     Raises
     ------
     ValueError
-        If ``y`` is not 1-D or 2-D with one row per row of ``scaled``.
+        If ``y`` is not 1-D or 2-D with one row per row of ``scaled``, or ``sample_weight``
+        not one finite, non-negative weight per row.
     """
     if y is not None:
         y = np.asarray(y)
         if y.ndim not in (1, 2) or len(y) != len(scaled):
             raise ValueError(f"y must hold one target per row of X ({len(scaled)} rows), got shape {y.shape}")
+    weights = _checked_weights(sample_weight, len(scaled))
     edges = np.empty((scaled.shape[1], n_bins + 1))
     for j in range(scaled.shape[1]):
         present = np.isfinite(scaled[:, j])  # a value past float once scaled: transform names it
@@ -113,8 +118,9 @@ def fit_bin_edges(scaled: np.ndarray, y, n_bins: int) -> np.ndarray:
         if not len(x):
             edges[j] = 0.0
             continue
-        if y is not None and len(x) >= 2 * MIN_ROWS_PER_BIN:
-            inner = _tree_thresholds(x, y[present], n_bins, seed=j)
+        chosen = present if weights is None else present & (weights > 0)
+        if y is not None and chosen.sum() >= 2 * MIN_ROWS_PER_BIN:
+            inner = _tree_thresholds(scaled[chosen, j], y[chosen], None if weights is None else weights[chosen], n_bins, seed=j)
         else:
             inner = np.quantile(x, np.linspace(0, 1, n_bins + 1)[1:-1])
         column = np.unique(np.concatenate([[x.min()], inner, [x.max()]]))
@@ -122,10 +128,23 @@ def fit_bin_edges(scaled: np.ndarray, y, n_bins: int) -> np.ndarray:
     return edges
 
 
-def _tree_thresholds(x: np.ndarray, target: np.ndarray, n_bins: int, seed: int) -> np.ndarray:
+def _checked_weights(sample_weight, n_rows: int):
+    """``sample_weight`` as float64, or None where there is none or every row weighs the same."""
+    if sample_weight is None:
+        return None
+    weights = np.asarray(sample_weight, dtype=np.float64)
+    if weights.shape != (n_rows,):
+        raise ValueError(f"sample_weight must hold one weight per row of X ({n_rows} rows), got shape {weights.shape}")
+    if not np.isfinite(weights).all() or (weights < 0).any():
+        raise ValueError("sample_weight must be finite and non-negative")
+    return None if np.all(weights == weights[:1]) and n_rows and weights[0] > 0 else weights
+
+
+def _tree_thresholds(x: np.ndarray, target: np.ndarray, weights, n_bins: int, seed: int) -> np.ndarray:
     if len(x) > MAX_TREE_ROWS:
         keep = np.random.default_rng(seed).choice(len(x), MAX_TREE_ROWS, replace=False)
-        x, target = x[keep], target[keep]
+        x, target, weights = x[keep], target[keep], None if weights is None else weights[keep]
     tree = DecisionTreeRegressor if np.issubdtype(target.dtype, np.floating) else DecisionTreeClassifier
-    fitted = tree(max_leaf_nodes=n_bins, min_samples_leaf=MIN_ROWS_PER_BIN, random_state=0).fit(x[:, None], target)
+    fitted = tree(max_leaf_nodes=n_bins, min_samples_leaf=MIN_ROWS_PER_BIN, random_state=0)
+    fitted.fit(x[:, None], target, sample_weight=weights)
     return np.sort(fitted.tree_.threshold[fitted.tree_.feature >= 0])

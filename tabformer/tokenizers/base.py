@@ -150,11 +150,11 @@ class BaseTokenizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
         return tags
 
 
-def fit_with_target(tokenizer, X, y=None):
-    """``tokenizer.fit(X, y)`` where its ``fit`` takes a target and ``y`` is given, else ``tokenizer.fit(X)``.
+def fit_with_target(tokenizer, X, y=None, sample_weight=None):
+    """``tokenizer.fit(X, y[, sample_weight])`` where its ``fit`` takes them and ``y`` is given, else ``tokenizer.fit(X)``.
 
-    A table tokenizer picks its piecewise bins on ``y``; a tokenizer written as ``fit(self, X)``
-    (a user's, registered) is fitted as before.
+    A table tokenizer picks its piecewise bins on ``y``, its rows weighed by ``sample_weight``;
+    a tokenizer written as ``fit(self, X)`` (a user's, registered) is fitted as before.
 
     Parameters
     ----------
@@ -162,11 +162,17 @@ def fit_with_target(tokenizer, X, y=None):
     X : its training input
     y : array-like of shape (n_samples,) or (n_samples, n_outputs), or None
         Encoded targets (class ids, or numbers).
+    sample_weight : array-like of shape (n_samples,), or None
+        Row weights for what ``y`` chooses; a row of weight 0 is left out of it. Dropped
+        for a ``fit(self, X, y)`` that takes none.
 
     Returns
     -------
     the fitted tokenizer
     """
-    if y is not None and "y" in inspect.signature(tokenizer.fit).parameters:
-        return tokenizer.fit(X, y)
-    return tokenizer.fit(X)
+    takes = inspect.signature(tokenizer.fit).parameters
+    if y is None or "y" not in takes:
+        return tokenizer.fit(X)
+    if sample_weight is not None and "sample_weight" in takes:
+        return tokenizer.fit(X, y, sample_weight=sample_weight)
+    return tokenizer.fit(X, y)

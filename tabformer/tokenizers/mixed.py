@@ -225,7 +225,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         return routing
 
     # ----------------------------------------------------------------- fit
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Detect or check the routing, then fit every sub-tokenizer on its columns.
 
         Parameters
@@ -234,6 +234,8 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
             Training frame with str column names; missing text/image cells are None/NaN.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs), default=None
             Encoded targets, handed to the table tokenizer (its piecewise bins are chosen on them).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Row weights, handed to the table tokenizer with ``y``.
 
         Returns
         -------
@@ -257,7 +259,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         for name, tokenizer, columns in self._routing(frame):
             kind = self.segment_kind(tokenizer)
             if kind == "table":
-                fit_with_target(tokenizer, frame[columns], y)
+                fit_with_target(tokenizer, frame[columns], y, sample_weight)
                 self.segments_.append((name, name, None))
                 categorical = set(getattr(tokenizer, "categorical_columns_", []))
                 # Detection hands the table tokenizer explicit lists, which silence its own warning (a routed one warned).

@@ -161,7 +161,7 @@ class TabularTokenizer(BaseTokenizer):
         self.n_bins = n_bins
 
     # ------------------------------------------------------------------ fit
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Learn column kinds, categories and numeric scaling from ``X``.
 
         Parameters
@@ -170,6 +170,9 @@ class TabularTokenizer(BaseTokenizer):
             Training table; NaN / None mark missing cells.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs), default=None
             Class ids or numbers: the piecewise embedding's bins are chosen on them; otherwise unused.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weighs the rows where ``y`` chooses the bins; rows of weight 0 (an estimator's
+            early-stopping holdout) are left out. Categories and scaling read every row.
 
         Returns
         -------
@@ -226,7 +229,7 @@ class TabularTokenizer(BaseTokenizer):
         self.scaler_ = fit_scaler(numbers, self.numeric_transform)
         if self.numeric_embedding == "piecewise":
             scaled = numbers if self.scaler_ is None else self.scaler_.transform(numbers)
-            self.bin_edges_ = fit_bin_edges(scaled, y, int(self.n_bins))
+            self.bin_edges_ = fit_bin_edges(scaled, y, int(self.n_bins), sample_weight)
         elif hasattr(self, "bin_edges_"):
             del self.bin_edges_
         return self
