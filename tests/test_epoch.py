@@ -106,14 +106,16 @@ def test_training_batches_arrive_cut_to_their_longest_text():
     assert min(width for width, _ in seen) < padded  # some batch was cut
 
 
-def test_adam_on_a_gpu_steps_with_the_fused_kernel_unless_the_user_chose():
+def test_adam_steps_with_the_fused_kernel_unless_the_user_chose():
     assert _fuses_optimizer_step(TabFormerClassifier(device="cuda"), set()) is True
-    assert _fuses_optimizer_step(TabFormerClassifier(device="cpu"), set()) is False
+    assert _fuses_optimizer_step(TabFormerClassifier(device="cpu"), set()) is True
     assert _fuses_optimizer_step(TabFormerClassifier(device="cuda", optimizer=torch.optim.SGD), set()) is False
     assert _fuses_optimizer_step(TabFormerClassifier(device="cuda"), {"optimizer__foreach"}) is False
     assert _fuses_optimizer_step(TabFormerClassifier(device="cuda"), {"optimizer__differentiable"}) is False
     clf = TabFormerClassifier(device="cpu", **TEXT_TINY).fit(TEXTS, LABELS)
-    assert "optimizer__fused" not in clf.resolved_params_
+    assert clf.resolved_params_["optimizer__fused"] is True and clf.optimizer_.defaults["fused"] is True
+    chose = TabFormerClassifier(device="cpu", optimizer__foreach=True, **TEXT_TINY).fit(TEXTS, LABELS)
+    assert "optimizer__fused" not in chose.resolved_params_ and not chose.optimizer_.defaults["fused"]
 
 
 def test_a_deferred_guard_checks_the_weights_of_a_model_with_an_empty_parameter():

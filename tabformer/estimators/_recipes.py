@@ -323,12 +323,12 @@ def resolve_recipe(estimator, tokenizer, X, n_rows: int, pretrained: bool) -> di
 
 
 def _fuses_optimizer_step(estimator, user: set) -> bool:
-    """Adam(W) on a GPU steps with its fused kernel: a few launches per step instead of a
-    dozen per parameter group (the foreach step was 9% of a MiniLM-shaped step on an H200)."""
+    """Adam(W) steps with its fused kernel: the foreach step was 9% of a MiniLM-shaped step on an
+    H200; on 2 CPU cores the table default's 49 tensors step in 0.29 ms against 1.40 unfused."""
     chosen = {"optimizer__fused", "optimizer__foreach", "optimizer__differentiable"}  # fused takes none of them
     if estimator.optimizer not in (torch.optim.Adam, torch.optim.AdamW) or user & chosen:
         return False
-    return torch.device(resolve_device(estimator.device)).type == "cuda"
+    return torch.device(resolve_device(estimator.device)).type in ("cuda", "cpu")
 
 
 def _applies(estimator, tokenizer, key: str, pretrained: bool, user: set) -> bool:
