@@ -10,7 +10,7 @@ from test_exact_checks import _net, _xy
 
 from tabformer import TabFormerClassifier, TabFormerRegressor
 from tabformer.callbacks import NonFiniteGuard, NonFiniteTrainingError
-from tabformer.estimators._recipes import _fuses_optimizer_step
+from tabformer.estimators._precision import fuses_optimizer_step
 
 TEXTS = [f"{'very ' * (i % 9)}good film number {i}" if i % 2 else f"bad film {i}" for i in range(48)]
 LABELS = ["pos" if i % 2 else "neg" for i in range(48)]
@@ -107,11 +107,11 @@ def test_training_batches_arrive_cut_to_their_longest_text():
 
 
 def test_adam_steps_with_the_fused_kernel_unless_the_user_chose():
-    assert _fuses_optimizer_step(TabFormerClassifier(device="cuda"), set()) is True
-    assert _fuses_optimizer_step(TabFormerClassifier(device="cpu"), set()) is True
-    assert _fuses_optimizer_step(TabFormerClassifier(device="cuda", optimizer=torch.optim.SGD), set()) is False
-    assert _fuses_optimizer_step(TabFormerClassifier(device="cuda"), {"optimizer__foreach"}) is False
-    assert _fuses_optimizer_step(TabFormerClassifier(device="cuda"), {"optimizer__differentiable"}) is False
+    assert fuses_optimizer_step(TabFormerClassifier(device="cuda"), set()) is True
+    assert fuses_optimizer_step(TabFormerClassifier(device="cpu"), set()) is True
+    assert fuses_optimizer_step(TabFormerClassifier(device="cuda", optimizer=torch.optim.SGD), set()) is False
+    assert fuses_optimizer_step(TabFormerClassifier(device="cuda"), {"optimizer__foreach"}) is False
+    assert fuses_optimizer_step(TabFormerClassifier(device="cuda"), {"optimizer__differentiable"}) is False
     clf = TabFormerClassifier(device="cpu", **TEXT_TINY).fit(TEXTS, LABELS)
     assert clf.resolved_params_["optimizer__fused"] is True and clf.optimizer_.defaults["fused"] is True
     chose = TabFormerClassifier(device="cpu", optimizer__foreach=True, **TEXT_TINY).fit(TEXTS, LABELS)
