@@ -147,3 +147,21 @@ def test_switching_to_piecewise_after_fit_asks_for_a_refit():
     tokenizer = TabularTokenizer().fit(X, y).set_params(numeric_embedding="piecewise")
     with pytest.raises(ValueError, match="after fit: refit"):
         tokenizer.embedder_spec()
+
+
+def test_a_table_alone_resolves_four_relu_heads_and_the_users_encoder_settings_win():
+    X, y = _step_table(300)
+    small = dict(encoder__d_model=16, encoder__n_layers=1, max_epochs=1, batch_size=32, verbose=0, random_state=0)
+    clf = TabFormerClassifier(**small).fit(X, y)
+    assert clf.resolved_params_["encoder__n_heads"] == 4 and clf.resolved_params_["encoder__activation"] == "relu"
+    layer = clf.module_.encoder.layers[0]
+    assert layer.attention.n_heads == 4 and isinstance(layer.feed_forward.activation, torch.nn.ReLU)
+    assert "encoder__n_heads" not in clf.get_params() and "encoder__activation" not in clf.get_params()
+    mine = TabFormerClassifier(**small, encoder__n_heads=8, encoder__activation="gelu").fit(X, y)
+    assert mine.module_.encoder.layers[0].attention.n_heads == 8
+    assert isinstance(mine.module_.encoder.layers[0].feed_forward.activation, torch.nn.GELU)
+    # a frame with text beside the table keeps the encoder's defaults (8 heads, GELU): not measured
+    notes = [f"a note about row {i} with words like w{i % 13} and v{i % 17}" for i in range(len(X))]
+    mixed = TabFormerClassifier(**small).fit(X.assign(note=notes), y)
+    assert mixed.tokenizer_.column_kinds_["note"] == "text"
+    assert "encoder__n_heads" not in mixed.resolved_params_

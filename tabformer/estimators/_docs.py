@@ -140,7 +140,8 @@ RECIPES_NOTES_DOC = """
     input (estimator)       lr, schedule           max_epochs    batch_size     also
     ======================  =====================  ============  =============  =================
     table, mixed            1e-3, cosine           40 (pat. 8)   32 steps/ep    d_model 64 etc.;
-                                                                                tables: numbers
+                                                                                tables: 4 heads,
+                                                                                ReLU, numbers
                                                                                 piecewise, bins
                                                                                 chosen on y
     image + other, late     3e-4, warmup_linear    15 (no stop)  32 steps/ep    d_model 256, 2
