@@ -217,11 +217,17 @@ def check_target(y, n_samples: int, *, numeric: bool):
     return y_array
 
 
+#: below this largest |y|, a target's variance loses digits to float64 underflow (its squares fall under 1e-300)
+TINY_TARGET = 1e-150
+
+
 def standardization(y2d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per-column mean and standard deviation of regression targets, refused where they overflow.
 
     Finite targets from about 1e154 up overflow float64 in the variance; scaled by an
-    infinite spread, every prediction would come back as inf or nan.
+    infinite spread, every prediction would come back as inf or nan. Targets below about
+    1e-154 underflow it instead (a spread of 0, every prediction on the wrong scale), so a
+    column of such targets is measured in units of its largest value.
 
     Parameters
     ----------
@@ -240,6 +246,12 @@ def standardization(y2d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             f"y's mean or standard deviation overflows float64 (target {column}, largest |y| "
             f"{np.abs(y2d[:, column]).max():.3g}); rescale the target (e.g. divide it by a power of ten or take its log)"
         )
+    peak = np.abs(y2d).max(axis=0) if len(y2d) else np.zeros(y2d.shape[1])
+    tiny = (peak > 0) & (peak < TINY_TARGET)
+    if tiny.any():
+        units = y2d[:, tiny] / peak[tiny]
+        mean, std = mean.copy(), std.copy()
+        mean[tiny], std[tiny] = units.mean(axis=0) * peak[tiny], units.std(axis=0) * peak[tiny]
     return mean, std
 
 

@@ -110,6 +110,19 @@ def test_targets_whose_spread_overflows_are_refused_not_predicted_as_inf():
     assert np.isfinite(TabFormerRegressor(**TINY).fit(X, target / 1e200).predict(X)).all()
 
 
+@pytest.mark.parametrize("scale", [1e-160, 1e-300])
+def test_tiny_targets_are_predicted_on_their_own_scale_not_as_a_spread_of_zero(scale):
+    # Their squares underflow float64: the spread read 0, the network trained on zeros, and
+    # predictions came back about 1e297 times too large, silently.
+    X, y = make_table(n=60)
+    target = np.linspace(-1.0, 1.0, len(X))
+    settings = dict(TINY, random_state=0)
+    plain = TabFormerRegressor(**settings).fit(X, target).predict(X)
+    tiny = TabFormerRegressor(**settings).fit(X, target * scale)
+    assert tiny.target_scale_[0] == pytest.approx(target.std() * scale, rel=1e-9)
+    np.testing.assert_allclose(tiny.predict(X) / scale, plain, rtol=1e-4, atol=1e-5)
+
+
 # ----------------------------------------------------------------------------- pixels
 def _images(dtype=np.uint8, n=6):
     pixels = np.random.default_rng(0).integers(0, 256, (n, 8, 8))
