@@ -72,9 +72,11 @@ def _empty_cells_as_text(frame: pd.DataFrame, path: Path, sep: str, texts) -> pd
     return frame
 
 
-def _read_file(path: Path, dtypes: dict | None, category_kinds: dict | None = None, parse_dates: bool = False, texts=()):
+def _read_file(
+    path: Path, dtypes: dict | None, category_kinds: dict | None = None, parse_dates: bool = False, texts=(), hive=False
+):
     suffix = path.suffix.lower()
-    if suffix in (".parquet", ".pq"):
+    if hive or suffix in (".parquet", ".pq"):  # a hive-partitioned folder (year=2020/...): its partition columns too
         try:
             import pyarrow  # noqa: F401
         except ImportError:
@@ -242,12 +244,15 @@ def read_data(path, image_root=None, dtypes=None, category_kinds=None, images=No
             if images:
                 return images
             tables = [p for p in files if p.suffix.lower() in TABLE_SUFFIXES]
-            if not tables:
+            if not tables and any(p.is_dir() and "=" in p.name for p in path.iterdir()):
+                data = _read_file(path, dtypes, category_kinds, parse_dates, texts, hive=True)
+            elif not tables:
                 raise CLIError(f"{path} holds no image or data file ({', '.join(TABLE_SUFFIXES)})")
-            parts = [_read_file(p, dtypes, category_kinds, parse_dates, texts) for p in tables]
-            if all(isinstance(part, list) for part in parts):
-                return [text for part in parts for text in part]
-            data = pd.concat(parts, ignore_index=True)
+            else:
+                parts = [_read_file(p, dtypes, category_kinds, parse_dates, texts) for p in tables]
+                if all(isinstance(part, list) for part in parts):
+                    return [text for part in parts for text in part]
+                data = pd.concat(parts, ignore_index=True)
         else:
             data = _read_file(path, dtypes, category_kinds, parse_dates, texts)
     except CLIError:

@@ -188,3 +188,20 @@ def test_pretrain_a_table_picks_masked_cells_by_default(tmp_path):
     frame.to_csv(tmp_path / "table.csv", index=False)
     assert main(["pretrain", str(tmp_path / "table.csv"), "--out", str(tmp_path / "cells"), *TINY, "--quiet"]) == 0
     assert tabformer.load(tmp_path / "cells").resolved_params_["objective"] == "masked_cells"
+
+
+def test_fit_and_predict_read_a_hive_partitioned_folder_with_its_partition_column(tmp_path, capsys):
+    pytest.importorskip("pyarrow")
+    root, rng = tmp_path / "data", np.random.default_rng(0)
+    for year in (2020, 2021):  # ``year`` lives in the folder names only
+        (root / f"year={year}").mkdir(parents=True)
+        x = rng.normal(size=40)
+        pd.DataFrame({"x": x, "label": np.where(x > 0, "up", "down")}).to_parquet(root / f"year={year}" / "part-0.parquet")
+    assert main(["fit", str(root), "--target", "label", "--out", str(tmp_path / "model"), *TINY]) == 0
+    model = tabformer.load(tmp_path / "model")
+    assert list(model.feature_names_in_) == ["x", "year"]
+    capsys.readouterr()
+    assert main(["predict", str(tmp_path / "model"), str(root)]) == 0
+    predictions = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    expected = model.predict(pd.read_parquet(root).drop(columns="label"))
+    assert predictions["prediction"].tolist() == list(expected)
