@@ -289,7 +289,7 @@ class TabFormerNet(
         n_samples = num_samples(X)
         y_encoded = self._fit_target(y, n_samples)
         weights = self._row_weights(y_encoded, check_sample_weight(sample_weight, n_samples))
-        with self._seeded():
+        with self._seeded(), self._holdout_plan():
             batch = self._fit_tokenizer(X, y=y_encoded, weights=weights)
             self._train_new_module(with_weights(batch, weights), y_encoded, **fit_params)
         return self

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 from sklearn.model_selection import train_test_split
 from torch.utils.data import Subset
@@ -62,6 +64,15 @@ class HoldoutSplitMixin:
         return train_test_split(
             indices, test_size=self._validation_fraction(), random_state=self._split_seed(), stratify=self._stratify_labels(y)
         )
+
+    @contextlib.contextmanager
+    def _holdout_plan(self):
+        """A fit's span: the holdout ``_plan_holdout`` fixed ends with it, also when it fails before
+        ``get_split_datasets`` took it (a later ``partial_fit`` on as many rows validated on it)."""
+        try:
+            yield
+        finally:
+            self.__dict__.pop("_planned_holdout", None)
 
     def _plan_holdout(self, n_rows: int, y):
         """Fix the holdout ``fit`` will validate on before anything reads ``y``; its rows, or None.

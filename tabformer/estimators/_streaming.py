@@ -89,7 +89,7 @@ class StreamingMixin:
         self.accelerator_ = self._make_accelerator()
         y_encoded = self._fit_target(y, source.n_rows)
         weights = self._row_weights(y_encoded, check_sample_weight(sample_weight, source.n_rows))
-        with self._seeded():
+        with self._seeded(), self._holdout_plan():
             # The sample is not kept past the tokenizer's fit: up to fit_sample_size rows held through training.
             rows, chosen = source.sample(self._sample_size(source.kind), self._fit_seed())
             self._fit_tokenizer(rows, n_rows=source.n_rows, y=y_encoded, weights=weights, rows=chosen)
