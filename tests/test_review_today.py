@@ -37,3 +37,15 @@ def test_a_failed_fit_leaves_no_planned_holdout_for_a_later_partial_fit(monkeypa
     fresh = TabFormerClassifier(**settings).fit(X, y).partial_fit(X2, y2)
     assert fresh is not None and len(seen) == 3
     np.testing.assert_array_equal(np.sort(seen[0]), np.sort(seen[2]))  # the seeded split of X2, not the failed fit's
+
+
+@pytest.mark.parametrize("d_model, hint", [(10, "encoder__n_heads=2"), (6, "encoder__n_heads=3")])
+def test_a_d_model_the_recipes_heads_do_not_divide_names_them_before_the_tokenizers_fit(d_model, hint, monkeypatch):
+    X, y = _table(60)
+    fitted = []
+    monkeypatch.setattr("tabformer.tokenizers.TabularTokenizer.fit", lambda self, *a, **k: fitted.append(1) or self)
+    clf = TabFormerClassifier(encoder__d_model=d_model, encoder__n_layers=1, max_epochs=1, verbose=0)
+    with pytest.raises(ValueError, match="table recipe") as error:
+        clf.fit(X, y)
+    assert "encoder__n_heads=4" in str(error.value) and hint in str(error.value)
+    assert not fitted  # refused before the (slow) tokenizer fit

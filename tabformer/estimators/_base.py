@@ -45,6 +45,7 @@ from ._params import (
     DeferredCallbacksMixin,
     check_memory,
     check_params,
+    check_resolved_heads,
     check_training_memory,
     pixel_bytes,
 )
@@ -312,6 +313,7 @@ class TabFormerNet(
             tokenizer.set_params(text=text_stem_tokenizer(self.text_stem_weights_))
         self.resolved_params_ = resolve_recipe(self, tokenizer, X, n_rows or num_samples(X), pretrained is not None)
         if pretrained is None:
+            check_resolved_heads(self)
             recipe = {key: value for key, value in self.get_params_for("tokenizer").items() if key not in user}
             tokenizer = tokenizer.set_params(**recipe)
             check_memory(self, pixel_bytes(tokenizer, num_samples(X)), "resizing the images to tokenizer image_size")

@@ -8,6 +8,7 @@ never validate (``check_set_params``), which is why every check lives here.
 
 from __future__ import annotations
 
+import inspect
 import os
 from numbers import Integral, Real
 
@@ -29,6 +30,7 @@ __all__ = [
     "ENCODER_CONSTRAINTS",
     "CLASS_WEIGHT_CONSTRAINT",
     "check_params",
+    "check_resolved_heads",
     "check_memory",
     "check_training_memory",
     "DeferredCallbacksMixin",
@@ -97,6 +99,29 @@ def check_params(estimator) -> None:
         raise ValueError(
             f"encoder__d_model={d_model} must be divisible by encoder__n_heads={n_heads} (each head gets d_model / "
             f"n_heads dimensions); e.g. encoder__d_model={n_heads * max(1, round(d_model / n_heads))}"
+        )
+
+
+def check_resolved_heads(estimator) -> None:
+    """Refuse a new encoder whose ``d_model`` the heads the user did not set do not divide (the table
+    recipe's 4, or the encoder's default 8), naming where they came from, before the tokenizer's fit.
+
+    Raises
+    ------
+    ValueError
+        If ``encoder__d_model`` is not divisible by the recipe's or the default ``n_heads``.
+    """
+    if estimator.encoder is not None or "n_heads" in NeuralNet.get_params_for(estimator, "encoder"):
+        return  # a given encoder has its heads; check_params compared the user's own pair
+    defaults = inspect.signature(TransformerEncoder).parameters
+    params = estimator.get_params_for("encoder")
+    d_model, n_heads = params.get("d_model", defaults["d_model"].default), params.get("n_heads", defaults["n_heads"].default)
+    if d_model % n_heads:
+        source = "the table recipe's" if "encoder__n_heads" in estimator.resolved_params_ else "the encoder's default"
+        fits = max(k for k in range(1, n_heads + 1) if d_model % k == 0)
+        raise ValueError(
+            f"encoder__d_model={d_model} is not divisible by encoder__n_heads={n_heads} ({source}; each head gets "
+            f"d_model / n_heads dimensions): pass encoder__n_heads={fits}, or an encoder__d_model divisible by {n_heads}"
         )
 
 
