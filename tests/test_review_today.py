@@ -45,7 +45,7 @@ def test_a_d_model_the_recipes_heads_do_not_divide_names_them_before_the_tokeniz
     fitted = []
     monkeypatch.setattr("tabformer.tokenizers.TabularTokenizer.fit", lambda self, *a, **k: fitted.append(1) or self)
     clf = TabFormerClassifier(encoder__d_model=d_model, encoder__n_layers=1, max_epochs=1, verbose=0)
-    with pytest.raises(ValueError, match="table recipe") as error:
+    with pytest.raises(ValueError, match="the recipe's") as error:
         clf.fit(X, y)
     assert "encoder__n_heads=4" in str(error.value) and hint in str(error.value)
     assert not fitted  # refused before the (slow) tokenizer fit

@@ -117,7 +117,7 @@ def check_resolved_heads(estimator) -> None:
     params = estimator.get_params_for("encoder")
     d_model, n_heads = params.get("d_model", defaults["d_model"].default), params.get("n_heads", defaults["n_heads"].default)
     if d_model % n_heads:
-        source = "the table recipe's" if "encoder__n_heads" in estimator.resolved_params_ else "the encoder's default"
+        source = "the recipe's" if "encoder__n_heads" in estimator.resolved_params_ else "the encoder's default"
         fits = max(k for k in range(1, n_heads + 1) if d_model % k == 0)
         raise ValueError(
             f"encoder__d_model={d_model} is not divisible by encoder__n_heads={n_heads} ({source}; each head gets "
