@@ -2,7 +2,9 @@
 
     python -m torch.distributed.run --nproc_per_node 2 tests/distributed_job.py table OUT.npz BATCH [VOCAB]
 
-Rank 0 writes the fitted model's probabilities and its history to OUT.npz.
+Rank 0 writes the fitted model's probabilities and its history to OUT.npz; the ``holdout``
+kind (no random_state, early stopping) also has every rank write its bins and validation
+losses to OUT.npz.rankN.npz.
 """
 
 import sys
@@ -30,7 +32,7 @@ WORDS = ["good", "great", "fine", "bad", "awful", "dull", "film", "plot", "cast"
 
 def data(kind, n=128):
     rng = np.random.default_rng(0)
-    if kind == "table":
+    if kind in ("table", "holdout"):
         import pandas as pd
 
         X = pd.DataFrame({"x": rng.normal(size=n), "c": rng.choice(["a", "b", "c"], n)})
@@ -42,14 +44,16 @@ def data(kind, n=128):
 
 
 def train(kind, batch_size, vocab=None):
-    X, y = data(kind)
+    X, y = data(kind, n=400 if kind == "holdout" else 128)
     extra = {}
+    if kind == "holdout":  # no seed: each process would draw its own holdout, and its own piecewise bins
+        extra = dict(random_state=None, validation_fraction=0.25, patience=5, tokenizer__numeric_embedding="piecewise")
     if kind == "text":
         # The text recipe's dropouts draw different masks for a batch of 32 than for two of
         # 16, and its length grouping shuffles batches.
         extra = dict(tokenizer="wordpiece", tokenizer__vocab_file=vocab, tokenizer__token_dropout=0.0)
         extra.update(encoder__dropout=0.0, head__dropout=0.0, iterator_train__group_by_length=False)
-    clf = TabFormerClassifier(batch_size=batch_size, **SETTINGS, **extra).fit(X, y)
+    clf = TabFormerClassifier(batch_size=batch_size, **{**SETTINGS, **extra}).fit(X, y)
     return clf, clf.predict_proba(X)
 
 
@@ -57,6 +61,9 @@ if __name__ == "__main__":
     kind, out, batch_size = sys.argv[1], sys.argv[2], int(sys.argv[3])
     clf, proba = train(kind, batch_size, sys.argv[4] if len(sys.argv) > 4 else None)
     accelerator = clf.accelerator_
+    if kind == "holdout":  # every process's own view, to compare
+        rank = accelerator.process_index if accelerator else 0
+        np.savez(f"{out}.rank{rank}.npz", edges=clf.tokenizer_.bin_edges_, valid_loss=np.array(clf.history[:, "valid_loss"]))
     if accelerator is None or accelerator.is_main_process:
         np.savez(
             out,

@@ -72,3 +72,12 @@ def test_distributed_auto_stays_off_in_one_process_and_bad_values_are_refused():
         distributed_job.TabFormerClassifier(
             distributed=dict(mixed_precision="no"), precision="bf16", **distributed_job.SETTINGS
         ).fit(X, y)
+
+
+def test_without_a_seed_every_process_validates_on_the_main_processs_holdout_and_bins(tmp_path):
+    # Each process drew its own holdout, so their validation losses (and piecewise bins, which
+    # leave the holdout out) differed, and so did what early stopping kept.
+    launch("holdout", tmp_path / "holdout.npz", 16)
+    ranks = [np.load(tmp_path / f"holdout.npz.rank{rank}.npz") for rank in (0, 1)]
+    np.testing.assert_array_equal(ranks[0]["edges"], ranks[1]["edges"])
+    np.testing.assert_allclose(ranks[0]["valid_loss"], ranks[1]["valid_loss"], rtol=1e-5)

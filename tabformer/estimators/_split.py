@@ -61,9 +61,17 @@ class HoldoutSplitMixin:
         if planned is not None and planned[0] == n_rows:
             return planned[1], planned[2]
         indices = np.arange(n_rows)
-        return train_test_split(
+        split = train_test_split(
             indices, test_size=self._validation_fraction(), random_state=self._split_seed(), stratify=self._stratify_labels(y)
         )
+        accelerator = getattr(self, "accelerator_", None)
+        if accelerator is not None and accelerator.num_processes > 1:
+            # With random_state=None each process draws its own split: every process validates on
+            # (and chooses its bins without) the main process's, so all end with the same model.
+            from accelerate.utils import broadcast_object_list
+
+            split = broadcast_object_list(list(split), from_process=0)
+        return split[0], split[1]
 
     @contextlib.contextmanager
     def _holdout_plan(self):
