@@ -164,7 +164,8 @@ def fit_with_target(tokenizer, X, y=None, sample_weight=None):
         Encoded targets (class ids, or numbers).
     sample_weight : array-like of shape (n_samples,), or None
         Row weights for what ``y`` chooses; a row of weight 0 is left out of it. Dropped
-        for a ``fit(self, X, y)`` that takes none.
+        for a ``fit(self, X, y)`` that takes none, which then reads every row's target (the
+        estimators' early-stopping holdout, which weighs 0, included).
 
     Returns
     -------
