@@ -299,7 +299,6 @@ class TabFormerNet(
         """Fit ``tokenizer_`` on ``X`` (or reuse a pretrained one); X's tokens, or None for a sample of ``n_rows``.
         ``y`` and ``weights`` (encoded, every row's; ``rows``: X's rows among them) pick a table's
         piecewise bins, the early-stopping holdout left out (``_target_for_tokenizer``)."""
-        self.__dict__.pop("_planned_holdout", None)  # a plan left by an earlier fit that failed
         self.pretrained_weights_ = text_weights_folder() if wants_text_weights(self, X) else None
         pretrained = self._pretrained()
         user = NeuralNet.get_params_for(self, "tokenizer")

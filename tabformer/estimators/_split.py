@@ -88,7 +88,6 @@ class HoldoutSplitMixin:
         With ``random_state=None`` the split is a fresh draw, so it is drawn once here and
         ``get_split_datasets`` takes this one.
         """
-        self.__dict__.pop("_planned_holdout", None)
         if self.train_split != "auto" or not self._validation_fraction():
             return None
         if not 0 < self._validation_rows(n_rows) < n_rows:
@@ -117,7 +116,6 @@ class HoldoutSplitMixin:
         y, weights : for ``rows``; ``weights`` None where no row weighs differently
         """
         if y is None:
-            self.__dict__.pop("_planned_holdout", None)  # a target-free fit splits as before
             return None, None
         y = np.asarray(y)
         holdout = self._plan_holdout(len(y), y)
