@@ -71,6 +71,11 @@ def as_frame(X, *, what: str = "X") -> tuple[pd.DataFrame, bool]:
             raise ValueError(f"Expected 2D array, got {array.ndim}D array instead: {what} has shape {array.shape}")
         if array.dtype.kind == "c":
             raise ValueError(f"Complex data not supported: {what} holds complex numbers")
+        if array.dtype == object:
+            # pd.NA (a nullable column's, through np.asarray or sklearn's check_array(dtype=None), as
+            # BaggingClassifier does) keeps a column of numbers object under infer_objects: read as
+            # categories. As None, missing cells infer as NaN does.
+            array = np.where(pd.isna(array), None, array)
         frame, had_names = pd.DataFrame(array, columns=[f"x{i}" for i in range(array.shape[1])]), False
         if array.dtype == object:
             frame = frame.infer_objects()
