@@ -1,0 +1,51 @@
+"""The tagger and the pretrainer as a review used them (stop 41): each test failed, or answered wrong, before its fix."""
+
+import numpy as np
+import torch
+from skorch.callbacks import Callback
+
+from tabformer import TabFormerPretrainer
+
+TINY = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, batch_size=32, verbose=0)
+
+
+def _texts(n=40, seed=0):
+    rng = np.random.default_rng(seed)
+    words = ["the", "cat", "sat", "on", "a", "mat", "dog", "ran", "far", "away", "and", "then", "came", "back", "home"]
+    return [" ".join(rng.choice(words, 8)) for _ in range(n)]
+
+
+class _MasksSeen(Callback):
+    def __init__(self):
+        self.masks = []
+
+    def on_batch_begin(self, net, batch=None, training=None, **kwargs):
+        if training:
+            self.masks.append(batch[0]["mlm_labels"].clone())
+
+
+def _mlm(seen):
+    return TabFormerPretrainer(
+        objective="mlm",
+        tokenizer="wordpiece",
+        tokenizer__vocab_size=80,
+        max_epochs=1,
+        random_state=0,
+        validation_fraction=None,
+        iterator_train__shuffle=False,
+        callbacks=[("seen", seen)],
+        **{**TINY, "batch_size": 64},
+    )
+
+
+def test_a_continued_mlm_fit_draws_fresh_masks_not_the_first_fits_again():
+    # Every partial_fit (and warm_start fit) rebuilt the masked dataset from the fit's seed, so
+    # each call replayed the very masks of the first epoch: "afresh at every epoch" held inside
+    # one fit only, and a loop of partial_fit calls trained on one masking of the texts.
+    texts, seen = _texts(), _MasksSeen()
+    _mlm(seen).fit(texts).partial_fit(texts).set_params(warm_start=True).fit(texts)
+    first, second, third = seen.masks
+    assert not torch.equal(first, second) and not torch.equal(second, third)
+    again = _MasksSeen()  # still reproducible: the same calls with the same seed draw the same masks
+    _mlm(again).fit(texts).partial_fit(texts)
+    assert torch.equal(again.masks[1], second)
