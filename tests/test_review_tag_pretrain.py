@@ -1,10 +1,13 @@
 """The tagger and the pretrainer as a review used them (stop 41): each test failed, or answered wrong, before its fix."""
 
+import warnings
+
 import numpy as np
+import pytest
 import torch
 from skorch.callbacks import Callback
 
-from tabformer import TabFormerPretrainer
+from tabformer import TabFormerPretrainer, TabFormerTagger
 
 TINY = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, batch_size=32, verbose=0)
 
@@ -49,3 +52,30 @@ def test_a_continued_mlm_fit_draws_fresh_masks_not_the_first_fits_again():
     again = _MasksSeen()  # still reproducible: the same calls with the same seed draw the same masks
     _mlm(again).fit(texts).partial_fit(texts)
     assert torch.equal(again.masks[1], second)
+
+
+def _sentences(n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    sentences, tags = [], []
+    for _ in range(n):
+        words = [str(w) for w in rng.choice(["the", "a", "visits", "sees", "in", "Alice", "Paris"], rng.integers(2, 7))]
+        sentences.append(words)
+        tags.append(["B-PER" if w == "Alice" else "B-LOC" if w == "Paris" else "O" for w in words])
+    return sentences, tags
+
+
+def test_words_cut_off_by_max_length_are_not_tagged_silently():
+    # Words past tokenizer__max_length got default_tag_ ("O") with no word of warning, at fit
+    # (never trained on) and at predict (never read): a long sentence's entities vanished.
+    sentences, tags = _sentences()
+    tagger = TabFormerTagger(tokenizer="wordpiece", tokenizer__vocab_size=80, max_epochs=1, random_state=0, **TINY)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # sentences that fit raise nothing
+        tagger.fit(sentences, tags)
+        assert [len(row) for row in tagger.predict([["Alice", "", "visits"], []])] == [3, 0]  # an empty word is no cut
+    long = ["the"] * 200 + ["Alice"]
+    with pytest.warns(UserWarning, match=r"1 of 2 sentences.*tokenizer__max_length=128.*default_tag_") as record:
+        predicted = tagger.predict([long, ["Paris"]])
+    assert len(predicted[0]) == 201 and "words" in str(record[0].message)
+    with pytest.warns(UserWarning, match="tokenizer__max_length"):
+        tagger.fit(sentences + [long], tags + [["O"] * 200 + ["B-PER"]])

@@ -97,6 +97,7 @@ def test_tagger_aligns_first_subword_and_learns():
     assert entity_f1(test_tags, tagger.predict(test_sentences)) >= 0.9
 
 
+@pytest.mark.filterwarnings("ignore:.*longer than tokenizer__max_length:UserWarning")  # truncating is the point here
 def test_tagger_predicts_one_tag_per_word_even_when_truncated():
     sentences, tags = _corpus(12)
     tagger = TabFormerTagger(max_epochs=1, tokenizer__max_length=6, **SMALL).fit(sentences, tags)

@@ -9,12 +9,15 @@ exactly one tag per input word. ``score`` is entity-level F1 with the CoNLL-2000
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import torch
 from scipy.sparse import issparse
 from sklearn.utils.validation import check_is_fitted
 
+from .._warnings import user_stacklevel
 from ..metrics import entity_f1, is_bio_tag
 from ..nn.heads import IGNORE_INDEX, TokenClassificationHead, TokenCrossEntropy
 from ._base import construct
@@ -52,6 +55,24 @@ def _check_sentences(X, what="X") -> list:
     return [list(words) for words in sentences]
 
 
+def _warn_cut_words(sentences, batch, max_length, default_tag, when: str) -> None:
+    """Warn when ``tokenizer__max_length`` cut words off the end of sentences (their tags are never read)."""
+    if max_length is None:  # a tokenizer of its own, without the setting
+        return
+    word_ids, full = batch["word_ids"], batch["attention_mask"].sum(axis=1) >= int(max_length) - 1
+    cut = [len(words) - 1 - int(word_ids[i].max(initial=-1)) for i, words in enumerate(sentences) if full[i]]
+    cut = [n for n in cut if n > 0]
+    if cut:
+        fate = "are never trained on" if when == "fit" else f"get default_tag_ {default_tag!r} without being read"
+        warnings.warn(
+            f"{len(cut)} of {len(sentences)} sentences are longer than tokenizer__max_length={max_length} sub-words "
+            f"(CLS and [SEP] included): the {sum(cut)} words past it {fate}; raise tokenizer__max_length "
+            "or split long sentences",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )
+
+
 class TabFormerTagger(FineTuningNet):
     __doc__ = (
         """Transformer sequence labeller: one tag per word (e.g. BIO named entities).
@@ -62,7 +83,8 @@ class TabFormerTagger(FineTuningNet):
     all-MiniLM-L6-v2 installed, the tagger fine-tunes it (CoNLL-2003, 2,000 sentences,
     validation entity F1 0.71 against 0.49 from scratch); ``tokenizer="wordpiece"``
     trains a cased vocabulary and encoder from scratch. Words cut off by ``tokenizer__max_length``
-    (or made of characters the normaliser removes) get ``default_tag_``.
+    (a ``UserWarning`` says how many, at fit and predict) or made of characters the normaliser
+    removes get ``default_tag_``.
     """
         + SHARED_PARAMS_DOC
         + FINE_TUNING_PARAMS_DOC
@@ -178,6 +200,7 @@ class TabFormerTagger(FineTuningNet):
         self.default_tag_ = "O" if "O" in values else str(seen[counts.argmax()])
         with self._seeded():
             batch = self._fit_tokenizer(X)
+            _warn_cut_words(X, batch, getattr(self.tokenizer_, "max_length", None), self.default_tag_, "fit")
             labels = self._align(batch, tags)
             self._train_new_module(with_weights(batch, self._row_weights(labels, weights)), labels, **fit_params)
         return self
@@ -224,6 +247,7 @@ class TabFormerTagger(FineTuningNet):
         if unknown:
             raise ValueError(f"y holds tag(s) {sorted(unknown)} not seen in fit; tags are {list(self.classes_)}")
         batch = self.tokenize(X)
+        _warn_cut_words(X, batch, getattr(self.tokenizer_, "max_length", None), self.default_tag_, "fit")
         return batch, self._align(batch, tags)
 
     def predict_proba(self, X):
@@ -264,6 +288,7 @@ class TabFormerTagger(FineTuningNet):
         """
         X = _check_sentences(X)
         proba, batch = self.predict_proba(X)
+        _warn_cut_words(X, batch, getattr(self.tokenizer_, "max_length", None), self.default_tag_, "predict")
         best = proba.argmax(axis=-1)
         word_ids = batch["word_ids"]
         out = []
