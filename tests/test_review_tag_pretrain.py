@@ -5,6 +5,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from sklearn.exceptions import ConvergenceWarning
 from skorch.callbacks import Callback
 
 from tabformer import TabFormerPretrainer, TabFormerTagger
@@ -71,6 +72,7 @@ def test_words_cut_off_by_max_length_are_not_tagged_silently():
     tagger = TabFormerTagger(tokenizer="wordpiece", tokenizer__vocab_size=80, max_epochs=1, random_state=0, **TINY)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # sentences that fit raise nothing
+        warnings.simplefilter("ignore", ConvergenceWarning)  # a 1-epoch tagger answering "O" is not the point here
         tagger.fit(sentences, tags)
         assert [len(row) for row in tagger.predict([["Alice", "", "visits"], []])] == [3, 0]  # an empty word is no cut
     long = ["the"] * 200 + ["Alice"]
@@ -79,3 +81,17 @@ def test_words_cut_off_by_max_length_are_not_tagged_silently():
     assert len(predicted[0]) == 201 and "words" in str(record[0].message)
     with pytest.warns(UserWarning, match="tokenizer__max_length"):
         tagger.fit(sentences + [long], tags + [["O"] * 200 + ["B-PER"]])
+
+
+def test_a_tagger_that_answers_one_tag_for_every_word_warns_as_the_classifier_does():
+    # A from-scratch tagger stopped early answered "O" for every word (entity F1 0) and said
+    # nothing, where a classifier that answers one class warns (docs/defaults.md).
+    sentences, tags = _sentences()
+    with pytest.warns(ConvergenceWarning, match=r"predicts one tag \('O'\) for every word.*max_epochs; resolved: 1"):
+        tagger = TabFormerTagger(tokenizer="wordpiece", tokenizer__vocab_size=80, max_epochs=1, random_state=0, **TINY)
+        tagger.fit(sentences, tags)
+    assert {tag for row in tagger.predict(sentences) for tag in row} == {"O"}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # a tagger that learnt the entities is quiet
+        learnt = TabFormerTagger(tokenizer="wordpiece", tokenizer__vocab_size=80, max_epochs=10, lr=1e-2, random_state=0, **TINY)
+        assert learnt.fit(sentences, tags).score(sentences, tags) > 0.9

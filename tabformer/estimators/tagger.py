@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import torch
 from scipy.sparse import issparse
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .._warnings import user_stacklevel
@@ -203,7 +204,40 @@ class TabFormerTagger(FineTuningNet):
             _warn_cut_words(X, batch, getattr(self.tokenizer_, "max_length", None), self.default_tag_, "fit")
             labels = self._align(batch, tags)
             self._train_new_module(with_weights(batch, self._row_weights(labels, weights)), labels, **fit_params)
+        self._warn_if_one_tag(batch, labels)
         return self
+
+    def _warn_if_one_tag(self, batch, labels) -> None:
+        """``ConvergenceWarning`` when the kept weights give one tag to every word of the training sentences checked.
+
+        Up to 256 sentences holding a tag other than ``default_tag_`` are checked, and 256 spread over
+        the rest: a tagger that answers ``"O"`` everywhere scores an entity F1 of 0, as the classifier
+        that answers one class warns (docs/defaults.md).
+        """
+        default = int(np.flatnonzero(self.classes_ == self.default_tag_)[0])
+        varied = np.flatnonzero(((labels != IGNORE_INDEX) & (labels != default)).any(axis=1))
+        spread = lambda rows: rows[np.unique(np.linspace(0, len(rows) - 1, min(len(rows), 256)).round().astype(int))]  # noqa: E731
+        rows = np.union1d(spread(varied), spread(np.arange(len(labels)))) if len(varied) else spread(np.arange(len(labels)))
+        sample, targets, answers = {key: value[rows] for key, value in batch.items()}, labels[rows], set()
+
+        def best(inputs):
+            length = max(int(inputs["attention_mask"].sum(dim=1).max()), 1)
+            return self.module_(**{key: value[:, :length] for key, value in inputs.items()}).argmax(-1).cpu().numpy()
+
+        start = 0
+        for chosen in self.iter_batches(sample, best):
+            truth = targets[start : start + len(chosen), : chosen.shape[1]]
+            answers.update(chosen[truth != IGNORE_INDEX].tolist())
+            start += len(chosen)
+        if len(answers) == 1:
+            warnings.warn(
+                f"{type(self).__name__} predicts one tag ({str(self.classes_[answers.pop()])!r}) for every word of the "
+                f"{len(rows)} training sentences it was checked on: it has not learned beyond a constant answer; try "
+                f"more epochs (max_epochs; resolved: {self._setting('max_epochs')}), another learning rate (lr; resolved: "
+                f"{self._setting('lr')}), or class_weight='balanced'",
+                ConvergenceWarning,
+                stacklevel=user_stacklevel(),
+            )
 
     def partial_fit(self, X, y=None, classes=None, sample_weight=None, **fit_params):
         """Continue training on ``X`` with the fitted tokenizer and tags (fits everything if unfitted).
