@@ -3,6 +3,7 @@
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from sklearn.exceptions import ConvergenceWarning
@@ -95,3 +96,15 @@ def test_a_tagger_that_answers_one_tag_for_every_word_warns_as_the_classifier_do
         warnings.simplefilter("error", ConvergenceWarning)  # a tagger that learnt the entities is quiet
         learnt = TabFormerTagger(tokenizer="wordpiece", tokenizer__vocab_size=80, max_epochs=10, lr=1e-2, random_state=0, **TINY)
         assert learnt.fit(sentences, tags).score(sentences, tags) > 0.9
+
+
+def test_a_dataframe_column_of_word_lists_is_read_as_sentences():
+    # A one-column DataFrame of word lists (how tokenized corpora often sit) was iterated over its
+    # column names: "X[0] must be a list of words (str), got str", pointing at the wrong thing.
+    sentences, tags = _sentences(40)
+    frame = pd.DataFrame({"tokens": sentences, "tags": tags})
+    tagger = TabFormerTagger(tokenizer="wordpiece", tokenizer__vocab_size=80, max_epochs=1, random_state=0, **TINY)
+    tagger.fit(frame[["tokens"]], frame[["tags"]])
+    assert tagger.predict(frame[["tokens"]]) == tagger.predict(sentences)
+    with pytest.raises(ValueError, match=r"X is a DataFrame of 2 columns \['tokens', 'tags'\].*X\['tokens'\]"):
+        tagger.predict(frame)

@@ -46,6 +46,14 @@ def _check_sentences(X, what="X") -> list:
         raise ValueError(f"Complex data not supported: {what} must be a list of sentences, each a list of words")
     if isinstance(X, str) or not hasattr(X, "__len__"):
         raise ValueError(f"{what} must be a list of sentences, each a list of words; got {type(X).__name__}")
+    if isinstance(X, pd.DataFrame):  # iterating a frame gives its column names, not its rows
+        if X.shape[1] != 1:
+            name = repr(X.columns[0]) if X.shape[1] else "'column'"
+            raise ValueError(
+                f"{what} is a DataFrame of {X.shape[1]} columns {list(X.columns)}; pass its one column of "
+                f"{'tag' if what == 'y' else 'word'} lists ({what}[{name}])"
+            )
+        X = X.iloc[:, 0]
     sentences = list(X)
     if not sentences:
         raise ValueError(f"{what} has 0 sentences; at least 1 is required")
@@ -79,8 +87,9 @@ class TabFormerTagger(FineTuningNet):
         """Transformer sequence labeller: one tag per word (e.g. BIO named entities).
 
     ``X`` is a list of sentences, each a list of words; ``y`` a list of tag lists of the
-    same lengths. Words are split into WordPiece sub-words; the first sub-word of each
-    word is trained on and read for its tag. With ``tokenizer="auto"`` (the default) and
+    same lengths (a Series, or a one-column DataFrame, of such lists reads the same).
+    Words are split into WordPiece sub-words; the first sub-word of each word is trained
+    on and read for its tag. With ``tokenizer="auto"`` (the default) and
     all-MiniLM-L6-v2 installed, the tagger fine-tunes it (CoNLL-2003, 2,000 sentences,
     validation entity F1 0.71 against 0.49 from scratch); ``tokenizer="wordpiece"``
     trains a cased vocabulary and encoder from scratch. Words cut off by ``tokenizer__max_length``
