@@ -139,3 +139,35 @@ def test_simclr_never_scores_a_batch_of_one_image():
     pretrainer = TabFormerPretrainer(**{**simclr, "batch_size": 4}, validation_fraction=None).fit(images)
     pretrainer.set_params(iterator_valid__batch_size=4)
     assert np.isfinite(pretrainer.score(np.concatenate([images, images[:3]])))  # 13 rows: batches of 5, 5, 3
+
+
+class EpochDraws(Callback):
+    """The torch RNG's first draw of each epoch: what the shuffle and dropout of that epoch start from."""
+
+    def initialize(self):
+        self.draws = getattr(self, "draws", [])
+        return self
+
+    def on_epoch_begin(self, net, **kwargs):
+        import torch
+
+        self.draws.append(float(torch.rand(1)))
+
+
+@pytest.mark.parametrize("how", ["partial_fit", "warm_start"])
+def test_each_continued_fit_draws_afresh_and_the_same_calls_draw_the_same(table, how):
+    # Seeded by random_state alone, every partial_fit replayed the first call's shuffle and
+    # dropout masks: a loop of partial_fit calls trained one epoch's order over and over.
+    X, y = table
+
+    def draws():
+        probe = EpochDraws()
+        clf = TabFormerClassifier(**dict(TINY, max_epochs=1), random_state=0, callbacks=[("draws", probe)])
+        clf.fit(X, y)
+        for _ in range(2):
+            clf.partial_fit(X, y) if how == "partial_fit" else clf.set_params(warm_start=True).fit(X, y)
+        return probe.draws
+
+    first = draws()
+    assert len(first) == 3 and len(set(first)) == 3, first
+    assert draws() == first

@@ -376,7 +376,7 @@ class TabFormerNet(
             data = with_weights(data, self._row_weights(y_encoded, weights))
         elif weights is not None:
             raise ValueError(f"{type(self).__name__} does not support sample_weight")
-        with self._seeded(), self._schedule_from_the_peak():
+        with self._seeded(continued=True), self._schedule_from_the_peak():
             NeuralNet.partial_fit(self, data, y_encoded, **fit_params)
         return self
 
@@ -390,13 +390,14 @@ class TabFormerNet(
         n_rows = len(next(iter(batch.values())))
         return batch, self._encode_target(check_target(y, n_rows, numeric=self._numeric_target))
 
-    def _seeded(self):
-        """Fork the global torch RNG and seed it: a reproducible fit that leaves the caller's RNG alone."""
+    def _seeded(self, continued: bool = False):
+        """Fork the global torch RNG and seed it: a reproducible fit that leaves the caller's RNG alone.
+        ``continued``: a continued fit, seeded by ``_continued_seed`` so that it does not replay the first."""
         fork = torch.random.fork_rng(devices=[])
         if isinstance(self.random_state, np.random.RandomState):
             # As in scikit-learn: a RandomState instance gives every fit a new draw.
             self._drawn_seed = int(self.random_state.randint(0, 2**31 - 1))
-        return seeded_torch(fork, self._fit_seed())
+        return seeded_torch(fork, self._continued_seed() if continued else self._fit_seed())
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "tokenizer_") and bool(getattr(self, "initialized_", False)) and hasattr(self, "module_")

@@ -54,6 +54,16 @@ class HoldoutSplitMixin:
             return getattr(self, "_drawn_seed", None)
         return None if self.random_state is None else int(self.random_state)
 
+    def _continued_seed(self):
+        """The seed of a continued fit (``partial_fit``, ``warm_start``): the fit's seed moved on by the epochs trained.
+
+        Built from the fit's seed alone, every continued call replayed the first call's
+        shuffle, dropout masks and (pretrainer) masks or views; moved on, each call draws
+        afresh and the same calls still draw the same.
+        """
+        seed = self._fit_seed()
+        return None if seed is None else int(np.random.SeedSequence([seed, len(self.history_)]).generate_state(1)[0])
+
     def _holdout_split(self, n_rows: int, y):
         """``(train_idx, valid_idx)`` of the ``validation_fraction`` holdout over ``n_rows`` rows:
         the one ``_plan_holdout`` fixed before the tokenizer's fit, else a fresh seeded split."""

@@ -129,7 +129,7 @@ class StreamingMixin:
         weights = self._row_weights(y_encoded, check_sample_weight(sample_weight, source.n_rows))
         for group in self.optimizer_.param_groups:
             group["lr"] = group.get("initial_lr", group["lr"])
-        with self._seeded(), self._schedule_from_the_peak():
+        with self._seeded(continued=True), self._schedule_from_the_peak():
             NeuralNet.partial_fit(self, self._stream(source, y_encoded, weights), y_encoded, **fit_params)
         return self
 

@@ -201,16 +201,6 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         self._check_batch_rows(num_samples(X), self.resolved_params_["objective"])  # before an epoch trains, as fit
         return self.objective_.make_dataset(self.tokenize(X), self.tokenizer_, self._continued_seed()), None
 
-    def _continued_seed(self):
-        """The masks' (views') seed of a continued fit: the fit's seed moved on by the epochs trained.
-
-        Built from the fit's seed alone, every ``partial_fit`` (or ``warm_start`` fit) replayed
-        the first epoch's masks; moved on, each call draws afresh and the same calls still
-        draw the same.
-        """
-        seed = self._fit_seed()
-        return None if seed is None else int(np.random.SeedSequence([seed, len(self.history_)]).generate_state(1)[0])
-
     def _check_batch_rows(self, n_rows: int, name: str) -> None:
         """An objective needing ``min_batch_rows`` a batch (SimCLR's negatives) needs them on each side of the split."""
         needed = getattr(self.objective_, "min_batch_rows", 1)
