@@ -95,11 +95,14 @@ def explain(estimator, X, layer="all", level="token", y=None) -> pd.DataFrame:
             .reset_index()
         )
         frame["attention_per_token"] = frame["attention"] / frame["n_tokens"]
-        modality_of = _column_modalities(estimator.tokenizer_)
+        owners = _column_owners(estimator.tokenizer_)
+        kinds = _segment_kinds(estimator.tokenizer_) if owners else {}
+        modality_of = {column: kinds[name] for column, name in owners.items()}
         frame.insert(3, "modality", frame["column"].map(lambda column: modality_of.get(column, _kind(estimator.tokenizer_))))
         if y is not None:  # the tokens explain already computed, not a second tokenization
-            drops = _ablation(estimator, batch, y).set_index("modality")["drop"]
-            frame["ablation"] = frame["modality"].map(drops)
+            # By sub-tokenizer, not by kind: two text tokenizers are two modalities ("t1", "t2"), each its own drop.
+            drops = dict(zip([name for name, _, _ in estimator.tokenizer_.transformers_], _ablation(estimator, batch, y)["drop"]))
+            frame["ablation"] = frame["column"].map(owners).map(drops)
     return frame
 
 
@@ -112,19 +115,19 @@ def _segment_kinds(tokenizer) -> dict:
     return {name: tokenizer.segment_kind(sub) for name, sub, _ in tokenizer.transformers_}
 
 
-def _column_modalities(tokenizer) -> dict:
-    """``{column: modality}`` for a mixed tokenizer's columns, named as ``describe_tokens`` names them."""
+def _column_owners(tokenizer) -> dict:
+    """``{column: sub-tokenizer name}`` for a mixed tokenizer's columns, named as ``describe_tokens`` names them."""
     if not hasattr(tokenizer, "segments_"):
         return {}
     kinds = _segment_kinds(tokenizer)
-    modalities = {}
+    owners = {}
     for name, sub, columns in tokenizer.transformers_:
         # A datetime column's tokens ('when.month_sin') are the column 'when' in explain's rows.
         labels = list(columns)
         if kinds[name] == "table":
             labels = list(sub.token_columns() if hasattr(sub, "token_columns") else sub.get_feature_names_out())
-        modalities.update(dict.fromkeys(labels, kinds[name]))
-    return modalities
+        owners.update(dict.fromkeys(labels, name))
+    return owners
 
 
 def modality_ablation(estimator, X, y) -> pd.DataFrame:
