@@ -145,6 +145,26 @@ def _text(frame, ax, cmap, where):
     return ax
 
 
+def _mark_kept_epoch(estimator, rows, epochs, ax) -> None:
+    """A dotted line at the epoch whose weights the estimator kept, when a validation score was recorded."""
+    # Early stopping restores the best epoch of what it watched (valid_acc for some recipes); without it
+    # (patience=None) the model ends with its last epoch, however much lower an earlier valid_loss was.
+    stopping = dict(getattr(estimator, "callbacks_", None) or []).get("early_stopping")
+    monitor, lower = getattr(stopping, "monitor", "valid_loss"), getattr(stopping, "lower_is_better_", True)
+    if not all(isinstance(row.get(monitor), (int, float)) for row in rows):
+        monitor, lower = "valid_loss", True
+    if not all(monitor in row for row in rows):
+        return
+    if stopping is None or not getattr(stopping, "load_best", False):
+        ax.axvline(epochs[-1], color="grey", linestyle=":", label=f"last epoch, kept (epoch {epochs[-1]})")
+        return
+    best = getattr(stopping, "best_epoch_", None)  # what it restored; a loaded model no longer holds it
+    if best is None or monitor != stopping.monitor:
+        scores = [row[monitor] for row in rows]
+        best = epochs[int(np.argmin(scores) if lower else np.argmax(scores))]
+    ax.axvline(best, color="grey", linestyle=":", label=f"best {monitor} (epoch {best})")
+
+
 def history(estimator, ax=None):
     """Draw the training curves of a fitted estimator: losses per epoch, accuracy if recorded.
 
@@ -160,8 +180,9 @@ def history(estimator, ax=None):
     -------
     ax : matplotlib Axes
         With one line per recorded loss (labels ``"train_loss"``, ``"valid_loss"``), a
-        dotted vertical line at the best epoch of what early stopping watched
-        (its ``monitor``: ``valid_loss``, or ``valid_acc``) and a legend.
+        dotted vertical line at the epoch whose weights the estimator kept: the best epoch
+        of what early stopping watched (its ``monitor``: ``valid_loss``, or ``valid_acc``),
+        or the last epoch when no early stopping restored one (``patience=None``); and a legend.
 
     Examples
     --------
@@ -178,15 +199,7 @@ def history(estimator, ax=None):
     for key in ("train_loss", "valid_loss"):
         if all(key in row for row in rows):
             lines += ax.plot(epochs, [row[key] for row in rows], marker="o", markersize=3, label=key)
-    # The epoch early stopping keeps is the best of what it watched: valid_acc for some recipes.
-    stopping = dict(getattr(estimator, "callbacks_", None) or []).get("early_stopping")
-    monitor, lower = getattr(stopping, "monitor", "valid_loss"), getattr(stopping, "lower_is_better_", True)
-    if not all(isinstance(row.get(monitor), (int, float)) for row in rows):
-        monitor, lower = "valid_loss", True
-    if all(monitor in row for row in rows):
-        scores = [row[monitor] for row in rows]
-        best = epochs[int(np.argmin(scores) if lower else np.argmax(scores))]
-        ax.axvline(best, color="grey", linestyle=":", label=f"best {monitor} (epoch {best})")
+    _mark_kept_epoch(estimator, rows, epochs, ax)
     ax.set_xlabel("epoch")
     ax.set_ylabel("loss")
     if all(isinstance(row.get("valid_acc"), (int, float)) for row in rows):

@@ -3,7 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import TINY
+from conftest import TINY, make_table
 
 from tabformer import TabFormerClassifier
 from tabformer.inspection import explain, modality_ablation
@@ -13,6 +13,8 @@ matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+
+from tabformer import plot  # noqa: E402
 
 WORDS = ["red", "blue", "green", "wool", "silk", "hat", "shirt", "scarf", "big", "small", "old", "new"]
 
@@ -49,3 +51,18 @@ def test_column_ablation_is_filled_when_two_sub_tokenizers_share_a_kind():
     assert not columns["ablation"].isna().any()
     by_column = columns.groupby("column")["ablation"].first()
     assert by_column["title"] == drops["t1"] and by_column["notes"] == drops["t2"] and by_column["price"] == drops["table"]
+
+
+def test_history_marks_the_epoch_the_model_kept():
+    # Without early stopping (patience=None) the model ends with its last epoch's weights; history drew its
+    # dotted line at the lowest valid_loss (epoch 5 here) as if that epoch's model had been kept.
+    X, y = make_table(n=200)
+    settings = {**TINY, "max_epochs": 6, "validation_fraction": 0.25, "lr": 5e-2, "random_state": 1}
+    clf = TabFormerClassifier(**settings, patience=None).fit(X, y)
+    losses = clf.history_[:, "valid_loss"]
+    assert int(np.argmin(losses)) != len(losses) - 1  # the best validation epoch is not the last one
+    fig, ax = plt.subplots()
+    plot.history(clf, ax=ax)
+    marks = [line for line in ax.get_lines() if line.get_linestyle() == ":"]
+    assert len(marks) == 1 and marks[0].get_xdata()[0] == 6 and "epoch 6" in marks[0].get_label()
+    assert plt.get_fignums() == [fig.number]  # drawn on the given axes, no figure of its own
