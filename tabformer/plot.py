@@ -21,6 +21,8 @@ except ImportError as error:  # an optional extra: say how to get it
 
 __all__ = ["attention", "history"]
 
+#: what stands for a word the vocabulary lacks: drawn as a word, unlike the other special tokens
+_UNKNOWN_LABELS = ("[UNK]", "<unk>")
 #: line height of the text view (axes fraction)
 _LINE_HEIGHT = 0.12
 
@@ -124,7 +126,8 @@ def _text(frame, ax, cmap, where):
         .groupby("word", sort=True)
         .agg(label=("label", "first"), attention=("attention", "mean"))
     )
-    words = words[~words["label"].str.fullmatch(inspection.SPECIAL_LABEL)]
+    # Separators and padding are not words; an unknown word ([UNK], <unk>) is one, with its own attention.
+    words = words[~words["label"].str.fullmatch(inspection.SPECIAL_LABEL) | words["label"].isin(_UNKNOWN_LABELS)]
     peak = max(float(words["attention"].max()), 1e-12)
     colours = colormaps[cmap]
     renderer = ax.figure.canvas.get_renderer()

@@ -66,3 +66,16 @@ def test_history_marks_the_epoch_the_model_kept():
     marks = [line for line in ax.get_lines() if line.get_linestyle() == ":"]
     assert len(marks) == 1 and marks[0].get_xdata()[0] == 6 and "epoch 6" in marks[0].get_label()
     assert plt.get_fignums() == [fig.number]  # drawn on the given axes, no figure of its own
+
+
+def test_text_attention_draws_unknown_words_too():
+    # A word the vocabulary lacks (an emoji) is one [UNK] token with its own attention; the text view left it
+    # out with [SEP], so the drawn sentence lost the word (and the attention it got) without a sign.
+    texts = ["a good fun film", "a dull bad film", "good good fun", "bad dull boring"] * 10
+    clf = TabFormerClassifier(
+        **{**TINY, "max_epochs": 1, "random_state": 0}, tokenizer="wordpiece", tokenizer__vocab_size=60
+    ).fit(texts, ["pos", "neg", "pos", "neg"] * 10)
+    labels = explain(clf, ["good \U0001f600 film"])["label"].tolist()
+    assert labels == ["good", "[UNK]", "film", "[SEP]"]
+    ax = plot.attention(clf, "good \U0001f600 film")
+    assert [text.get_text() for text in ax.texts] == ["good", "[UNK]", "film"]
