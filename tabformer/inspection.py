@@ -75,12 +75,7 @@ def explain(estimator, X, layer="all", level="token", y=None) -> pd.DataFrame:
     batch = estimator.tokenize(X)
     _, maps = estimator.forward_features(batch, return_attention=True)
     described = estimator.tokenizer_.describe_tokens(batch)
-    if layer == "all":
-        layers = range(len(maps))
-    elif isinstance(layer, (int, np.integer)) and -len(maps) <= layer < len(maps):
-        layers = [int(layer) % len(maps)]
-    else:
-        raise ValueError(f"layer must be 'all' or an int in [{-len(maps)}, {len(maps) - 1}], got {layer!r}")
+    layers = range(len(maps)) if isinstance(layer, str) and layer == "all" else [_layer_index(layer, len(maps), "all")]
     records = []
     for layer_index in layers:
         cls_rows = maps[layer_index].mean(axis=1)[:, 0, 1:]  # (n, T): CLS query, heads averaged
@@ -104,6 +99,13 @@ def explain(estimator, X, layer="all", level="token", y=None) -> pd.DataFrame:
             drops = dict(zip([name for name, _, _ in estimator.tokenizer_.transformers_], _ablation(estimator, batch, y)["drop"]))
             frame["ablation"] = frame["column"].map(owners).map(drops)
     return frame
+
+
+def _layer_index(layer, n_layers: int, other: str) -> int:
+    """``layer`` as a 0-based index into ``n_layers`` maps; a bool, a float or an index out of range is refused."""
+    if isinstance(layer, (int, np.integer)) and not isinstance(layer, (bool, np.bool_)) and -n_layers <= layer < n_layers:
+        return int(layer) % n_layers
+    raise ValueError(f"layer must be {other!r} or an int in [{-n_layers}, {n_layers - 1}], got {layer!r}")
 
 
 def _kind(tokenizer) -> str:
@@ -214,16 +216,18 @@ def attention_map(estimator, X, layer=-1, upsample=False) -> np.ndarray:
     ------
     TypeError
         If the estimator's tokenizer is not an image tokenizer.
+    ValueError
+        If ``layer`` is neither ``"mean"`` nor an int in ``[-n_layers, n_layers - 1]``.
     """
     check_is_fitted(estimator)
     tokenizer = estimator.tokenizer_
     if not hasattr(tokenizer, "grid_shape_"):
         raise TypeError(f"attention_map needs an image tokenizer, the estimator has {type(tokenizer).__name__}")
     _, maps = estimator.forward_features(estimator.tokenize(X), return_attention=True)
-    if layer == "mean":
+    if isinstance(layer, str) and layer == "mean":
         cls = np.mean([m.mean(axis=1)[:, 0, 1:] for m in maps], axis=0)
     else:
-        cls = maps[layer].mean(axis=1)[:, 0, 1:]
+        cls = maps[_layer_index(layer, len(maps), "mean")].mean(axis=1)[:, 0, 1:]
     grid = cls.reshape(len(cls), *tokenizer.grid_shape_)
     if upsample:
         grid = torch.nn.functional.interpolate(

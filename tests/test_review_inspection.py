@@ -6,7 +6,7 @@ import pytest
 from conftest import TINY, make_table
 
 from tabformer import TabFormerClassifier
-from tabformer.inspection import explain, modality_ablation
+from tabformer.inspection import attention_map, explain, modality_ablation
 from tabformer.tokenizers import MixedTokenizer, TabularTokenizer, WordPieceTokenizer
 
 matplotlib = pytest.importorskip("matplotlib")
@@ -79,3 +79,23 @@ def test_text_attention_draws_unknown_words_too():
     assert labels == ["good", "[UNK]", "film", "[SEP]"]
     ax = plot.attention(clf, "good \U0001f600 film")
     assert [text.get_text() for text in ax.texts] == ["good", "[UNK]", "film"]
+
+
+def test_layer_out_of_range_or_not_an_int_is_refused_with_the_range():
+    # attention_map indexed the list of maps directly: layer=1 of a 1-layer model raised a bare IndexError, "all"
+    # a TypeError, and True read layer 1; explain took True for 1 as well.
+    rng = np.random.default_rng(0)
+    images = rng.uniform(0, 1, (32, 8, 8))
+    clf = TabFormerClassifier(**{**TINY, "max_epochs": 1, "random_state": 0}, tokenizer__patch_size=4).fit(
+        images, rng.integers(0, 2, 32)
+    )
+    assert attention_map(clf, images[:2], layer=-1).shape == (2, 2, 2)
+    for layer in (1, -2, "all", True, 0.0):
+        with pytest.raises(ValueError, match=r"layer must be 'mean' or an int in \[-1, 0\]"):
+            attention_map(clf, images[:2], layer=layer)
+    with pytest.raises(ValueError, match=r"layer must be 'mean' or an int in \[-1, 0\]"):
+        plot.attention(clf, images[0], layer=1)
+    X, y = make_table(n=60)
+    deep = TabFormerClassifier(**{**TINY, "max_epochs": 1, "encoder__n_layers": 2}).fit(X, y)
+    with pytest.raises(ValueError, match=r"layer must be 'all' or an int in \[-2, 1\], got True"):
+        explain(deep, X.iloc[:2], layer=True)
