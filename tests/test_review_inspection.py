@@ -7,7 +7,7 @@ from conftest import TINY, make_table
 
 from tabformer import TabFormerClassifier
 from tabformer.inspection import attention_map, explain, modality_ablation
-from tabformer.tokenizers import MixedTokenizer, TabularTokenizer, WordPieceTokenizer
+from tabformer.tokenizers import MixedTokenizer, SentenceTokenizer, TabularTokenizer, WordPieceTokenizer
 
 matplotlib = pytest.importorskip("matplotlib")
 matplotlib.use("Agg")
@@ -99,3 +99,23 @@ def test_layer_out_of_range_or_not_an_int_is_refused_with_the_range():
     deep = TabFormerClassifier(**{**TINY, "max_epochs": 1, "encoder__n_layers": 2}).fit(X, y)
     with pytest.raises(ValueError, match=r"layer must be 'all' or an int in \[-2, 1\], got True"):
         explain(deep, X.iloc[:2], layer=True)
+
+
+def test_a_sentence_tokenizers_leading_token_is_labelled_and_the_words_keep_their_own_weights(tmp_path):
+    # SentenceTokenizer's embedder puts a [SENTENCE] token before the words. Read on its own (not inside a mixed
+    # frame), explain labelled positions from 0 with the words: each word got its left neighbour's weight, and the
+    # last real token's weight was dropped.
+    texts = ["a good fun film", "a dull bad film", "good good fun", "bad dull boring"] * 10
+    words = WordPieceTokenizer(vocab_size=60, min_frequency=1).fit(texts)
+    (tmp_path / "tokenizer.json").write_text(words.tokenizer_json_)
+    stem = dict(d_model=16, n_layers=1, n_heads=2, d_ff=32, positions="learned", max_length=64, embedding_norm=True)
+    tokenizer = SentenceTokenizer(stem_folder=str(tmp_path), encoder_config=stem, vocab_size=60, min_frequency=1)
+    clf = TabFormerClassifier(tokenizer=tokenizer, **{**TINY, "max_epochs": 1, "random_state": 0}).fit(texts, ["p", "n"] * 20)
+    rows = ["a good fun film", "bad"]
+    frame = explain(clf, rows, layer=0)
+    assert frame.loc[frame["row"] == 1, "label"].tolist() == ["[SENTENCE]", "bad", "[SEP]"]
+    _, maps = clf.forward_features(clf.tokenize(rows), return_attention=True)
+    cls = maps[0].mean(axis=1)[:, 0, 1:]
+    for row, tokens in frame.groupby("row"):
+        np.testing.assert_allclose(tokens["attention"], cls[row, tokens["token"]], rtol=1e-6)
+        assert tokens["attention"].sum() == pytest.approx(1 - maps[0].mean(axis=1)[row, 0, 0], abs=1e-5)

@@ -87,7 +87,8 @@ class BaseTokenizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
 
         Sequence tokenizers define ``token_labels(batch)``; their tokens are attributed to
         their text column where it has a name (a DataFrame's; each text of a pair its own),
-        else to a column named after their kind. Table tokens are their columns.
+        else to a column named after their kind. Tokens their embedder puts before the words
+        (``extra_token_names``) lead each row. Table tokens are their columns.
 
         Parameters
         ----------
@@ -102,12 +103,19 @@ class BaseTokenizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
         """
         if hasattr(self, "token_labels"):
             names, types = getattr(self, "feature_names_in_", None), batch.get("token_type_ids")
+            # Tokens the embedder puts before the words (a SentenceTokenizer's [SENTENCE]) come first: the words follow them.
+            extra = list(getattr(self, "extra_token_names", ()))
             if names is None or types is None:
-                return [[(i, self.kind, label) for i, label in enumerate(labels)] for labels in self.token_labels(batch)]
-            # Named text columns (a sentence pair's two): each token is its own text's, read from its segment id.
+                return [[(i, self.kind, label) for i, label in enumerate(extra + labels)] for labels in self.token_labels(batch)]
+            # Named text columns (a sentence pair's two): each token is its own text's, read from its segment id;
+            # the leading tokens, which read the whole input, are the first column's.
             real = np.asarray(batch["attention_mask"], dtype=bool)
             return [
-                [(i, str(names[min(int(t), len(names) - 1)]), label) for i, (label, t) in enumerate(zip(labels, row[keep]))]
+                [(i, str(names[0]), label) for i, label in enumerate(extra)]
+                + [
+                    (len(extra) + i, str(names[min(int(t), len(names) - 1)]), label)
+                    for i, (label, t) in enumerate(zip(labels, row[keep]))
+                ]
                 for labels, row, keep in zip(self.token_labels(batch), np.asarray(types), real)
             ]
         names = list(self.token_names() if hasattr(self, "token_names") else self.get_feature_names_out())
