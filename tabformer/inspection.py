@@ -204,11 +204,14 @@ def attention_map(estimator, X, layer=-1, upsample=False) -> np.ndarray:
     layer : int or "mean", default=-1
         Encoder layer whose attention to read (heads averaged), or the mean over layers.
     upsample : bool, default=False
-        Bilinearly resize the map to the image size, for overlaying.
+        Bilinearly resize the map to the size of the images in ``X`` (an array, or arrays or
+        PIL images of one size), for overlaying on them; to the size the model sees them at
+        (``image_size_``) when they differ or are files.
 
     Returns
     -------
     ndarray of shape (n_images, h, w), or (n_images, H, W) with ``upsample``
+        (``X``'s own image size even where the tokenizer resizes it)
         The CLS query's attention on each patch (each map sums to at most 1; the rest
         is CLS's attention to itself); ``(h, w)`` is the tokenizer's ``grid_shape_``.
 
@@ -231,9 +234,26 @@ def attention_map(estimator, X, layer=-1, upsample=False) -> np.ndarray:
     grid = cls.reshape(len(cls), *tokenizer.grid_shape_)
     if upsample:
         grid = torch.nn.functional.interpolate(
-            torch.from_numpy(grid)[:, None], size=tokenizer.image_size_, mode="bilinear", align_corners=False
+            torch.from_numpy(grid)[:, None], size=_shown_size(X, tokenizer.image_size_), mode="bilinear", align_corners=False
         )[:, 0].numpy()
     return grid
+
+
+def _shown_size(X, model_size) -> tuple:
+    """``(H, W)`` of the images in ``X`` when they share one (an array, arrays, PIL images), else the model's size."""
+    if isinstance(X, np.ndarray) and X.dtype != object and X.ndim in (3, 4):
+        return tuple(X.shape[1:3])
+    items = X.tolist() if hasattr(X, "tolist") and not isinstance(X, np.ndarray) else X
+    sizes = {_image_size(item) for item in items} if isinstance(items, (list, tuple, np.ndarray)) else {None}
+    return sizes.pop() if len(sizes) == 1 and None not in sizes else tuple(model_size)
+
+
+def _image_size(item):
+    """``(H, W)`` of one image array or PIL image, else None (a path: read by the tokenizer only)."""
+    if isinstance(item, np.ndarray) and item.ndim in (2, 3):
+        return tuple(item.shape[:2])
+    size = getattr(item, "size", None)  # PIL: (W, H)
+    return (int(size[1]), int(size[0])) if isinstance(size, tuple) and len(size) == 2 else None
 
 
 #: what opens a word in byte-level BPE (RoBERTa, GPT-2: "Ġ") and SentencePiece ("▁") pieces

@@ -112,9 +112,12 @@ def attention(estimator, X_row, layer="mean", ax=None, cmap="Reds"):
 
 def _image(estimator, one, batch, layer, ax, cmap, where):
     pixels = batch["pixels"][0].transpose(1, 2, 0)  # as the model saw it: resized, in [0, 1]
-    grid = inspection.attention_map(estimator, one, layer=layer, upsample=True)[0]
-    ax.imshow(pixels[..., 0] if pixels.shape[-1] == 1 else pixels, cmap="gray" if pixels.shape[-1] == 1 else None)
-    ax.imshow(grid, cmap=cmap, alpha=0.5)
+    grid = inspection.attention_map(estimator, one, layer=layer, upsample=True)[0]  # at the size of the image given
+    # One extent for both: the model may see the image resized (image_size), the map has the image's own size.
+    extent = (-0.5, grid.shape[1] - 0.5, grid.shape[0] - 0.5, -0.5)
+    grey = pixels.shape[-1] == 1
+    ax.imshow(pixels[..., 0] if grey else pixels, cmap="gray" if grey else None, extent=extent)
+    ax.imshow(grid, cmap=cmap, alpha=0.5, extent=extent)
     ax.set_axis_off()
     ax.set_title(f"attention per patch ({where})")
     return ax

@@ -119,3 +119,21 @@ def test_a_sentence_tokenizers_leading_token_is_labelled_and_the_words_keep_thei
     for row, tokens in frame.groupby("row"):
         np.testing.assert_allclose(tokens["attention"], cls[row, tokens["token"]], rtol=1e-6)
         assert tokens["attention"].sum() == pytest.approx(1 - maps[0].mean(axis=1)[row, 0, 0], abs=1e-5)
+
+
+def test_an_upsampled_attention_map_has_the_size_of_the_images_given():
+    # Images the tokenizer resizes (image_size set; the default stem upscales anything under 64 px) got a map of
+    # the model's size: 16x16 over an 8x8 image, so the overlay the docs show covered the wrong pixels.
+    rng = np.random.default_rng(0)
+    images = rng.uniform(0, 1, (32, 8, 8))
+    settings = {**TINY, "max_epochs": 1, "random_state": 0}
+    clf = TabFormerClassifier(**settings, tokenizer__patch_size=4, tokenizer__image_size=16).fit(images, rng.integers(0, 2, 32))
+    grid = attention_map(clf, images[:3])
+    assert grid.shape == (3, 4, 4)
+    upsampled = attention_map(clf, images[:3], upsample=True)
+    assert upsampled.shape == (3, 8, 8)
+    assert attention_map(clf, list(images[:2]), upsample=True).shape == (2, 8, 8)
+    # the top-left patch of the model's 16x16 image is the top-left 2x2 pixels of the 8x8 one
+    assert upsampled[:, :2, :2].mean() == pytest.approx(grid[:, 0, 0].mean(), rel=0.2)
+    ax = plot.attention(clf, images[0])
+    assert ax.images[0].get_extent() == ax.images[1].get_extent()
