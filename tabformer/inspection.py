@@ -47,7 +47,8 @@ def explain(estimator, X, layer="all", level="token", y=None) -> pd.DataFrame:
         has 64 tokens; compare ``attention_per_token`` to see which tokens CLS prefers,
         and ``ablation`` (with ``y``) to see what the prediction needs. With ``y``, also
         ``ablation``: the drop in ``estimator.score`` on ``(X, y)`` when the column's
-        whole modality is masked (the same value on every row of that modality).
+        whole modality is masked (the same value on every row of that modality; the
+        columns of one sub-tokenizer, as in :func:`modality_ablation`'s rows).
 
     Raises
     ------
