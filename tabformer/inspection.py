@@ -267,6 +267,9 @@ def aggregate_subwords(frame: pd.DataFrame) -> pd.DataFrame:
     """Merge ``explain`` rows of sub-words into whole words: WordPiece continuations (``##xx``)
     join the word before; in byte-level BPE and SentencePiece pieces a marker (``Ġ``, ``▁``) opens one.
 
+    The pieces are read as BPE or SentencePiece where one carries a marker or the special tokens
+    are ``<s>``-style (``</s>``), so a one-word text of a RoBERTa model (no marker) stays one word.
+
     Parameters
     ----------
     frame : DataFrame
@@ -284,7 +287,9 @@ def aggregate_subwords(frame: pd.DataFrame) -> pd.DataFrame:
     frame = frame.sort_values(["row", "layer", "token"])
     labels = frame["label"].astype(str)
     special = labels.str.fullmatch(SPECIAL_LABEL)
-    if labels.str.startswith(WORD_START_MARKERS).any():  # byte-level BPE or SentencePiece: a marker opens a word
+    # Byte-level BPE or SentencePiece: a marker opens a word. Their separators are <s>-style (</s>), which tells
+    # them from WordPiece also where no piece has a marker (BPE leaves it off the first word: one-word texts).
+    if labels.str.startswith(WORD_START_MARKERS).any() or labels[special].str.startswith("<").any():
         first = frame.groupby(["row", "layer"]).cumcount() == 0
         starts = labels.str.startswith(WORD_START_MARKERS) | special | first
         shown = labels.str.lstrip("".join(WORD_START_MARKERS))

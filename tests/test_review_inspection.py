@@ -6,7 +6,7 @@ import pytest
 from conftest import TINY, make_table
 
 from tabformer import TabFormerClassifier
-from tabformer.inspection import attention_map, explain, modality_ablation
+from tabformer.inspection import aggregate_subwords, attention_map, explain, modality_ablation
 from tabformer.tokenizers import MixedTokenizer, SentenceTokenizer, TabularTokenizer, WordPieceTokenizer
 
 matplotlib = pytest.importorskip("matplotlib")
@@ -137,3 +137,25 @@ def test_an_upsampled_attention_map_has_the_size_of_the_images_given():
     assert upsampled[:, :2, :2].mean() == pytest.approx(grid[:, 0, 0].mean(), rel=0.2)
     ax = plot.attention(clf, images[0])
     assert ax.images[0].get_extent() == ax.images[1].get_extent()
+
+
+def test_a_one_word_text_of_a_byte_level_bpe_model_stays_one_word():
+    # Byte-level BPE (RoBERTa, GPT-2) marks a word's start with "Ġ" on every word but the first. A call whose
+    # texts are all one word has no marker at all: aggregate_subwords read the frame as WordPiece, where a piece
+    # without "##" opens a word, and split "unbelievable" into its three pieces.
+    frame = pd.DataFrame(
+        {
+            "row": [0, 0, 0, 0, 1, 1],
+            "layer": 0,
+            "token": [0, 1, 2, 3, 0, 1],
+            "column": "text",
+            "label": ["un", "bel", "ievable", "</s>", "ok", "</s>"],
+            "attention": [0.1, 0.2, 0.3, 0.1, 0.5, 0.2],
+        }
+    )
+    words = aggregate_subwords(frame)
+    assert words["label"].tolist() == ["unbelievable", "</s>", "ok", "</s>"]
+    assert words["attention"].tolist() == pytest.approx([0.6, 0.1, 0.5, 0.2])
+    # WordPiece frames ([SEP]) keep reading "##" continuations
+    wordpiece = frame.assign(label=["un", "##bel", "film", "[SEP]", "ok", "[SEP]"])
+    assert aggregate_subwords(wordpiece)["label"].tolist() == ["unbel", "film", "[SEP]", "ok", "[SEP]"]
