@@ -14,6 +14,8 @@ from ..tokenizers.image import _pair
 
 __all__ = [
     "CONV_STEM",
+    "IMAGE_PRETRAINED",
+    "IMAGE_SCRATCH",
     "SMALL_IMAGE_SIDE",
     "STEM",
     "auto_patch_size",
@@ -25,6 +27,24 @@ __all__ = [
     "user_image_side",
     "wants_stem",
 ]
+
+
+#: the training recipe of images given alone, from scratch (the tokens: ``image_tokens`` below)
+IMAGE_SCRATCH = dict(
+    lr=1e-3,
+    lr_schedule="warmup_linear",
+    max_epochs=40,
+    patience=8,
+    batch_size=64,
+    monitor="valid_loss",
+    encoder__d_model=64,
+    encoder__n_layers=4,
+    encoder__n_heads=4,
+    encoder__norm_first=True,
+    encoder__attention_dropout=0.0,
+)
+#: ... and from a pretrained encoder
+IMAGE_PRETRAINED = dict(lr=3e-4, lr_schedule="warmup_linear", max_epochs=40, patience=8, batch_size=64, monitor="valid_loss")
 
 
 def auto_patch_size(height: int, width: int) -> int | None:

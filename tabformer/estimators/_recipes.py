@@ -49,6 +49,8 @@ from ..nn.embedders.feature_cache import caching_frozen_features
 from ..nn.encoder import TransformerEncoder
 from ..tokenizers.detect import infer_column_kind
 from ._image_recipes import (
+    IMAGE_PRETRAINED,
+    IMAGE_SCRATCH,
     frame_image_side,
     image_shape,
     image_tokens,
@@ -131,19 +133,6 @@ _TEXT_SCRATCH = dict(
 # noise the loss reads as error. Three text regressions (validation R2, 2 seeds): Lending Club
 # titles +0.015 / +0.024, tweets +0.008 / +0.021, Tate titles +0.057 / +0.029.
 _TEXT_SCRATCH_REGRESSOR = dict(_TEXT_SCRATCH, patience=4, encoder__dropout=0.0, head__dropout=0.0, tokenizer__token_dropout=0.0)
-_IMAGE_SCRATCH = dict(
-    lr=1e-3,
-    lr_schedule="warmup_linear",
-    max_epochs=40,
-    patience=8,
-    batch_size=64,
-    monitor="valid_loss",
-    encoder__d_model=64,
-    encoder__n_layers=4,
-    encoder__n_heads=4,
-    encoder__norm_first=True,
-    encoder__attention_dropout=0.0,
-)
 # Late fusion (an image beside a name: one encoder per modality) from scratch: wider and
 # shorter than the table recipe, decayed to 0 and kept. Validation, 3 seeds (docs/mixed.md):
 # emoji 0.868 -> 0.882, desktop icons 0.849 -> 0.865. The same on text + table (tweets,
@@ -160,7 +149,6 @@ _MIXED_LATE = dict(
     encoder__n_heads=4,
     encoder__attention_dropout=0.0,
 )
-_IMAGE_PRETRAINED = dict(lr=3e-4, lr_schedule="warmup_linear", max_epochs=40, patience=8, batch_size=64, monitor="valid_loss")
 # Tagging: BIO tags are read per sub-word; case is the strongest cue for names.
 _TAG_PRETRAINED = dict(
     lr=1e-4, lr_schedule="cosine", max_epochs=3, patience=2, batch_size=32, monitor="valid_loss", optimizer__weight_decay=0.01
@@ -255,7 +243,7 @@ def _base_recipe(estimator, kind: str, pretrained: bool) -> dict:
         scratch = _TEXT_SCRATCH_REGRESSOR if role == "regressor" else _TEXT_SCRATCH
         recipe = dict(_TEXT_PRETRAINED if pretrained else scratch)
     elif kind == "image":
-        recipe = dict(_IMAGE_PRETRAINED if pretrained else _IMAGE_SCRATCH)
+        recipe = dict(IMAGE_PRETRAINED if pretrained else IMAGE_SCRATCH)
     elif kind == "table":
         recipe = dict(_TABLE_ALONE)
     else:  # other mixed inputs: the table recipe (the late-fusion one cost 3 points on tweets)
