@@ -176,6 +176,31 @@ def test_image_recipe_picks_patches_and_shifts():
     assert mine.tokenizer_.patch_size == 4 and mine.tokenizer_.random_shift == 2
 
 
+def test_image_classifiers_from_scratch_smooth_their_labels_and_nothing_else_does(table):
+    # Label smoothing 0.1 (DeiT's) was chosen on 7 image sets (docs/defaults.md); it is
+    # CrossEntropyLoss's setting, so only a single-label image classifier with that loss gets it.
+    images = (np.random.default_rng(0).random((40, 12, 12)) * 255).astype(np.uint8)
+    labels = np.arange(40) % 2
+    clf = TabFormerClassifier(**SMALL).fit(images, labels)
+    assert clf.resolved_params_["criterion__label_smoothing"] == 0.1 and clf.criterion_.label_smoothing == 0.1
+    assert "criterion__label_smoothing" not in clf.get_params()  # resolved, never written into the parameters
+    mine = TabFormerClassifier(criterion__label_smoothing=0.0, **SMALL).fit(images, labels)
+    assert mine.criterion_.label_smoothing == 0.0 and mine.resolved_params_.get("criterion__label_smoothing") is None
+    others = [
+        TabFormerRegressor(**SMALL).fit(images, labels.astype(float)),  # MSELoss
+        TabFormerClassifier(**SMALL).fit(images, np.stack([labels, 1 - labels], axis=1)),  # multi-label: BCE
+        TabFormerClassifier(criterion=_OwnCrossEntropy, **SMALL).fit(images, labels),  # a loss class of the user's
+        TabFormerClassifier(**SMALL).fit(*table),  # tables keep their recipe
+    ]
+    for model in others:
+        assert "criterion__label_smoothing" not in model.resolved_params_, type(model.criterion_).__name__
+        assert getattr(model.criterion_, "label_smoothing", 0.0) == 0.0
+
+
+class _OwnCrossEntropy(torch.nn.CrossEntropyLoss):
+    """A user's own criterion class: the recipe's CrossEntropyLoss settings are not routed to it."""
+
+
 def test_image_recipe_reads_size_and_channels_from_lists_series_and_pil_images():
     """The rule reads the same (H, W, C) however the images come, so the same pixels get the same tokens."""
     from tabformer.estimators._image_recipes import image_shape

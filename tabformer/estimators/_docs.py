@@ -161,7 +161,10 @@ RECIPES_NOTES_DOC = """
                                                                                 pixel shifts,
                                                                                 pre-LN, 4 layers;
                                                                                 under 16 px a
-                                                                                conv stem, +-1
+                                                                                conv stem, +-1;
+                                                                                classifiers:
+                                                                                label smoothing
+                                                                                0.1
     image, pretrained       3e-4, warmup_linear    40 (pat. 8)   64
     probe, image            1e-2, warmup_linear    40 (no stop)  64             mean pooling
     probe, text             3e-3, warmup_linear    3-10 (no      32             as text,

@@ -32,7 +32,8 @@ Where the numbers come from (docs/defaults.md has the tables):
   random shifts (Fashion-MNIST, 3,750 images: 0.872 without them, 0.959 with them); the
   frozen ImageNet stem where installed, except on grey images under 16 px: they, and the
   patches of any image under 16 px, go through a conv stem trained with the model (8x8
-  digits, validation: 0.94 with the ImageNet stem, 0.98 with the conv stem);
+  digits, validation: 0.94 with the ImageNet stem, 0.98 with the conv stem); classifiers
+  smooth their labels by 0.1, as DeiT (``IMAGE_SCRATCH``);
 - a classifier over a frozen pretrained encoder (a probe): ``_probe.py``.
 """
 
@@ -43,6 +44,7 @@ import inspect
 import math
 import numbers
 
+import torch
 from skorch.callbacks import LRScheduler
 
 from ..nn.embedders.feature_cache import caching_frozen_features
@@ -332,6 +334,8 @@ def _applies(estimator, tokenizer, key: str, pretrained: bool, user: set) -> boo
     if prefix == "head":
         head = getattr(estimator, "_head_class", None)
         return head is not None and name in inspect.signature(head).parameters
+    if prefix == "criterion":  # CrossEntropyLoss's settings: a criterion of the user's own may not take them
+        return estimator.criterion is torch.nn.CrossEntropyLoss and not getattr(estimator, "multilabel_", False)
     return prefix in ("optimizer", "iterator_train")
 
 
