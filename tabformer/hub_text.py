@@ -149,16 +149,26 @@ FAMILIES = {
 }
 
 
-def _read_state(folder: str, family: TextFamily) -> dict:
-    safetensors_path = os.path.join(folder, "model.safetensors")
-    if os.path.exists(safetensors_path):
+def _read_file(path: str) -> dict:
+    if path.endswith(".safetensors"):
         from safetensors.torch import load_file
 
-        state = load_file(safetensors_path)
-    elif os.path.exists(os.path.join(folder, "pytorch_model.bin")):
-        state = load_tensors(os.path.join(folder, "pytorch_model.bin"), "cpu", what="a pytorch_model.bin")
+        return load_file(path)
+    return load_tensors(path, "cpu", what="a pytorch_model.bin")
+
+
+def _read_state(folder: str, family: TextFamily) -> dict:
+    for name in ("model.safetensors", "pytorch_model.bin"):
+        if os.path.exists(os.path.join(folder, name)):
+            state = _read_file(os.path.join(folder, name))
+            break
+        if os.path.exists(os.path.join(folder, f"{name}.index.json")):  # sharded: save_pretrained(max_shard_size=...)
+            with open(os.path.join(folder, f"{name}.index.json"), encoding="utf-8") as handle:
+                shards = sorted(set(json.load(handle)["weight_map"].values()))
+            state = {key: value for shard in shards for key, value in _read_file(os.path.join(folder, shard)).items()}
+            break
     else:
-        raise FileNotFoundError(f"{folder} has neither model.safetensors nor pytorch_model.bin")
+        raise FileNotFoundError(f"{folder} has neither model.safetensors nor pytorch_model.bin (nor their sharded .index.json)")
     # Checkpoints saved from *For<Task> models prefix every encoder key ("bert.", "roberta.");
     # the rest is their task head, which tabformer replaces, as AutoModel does.
     if any(key.startswith(family.prefix) for key in state):
@@ -263,7 +273,8 @@ def load_text_folder(
     ----------
     path : str or PathLike
         Folder with ``config.json`` (``model_type`` one of :data:`FAMILIES`),
-        ``model.safetensors`` or ``pytorch_model.bin``, and ``tokenizer.json`` or ``vocab.txt``.
+        ``model.safetensors`` or ``pytorch_model.bin`` (or their shards with the ``.index.json``),
+        and ``tokenizer.json`` or ``vocab.txt``.
     max_length : int or None, default=None
         Tokenizer truncation length (CLS and separators included); ``None`` keeps
         ``min(128, positions)``. The encoder keeps every pretrained position.
