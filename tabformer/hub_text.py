@@ -215,6 +215,20 @@ def _settings(config: dict, family: TextFamily) -> dict:
     return settings
 
 
+def _check_complete(state: dict, family: TextFamily, settings: dict, model_type: str) -> None:
+    """Raise ``ValueError`` naming every tensor the encoder needs that the checkpoint lacks."""
+    roles = [role for role in ("words", "positions", "types") if role in family.embeddings]
+    needed = [family.embeddings[role] for role in roles]
+    needed += [f"{family.embeddings['norm']}.{kind}" for kind in ("weight", "bias")]
+    if "embedding_size" in settings:
+        needed += [f"{family.embeddings['projection']}.{kind}" for kind in ("weight", "bias")]
+    layers = [family.layer.format(i=i) for i in range(int(settings["n_layers"]))]
+    needed += [f"{layer}{name}.{kind}" for layer in layers for name in family.layer_names for kind in ("weight", "bias")]
+    missing = sorted(key for key in needed if key not in state)
+    if missing:
+        raise ValueError(f"the {model_type} checkpoint lacks {len(missing)} tensor(s) the encoder needs: {missing[:8]}")
+
+
 def _normalizer_settings(folder: str) -> dict:
     """The WordPieceTokenizer settings of a ``tokenizer_config.json``, read as BertTokenizerFast reads them."""
     path = os.path.join(folder, "tokenizer_config.json")
@@ -315,6 +329,7 @@ def load_text_folder(
     # drawing them was a fifth of the load time. Hugging Face skips them the same way.
     with torch.device("meta"):
         encoder, embedder = _build_modules(settings, tokenizer, n_positions, dropout, attention_dropout)
+    _check_complete(state, family, settings, model_type)
     words = state.pop(family.embeddings["words"])
     source = torch.as_tensor(np.asarray(tokenizer.source_ids_))
     if int(source.max()) >= words.shape[0]:

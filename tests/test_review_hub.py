@@ -38,3 +38,12 @@ def test_sharded_checkpoint_loads_every_shard(tmp_path, weights):
     (tmp_path / f"{name}.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
     reference, mask = _reference(model, tokenizer, SENTENCES)
     assert (_hidden(load_text_folder(tmp_path), SENTENCES) - reference).abs()[mask].max() < 1e-4
+
+
+def test_missing_weights_are_named_in_a_value_error(tmp_path):
+    _save_model("bert", tmp_path)
+    state = load_file(tmp_path / "model.safetensors")
+    del state["encoder.layer.1.output.LayerNorm.bias"], state["embeddings.LayerNorm.weight"]
+    save_file(state, tmp_path / "model.safetensors")
+    with pytest.raises(ValueError, match=r"lacks 2 .*embeddings\.LayerNorm\.weight.*encoder\.layer\.1\.output\.LayerNorm\.bias"):
+        load_text_folder(tmp_path)
