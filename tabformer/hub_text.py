@@ -198,6 +198,11 @@ def _settings(config: dict, family: TextFamily) -> dict:
             "earlier ones; tabformer's encoder attends both ways and would compute another function. Load an encoder "
             "checkpoint (BertModel, BertForMaskedLM...)"
         )
+    positions = config.get("position_embedding_type", "absolute")
+    if positions not in (None, "absolute"):  # transformers 4's relative_key(_query): distance terms inside attention
+        raise ValueError(
+            f"config.json sets position_embedding_type {positions!r}; tabformer's encoder has absolute learned positions only"
+        )
     settings = dict(family.defaults)
     settings.update({ours: config[theirs] for ours, theirs in family.config.items() if theirs in config})
     missing = [family.config[key] for key in ("d_model", "n_layers", "n_heads", "d_ff") if key not in settings]

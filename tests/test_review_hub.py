@@ -47,3 +47,13 @@ def test_missing_weights_are_named_in_a_value_error(tmp_path):
     save_file(state, tmp_path / "model.safetensors")
     with pytest.raises(ValueError, match=r"lacks 2 .*embeddings\.LayerNorm\.weight.*encoder\.layer\.1\.output\.LayerNorm\.bias"):
         load_text_folder(tmp_path)
+
+
+def test_relative_position_embeddings_are_refused(tmp_path):
+    # transformers 4 wrote position_embedding_type="relative_key" for BERT-style models whose
+    # attention adds distance terms; the absolute table alone would compute another function.
+    _save_model("bert", tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, "position_embedding_type": "relative_key"}))
+    with pytest.raises(ValueError, match="position_embedding_type 'relative_key'"):
+        load_text_folder(tmp_path)
