@@ -165,6 +165,9 @@ def _read_state(folder: str, family: TextFamily) -> dict:
         if os.path.exists(os.path.join(folder, f"{name}.index.json")):  # sharded: save_pretrained(max_shard_size=...)
             with open(os.path.join(folder, f"{name}.index.json"), encoding="utf-8") as handle:
                 shards = sorted(set(json.load(handle)["weight_map"].values()))
+            outside = [shard for shard in shards if os.path.basename(shard) != shard or shard in ("", ".", "..")]
+            if outside:  # as tabformer.load: every file read lies inside the folder
+                raise ValueError(f"{name}.index.json names weight files outside {folder}: {outside[:3]}")
             state = {key: value for shard in shards for key, value in _read_file(os.path.join(folder, shard)).items()}
             break
     else:

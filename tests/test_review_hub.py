@@ -38,6 +38,13 @@ def test_sharded_checkpoint_loads_every_shard(tmp_path, weights):
     (tmp_path / f"{name}.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
     reference, mask = _reference(model, tokenizer, SENTENCES)
     assert (_hidden(load_text_folder(tmp_path), SENTENCES) - reference).abs()[mask].max() < 1e-4
+    if weights == "safetensors":  # a weight map naming a file outside the folder is refused, as tabformer.load refuses one
+        outside = tmp_path.parent / f"outside_{tmp_path.name}.safetensors"
+        save_file({key: state[key].contiguous() for key in halves["model-00001-of-00002"]}, outside)
+        weight_map.update(dict.fromkeys(halves["model-00001-of-00002"], f"../{outside.name}"))
+        (tmp_path / f"{name}.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+        with pytest.raises(ValueError, match=r"names weight files outside"):
+            load_text_folder(tmp_path)
 
 
 def test_missing_weights_are_named_in_a_value_error(tmp_path):
