@@ -120,6 +120,8 @@ def cmd_fit(args):
     task = args.task
     if task == "auto":
         task = _task_of(y)
+    if task == "classification" and missing.any() and pd.api.types.is_float_dtype(y) and (y == y.round()).all():
+        y = y.astype(np.int64)  # whole-number labels a blank cell made floats: classes 0 and 1, not 0.0 and 1.0
     estimator = (TabFormerRegressor if task == "regression" else TabFormerClassifier)(verbose=0)
     _configure(estimator, settings)
     _fit_with_progress(estimator, data, y.to_numpy(), args.quiet)
