@@ -347,7 +347,7 @@ def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
     try:
         COMMANDS[args.command](args)
-    except (CLIError, PersistenceError, ValueError, TypeError, FileNotFoundError, RuntimeError) as error:
+    except (CLIError, PersistenceError, ValueError, TypeError, OSError, RuntimeError) as error:  # OSError: an unwritable --output
         if args.debug:
             raise
         message = " ".join(str(error).split()) or type(error).__name__
