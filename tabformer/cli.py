@@ -199,6 +199,11 @@ def cmd_predict(args):
     names = getattr(estimator, "feature_names_in_", None)
     if isinstance(data, pd.DataFrame) and names is not None:
         extra = [c for c in data.columns if c not in set(names)]
+        if len(extra) == len(data.columns):
+            raise CLIError(
+                f"none of {args.data}'s columns was seen in fit (a file without a header, or not comma-separated?); "
+                f"the model reads {list(names)}, the file has {extra[:10]}"
+            )
         if extra:
             print(f"tabformer: ignoring column(s) not seen in fit: {extra}", file=sys.stderr)
             data = data.drop(columns=extra)
