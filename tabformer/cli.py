@@ -166,8 +166,10 @@ def _predictions(estimator, X, proba: bool) -> pd.DataFrame:
         values = estimator.transform(X)
         return pd.DataFrame(values, columns=[f"embedding{i}" for i in range(values.shape[1])])
     if hasattr(estimator, "default_tag_"):
+        if isinstance(X, pd.DataFrame) and X.shape[1] != 1:
+            raise CLIError(f"a tagger reads one column of space-separated words; the file has {list(X.columns)}")
         column = X.iloc[:, 0] if isinstance(X, pd.DataFrame) else pd.Series(X)
-        sentences = [str(text).split() for text in column]
+        sentences = [[] if pd.isna(text) else str(text).split() for text in column]  # a blank cell: no words, not "nan"
         return pd.DataFrame({"tags": [" ".join(tags) for tags in estimator.predict(sentences)]})
     if hasattr(estimator, "classes_") and proba:
         probabilities = estimator.predict_proba(X)
