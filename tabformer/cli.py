@@ -162,6 +162,9 @@ def cmd_pretrain(args):
 
 
 def _predictions(estimator, X, proba: bool) -> pd.DataFrame:
+    if proba and (hasattr(estimator, "objective_") or hasattr(estimator, "default_tag_") or not hasattr(estimator, "classes_")):
+        # A pretrainer writes embeddings and a tagger tags: --proba was ignored for them, silently.
+        raise CLIError(f"--proba needs a classifier; {type(estimator).__name__} has no class probabilities to write")
     if hasattr(estimator, "objective_"):
         values = estimator.transform(X)
         return pd.DataFrame(values, columns=[f"embedding{i}" for i in range(values.shape[1])])
@@ -180,8 +183,6 @@ def _predictions(estimator, X, proba: bool) -> pd.DataFrame:
         for j, label in enumerate(estimator.classes_):
             out[f"proba_{label}"] = probabilities[:, j]
         return out
-    if proba:
-        raise CLIError(f"--proba needs a classifier; {type(estimator).__name__} has no probabilities")
     values = np.asarray(estimator.predict(X))
     if values.ndim == 2:
         return pd.DataFrame(values, columns=[f"prediction{j}" for j in range(values.shape[1])])

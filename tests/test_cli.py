@@ -188,6 +188,8 @@ def test_pretrain_a_table_picks_masked_cells_by_default(tmp_path):
     frame.to_csv(tmp_path / "table.csv", index=False)
     assert main(["pretrain", str(tmp_path / "table.csv"), "--out", str(tmp_path / "cells"), *TINY, "--quiet"]) == 0
     assert tabformer.load(tmp_path / "cells").resolved_params_["objective"] == "masked_cells"
+    # --proba on a pretrainer was ignored and embeddings were written as if it had not been asked
+    assert main(["predict", str(tmp_path / "cells"), str(tmp_path / "table.csv"), "--proba"]) == 2
 
 
 def test_fit_and_predict_read_a_hive_partitioned_folder_with_its_partition_column(tmp_path, capsys):
