@@ -83,3 +83,16 @@ def test_a_tagger_reads_a_blank_cell_as_no_words_and_refuses_a_second_column(tag
     pd.DataFrame({"id": [1, 2], "sentence": ["alice visits paris", "bob stays"]}).to_csv(tmp_path / "two.csv", index=False)
     assert main(["predict", str(tagger), str(tmp_path / "two.csv")]) == 2
     assert "['id', 'sentence']" in capsys.readouterr().err
+
+
+def test_a_saved_index_column_is_named_at_fit(tmp_path, capsys):
+    # DataFrame.to_csv writes the index as 'Unnamed: 0' by default: it trained as a numeric feature without a word
+    # (row order can carry the target, and new files number their rows afresh).
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.normal(size=64), "label": rng.choice(["a", "b"], 64)})
+    frame.to_csv(tmp_path / "train.csv")  # index included
+    assert main(["fit", str(tmp_path / "train.csv"), "--target", "label", "--out", str(tmp_path / "m"), *TINY]) == 0
+    assert "'Unnamed: 0' holds 0, 1, ... (a DataFrame index saved by to_csv?)" in capsys.readouterr().err
+    frame.to_csv(tmp_path / "clean.csv", index=False)
+    assert main(["fit", str(tmp_path / "clean.csv"), "--target", "label", "--out", str(tmp_path / "m2"), *TINY]) == 0
+    assert "to_csv" not in capsys.readouterr().err
