@@ -257,7 +257,9 @@ def read_data(path, image_root=None, dtypes=None, category_kinds=None, images=No
             data = _read_file(path, dtypes, category_kinds, parse_dates, texts)
     except CLIError:
         raise
-    except (OSError, ValueError, UnicodeDecodeError, pd.errors.ParserError) as error:
+    except UnicodeDecodeError as error:  # a ValueError too: caught first, for the hint
+        raise CLIError(f"cannot read {path}: it is not UTF-8 ({error.reason} at byte {error.start}); save it as UTF-8") from None
+    except (OSError, ValueError, pd.errors.ParserError) as error:
         raise CLIError(f"cannot read {path}: {error}") from None
     if isinstance(data, pd.DataFrame):
         if data.empty:

@@ -96,3 +96,10 @@ def test_a_saved_index_column_is_named_at_fit(tmp_path, capsys):
     frame.to_csv(tmp_path / "clean.csv", index=False)
     assert main(["fit", str(tmp_path / "clean.csv"), "--target", "label", "--out", str(tmp_path / "m2"), *TINY]) == 0
     assert "to_csv" not in capsys.readouterr().err
+
+
+def test_a_file_that_is_not_utf8_is_named_as_such(tmp_path, capsys):
+    (tmp_path / "rows.csv").write_bytes("city,label\nZ\u00fcrich,a\nBern,b\n".encode("latin-1"))
+    assert main(["fit", str(tmp_path / "rows.csv"), "--target", "label", "--out", str(tmp_path / "m"), *TINY]) == 2
+    error = capsys.readouterr().err  # it named the codec's complaint, not the file's encoding
+    assert "is not UTF-8 (invalid" in error and "save it as UTF-8" in error
