@@ -36,6 +36,7 @@ __all__ = [
     "class_rows",
     "is_constant",
     "kept_epoch_answers_vary",
+    "spread_indices",
     "spread_rows",
 ]
 
@@ -67,14 +68,14 @@ def is_constant(count: int, total: np.ndarray, squares: np.ndarray) -> bool:
     return bool(np.all(np.sqrt(variance) < CONSTANT_STD))
 
 
-def _spread(n: int, k: int) -> np.ndarray:
+def spread_indices(n: int, k: int) -> np.ndarray:
     """``min(n, k)`` sorted indices spread evenly over ``range(n)``, first and last included."""
     return np.unique(np.linspace(0, n - 1, min(n, k)).round().astype(np.int64)) if n else np.zeros(0, np.int64)
 
 
 def spread_rows(tokens: dict, n_rows: int = CHECK_ROWS) -> dict:
     """Up to ``n_rows`` rows spread evenly over ``tokens`` (data sorted by class has one class first)."""
-    rows = _spread(len(next(iter(tokens.values()))), n_rows)
+    rows = spread_indices(len(next(iter(tokens.values()))), n_rows)
     return {key: value[rows] for key, value in tokens.items()}
 
 
@@ -100,9 +101,9 @@ def class_rows(labels: np.ndarray, per_class: int = PER_CLASS, n_rows: int = CHE
     order = np.argsort(labels, kind="stable")
     _, starts, counts = np.unique(labels[order], return_index=True, return_counts=True)
     if len(counts) > n_rows:
-        return _spread(len(labels), n_rows)
+        return spread_indices(len(labels), n_rows)
     take = max(1, min(per_class, n_rows // len(counts)))
-    parts = [order[start : start + count][_spread(count, take)] for start, count in zip(starts, counts)]
+    parts = [order[start : start + count][spread_indices(count, take)] for start, count in zip(starts, counts)]
     return np.sort(np.concatenate(parts))
 
 

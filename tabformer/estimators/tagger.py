@@ -22,6 +22,7 @@ from .._warnings import user_stacklevel
 from ..metrics import entity_f1, is_bio_tag
 from ..nn.heads import IGNORE_INDEX, TokenClassificationHead, TokenCrossEntropy
 from ._base import construct
+from ._collapse import spread_indices
 from ._docs import (
     CLASS_WEIGHT_DOC,
     FINE_TUNING_PARAMS_DOC,
@@ -225,8 +226,8 @@ class TabFormerTagger(FineTuningNet):
         """
         default = int(np.flatnonzero(self.classes_ == self.default_tag_)[0])
         varied = np.flatnonzero(((labels != IGNORE_INDEX) & (labels != default)).any(axis=1))
-        spread = lambda rows: rows[np.unique(np.linspace(0, len(rows) - 1, min(len(rows), 256)).round().astype(int))]  # noqa: E731
-        rows = np.union1d(spread(varied), spread(np.arange(len(labels)))) if len(varied) else spread(np.arange(len(labels)))
+        every = np.arange(len(labels))
+        rows = np.union1d(varied[spread_indices(len(varied), 256)], every[spread_indices(len(every), 256)])
         sample, targets, answers = {key: value[rows] for key, value in batch.items()}, labels[rows], set()
 
         def best(inputs):
