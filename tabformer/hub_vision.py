@@ -66,7 +66,8 @@ def load_timm_vit(path, model: str, image_size=None, pixel_scale="auto") -> Pret
     ------
     ValueError
         If ``model`` is not a plain timm ViT with a class token (register tokens,
-        pre-norm, QK-norm, distillation tokens...), or the file does not fit it.
+        pre-norm, QK-norm, distillation tokens, a hybrid CNN stem, parallel blocks...), or the
+        file does not fit it.
 
     Examples
     --------
@@ -136,6 +137,9 @@ def load_timm_vit(path, model: str, image_size=None, pixel_scale="auto") -> Pret
 
 def _check_plain(vit, model: str) -> None:
     """Refuse the ViT variants tabformer's encoder does not compute."""
+    from timm.layers import PatchEmbed
+    from timm.models.vision_transformer import Block
+
     problems = []
     if vit.cls_token is None:
         problems.append("no class token")
@@ -147,6 +151,14 @@ def _check_plain(vit, model: str) -> None:
         problems.append("a pre-norm")
     if getattr(vit, "dynamic_img_size", False):
         problems.append("dynamic image size")
+    if not isinstance(vit.patch_embed, PatchEmbed):  # a hybrid ViT's CNN stem (HybridEmbed) has no linear patches
+        problems.append(f"a {type(vit.patch_embed).__name__} patch embedding (a CNN stem, not linear patches)")
+    # Parallel and post-norm blocks order their sub-layers otherwise; reading their tensors
+    # as a pre-LN block's would load without error and compute something else.
+    unusual = sorted({type(block).__name__ for block in vit.blocks if type(block) is not Block})
+    if unusual:
+        problems.append(f"{'/'.join(unusual)} blocks (tabformer computes timm's pre-norm Block)")
+        raise ValueError(f"{model} does not map onto tabformer's encoder: {', '.join(dict.fromkeys(problems))}")
     block = vit.blocks[0]
     attn, mlp = block.attn, block.mlp
     for part in ("q_norm", "k_norm", "norm"):
@@ -155,6 +167,8 @@ def _check_plain(vit, model: str) -> None:
     if not hasattr(attn, "qkv") or not hasattr(mlp, "fc1") or not isinstance(getattr(mlp, "norm", nn.Identity()), nn.Identity):
         problems.append(f"{type(attn).__name__}/{type(mlp).__name__} blocks")
     act = getattr(mlp, "act", None)
+    if not isinstance(block.norm1, nn.LayerNorm) or not isinstance(block.norm2, nn.LayerNorm):
+        problems.append(f"{type(block.norm1).__name__} norms (tabformer has LayerNorm)")
     if not (isinstance(act, nn.GELU) and act.approximate == "none"):
         problems.append(f"activation {act!r} (tabformer has exact GELU)")
     if problems:

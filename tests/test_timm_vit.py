@@ -91,3 +91,18 @@ def test_a_timm_folder_in_the_hugging_face_cache_loads_by_name(tmp_path, monkeyp
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
     pretrained = load_pretrained("timm/vit_tiny_patch16_224.test", model="vit_tiny_patch16_224")  # no refs/main
     assert pretrained.tokenizer.grid_shape_ == (14, 14)
+
+
+@pytest.mark.parametrize(
+    "name, img_size, reason",
+    [
+        ("vit_tiny_r_s16_p8_224", 64, "HybridEmbed patch embedding"),  # a ResNet stem before the patches
+        ("vit_small_patch16_18x2_224", 224, "ParallelThingsBlock blocks"),  # two attention branches per block
+    ],
+)
+def test_hybrid_and_parallel_vits_are_refused_by_name(tmp_path, name, img_size, reason):
+    # Both used to fail deep in the mapping (a size mismatch, an AttributeError) or, for a
+    # block with the same tensor names in another order, could have loaded a different model.
+    path = _checkpoint(tmp_path, name, img_size=img_size)
+    with pytest.raises(ValueError, match=f"{name} does not map onto tabformer's encoder: .*{reason}"):
+        load_timm_vit(path, name, image_size=img_size)
