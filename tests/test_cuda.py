@@ -36,7 +36,7 @@ def test_bf16_autocasts_forward_of_training_validation_and_prediction(digits, ti
     assert clf.history[-1, "valid_loss"] == clf.history[-1, "valid_loss"]  # finite, recorded
     seen.clear()
     proba = clf.predict_proba(X[:4])
-    assert seen == [torch.bfloat16] and proba.dtype == np.float32
+    assert seen == [torch.bfloat16] and proba.dtype == np.float64  # bf16 never reaches the user
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-5)
 
 
@@ -163,7 +163,7 @@ def test_text_classifier_tagger_and_mlm_on_cuda():
     ).fit(TEXTS, TEXT_LABELS)
     assert next(clf.module_.parameters()).is_cuda
     assert set(clf.predict(TEXTS[:6])) <= {"pos", "neg"}
-    assert clf.predict_proba(TEXTS[:6]).dtype == np.float32
+    assert clf.predict_proba(TEXTS[:6]).dtype == np.float64
     explanation = clf.explain(TEXTS[:2])
     assert len(explanation) and np.isfinite(explanation["attention"]).all()
 

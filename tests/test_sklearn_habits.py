@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import sklearn
+import torch
 from conftest import make_table
 from sklearn.pipeline import make_pipeline
 
@@ -131,3 +132,22 @@ def test_set_params_before_fit_stores_callback_settings_and_never_raises():
         TabFormerClassifier(**TINY).set_params(callbacks=float("inf")).fit(X, y)
     # fitted: skorch's own set_params (re-initialising what changed)
     assert clf.set_params(callbacks__print_log__sink=print).callbacks_[-1][1].sink is print
+
+
+def test_predict_proba_is_float64_and_keeps_confident_rows_apart():
+    # float32 rounds 1 - p to 0 past a logit margin of ~17: confident rows all read 1.0 and
+    # tie for roc_auc. scikit-learn's classifiers answer float64.
+    X, y = make_table(n=80)
+    clf = TabFormerClassifier(random_state=0, **TINY).fit(X, y)
+    proba = clf.predict_proba(X)
+    assert proba.dtype == np.float64 and clf.predict_log_proba(X).dtype == np.float64
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)
+    log_proba = clf.predict_log_proba(X)
+    scale = 25 / np.median(np.abs(log_proba[:, 1] - log_proba[:, 0]))
+    last = [m for m in clf.module_.modules() if isinstance(m, torch.nn.Linear)][-1]
+    with torch.no_grad():  # margins around 25: confident, yet float64 still tells them apart
+        last.weight.mul_(scale)
+        last.bias.mul_(scale)
+    top = clf.predict_proba(X).max(axis=1)
+    assert np.median(top) > 1 - 1e-9
+    assert len(np.unique(top)) > len(top) // 2  # float32 reads most of them as exactly 1.0

@@ -286,7 +286,7 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
         return construct(ClassificationHead, self.get_params_for("head"), "head", d_model, len(self.classes_))
 
     def predict_proba(self, X):
-        """Class probabilities, shape (n_samples, n_classes), columns in ``classes_`` order.
+        """Class probabilities, float64, shape (n_samples, n_classes), columns in ``classes_`` order.
 
         Multi-label: each label's own probability (a sigmoid), shape (n_samples, n_labels);
         rows need not sum to 1.
@@ -312,8 +312,10 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
             # skorch's valid_acc scoring the epoch's validation set: it has swapped in a
             # forward_iter that replays the logits of the validation pass just run, so
             # reuse them instead of a second forward pass over the validation rows.
-            return link(torch.cat([out.float() for out in self.forward_iter(X)])).cpu().numpy()
-        return self.collect(X, lambda inputs: link(self.module_(**inputs).float()).cpu().numpy(), trim=True)
+            return link(torch.cat([out.float() for out in self.forward_iter(X)]).cpu().double()).numpy()
+        # float64, as sklearn's: float32 reads a margin past ~17 as exactly 1.0, tying confident
+        # rows for roc_auc. On the CPU, since MPS has no float64.
+        return self.collect(X, lambda inputs: link(self.module_(**inputs).float().cpu().double()).numpy(), trim=True)
 
     def predict(self, X):
         """Most probable class label per row, shape (n_samples,).
