@@ -137,6 +137,12 @@ def test_constant_validation_answers_are_confirmed_on_training_rows_before_warni
     assert len(count_collects) == 2  # the first look, then the full sample
 
 
+def test_the_collapse_warning_names_an_int_class_as_the_user_wrote_it():
+    X = pd.DataFrame({"constant": np.ones(200)})
+    with pytest.warns(ConvergenceWarning, match=r"predicts one class \((0|1)\) for every"):
+        TabFormerClassifier(max_epochs=2, **FAST).fit(X, np.array([0, 1] * 100))  # not "np.int64(0)"
+
+
 def test_the_kept_epoch_is_early_stoppings_best_not_the_last(monkeypatch):
     X, y, _ = _threshold_data()
     model = TabFormerClassifier(max_epochs=6, **FAST).fit(X, y)

@@ -218,8 +218,8 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
             return
         if self._multilabel:
             what = "the same labels"
-        else:
-            what = f"one class ({self.classes_[int(answers[0].argmax())]!r})"
+        else:  # tolist: 2, not np.int64(2)
+            what = f"one class ({np.asarray(self.classes_).tolist()[int(answers[0].argmax())]!r})"
         warnings.warn(
             f"{type(self).__name__} predicts {what} for every training row it was checked on: "
             f"it has not learned beyond a constant answer; {self._collapse_advice()}",
