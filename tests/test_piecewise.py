@@ -1,5 +1,7 @@
 """The piecewise-linear numeric embedding on bins the target chooses (the table recipe's default)."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -131,6 +133,35 @@ def test_a_tokenizer_whose_fit_takes_no_target_is_fitted_without_one():
     assert fit_with_target(Theirs(), [1]).target is None
 
 
+def test_a_tokenizer_fit_without_weights_never_reads_the_holdouts_targets():
+    # Its fit cannot weigh rows, so the early-stopping holdout (weight 0) is cut out of what
+    # it reads; before, a target-encoding tokenizer saw the targets early stopping scores.
+    class TargetReader:
+        def fit(self, X, y):
+            self.rows, self.target = list(X.index), list(y)
+            return self
+
+    X = pd.DataFrame({"a": [10, 11, 12, 13]}, index=["w", "x", "y", "z"])
+    fitted = fit_with_target(TargetReader(), X, np.array([0, 1, 0, 1]), sample_weight=np.array([1.0, 0.0, 2.0, 0.0]))
+    assert fitted.rows == ["w", "y"] and fitted.target == [0, 0]
+    texts = ["a b", "c d", "e f"]
+    fitted = fit_with_target(TargetReader(), pd.Series(texts), [1, 2, 3], sample_weight=[1, 1, 1])
+    assert fitted.rows == [0, 1, 2]  # nothing held out: every row
+
+
+def test_the_estimators_holdout_is_cut_from_a_user_tokenizers_supervised_fit():
+    seen = {}
+
+    class Supervised(TabularTokenizer):
+        def fit(self, X, y=None):
+            seen["rows"] = len(X)
+            return super().fit(X)
+
+    X, y = _step_table(200)
+    TabFormerClassifier(tokenizer=Supervised(), validation_fraction=0.2, **dict(TINY, max_epochs=1)).fit(X, y)
+    assert seen["rows"] == 160
+
+
 def test_on_many_rows_the_trees_read_a_sample_but_the_edges_span_every_row(monkeypatch):
     from tabformer.tokenizers import _numbers
 
@@ -165,3 +196,13 @@ def test_a_table_alone_resolves_four_relu_heads_and_the_users_encoder_settings_w
     mixed = TabFormerClassifier(**small).fit(X.assign(note=notes), y)
     assert mixed.tokenizer_.column_kinds_["note"] == "text"
     assert "encoder__n_heads" not in mixed.resolved_params_
+
+
+def test_tabformers_text_and_image_tokenizers_fit_on_every_row_without_a_target():
+    # Their fit(X, y=None) ignores y: the holdout cut above must not shrink their vocabulary.
+    from tabformer.tokenizers import PatchTokenizer, WordPieceTokenizer
+
+    texts = ["alpha beta", "gamma delta", "epsilon zeta", "eta theta"]
+    fitted = fit_with_target(WordPieceTokenizer(vocab_size=60, min_frequency=1), texts, [0, 1, 0, 1], sample_weight=[1, 0, 1, 0])
+    assert {"gamma", "theta"} <= set(json.loads(fitted.tokenizer_json_)["model"]["vocab"])
+    assert not PatchTokenizer.fit_reads_target and TabularTokenizer.fit_reads_target

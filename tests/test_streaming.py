@@ -62,7 +62,11 @@ def test_streamed_fit_never_holds_more_than_a_piece_and_a_buffer(tmp_path, monke
     read_piece = _stream.read_piece
     monkeypatch.setattr(_stream, "read_piece", lambda piece, *args: seen["read"].append(piece.rows) or read_piece(piece, *args))
     fit, transform = TabularTokenizer.fit, TabularTokenizer.transform
-    monkeypatch.setattr(TabularTokenizer, "fit", lambda self, X, y=None: seen["fit"].append(len(X)) or fit(self, X, y))
+    monkeypatch.setattr(
+        TabularTokenizer,
+        "fit",
+        lambda self, X, y=None, sample_weight=None: seen["fit"].append(len(X)) or fit(self, X, y, sample_weight),
+    )
     monkeypatch.setattr(TabularTokenizer, "transform", lambda self, X: seen["transform"].append(len(X)) or transform(self, X))
     clf = TabFormerClassifier(**SETTINGS, fit_sample_size=300)
     clf.stream_buffer_rows = 256

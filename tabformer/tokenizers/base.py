@@ -12,6 +12,7 @@ import inspect
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils import _safe_indexing
 
 from ..nn.embedders import build_embedder
 
@@ -71,6 +72,9 @@ class BaseTokenizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None)
     #: what the tokens stand for: ``"table"`` (one per column), ``"text"`` or ``"image"``;
     #: a :class:`~tabformer.tokenizers.MixedTokenizer` feeds text and image tokenizers one column at a time
     kind: str = "table"
+    #: whether ``fit`` reads ``y``: ``fit(X, y=None)`` is scikit-learn's signature either way,
+    #: and :func:`fit_with_target` passes targets (cutting out rows of weight 0) only where it does
+    fit_reads_target: bool = True
 
     def __setstate__(self, state):
         # A tokenizer pickled before one of its parameters existed (WordPieceTokenizer's strip_accents...)
@@ -171,17 +175,22 @@ def fit_with_target(tokenizer, X, y=None, sample_weight=None):
     y : array-like of shape (n_samples,) or (n_samples, n_outputs), or None
         Encoded targets (class ids, or numbers).
     sample_weight : array-like of shape (n_samples,), or None
-        Row weights for what ``y`` chooses; a row of weight 0 is left out of it. Dropped
-        for a ``fit(self, X, y)`` that takes none, which then reads every row's target (the
-        estimators' early-stopping holdout, which weighs 0, included).
+        Row weights for what ``y`` chooses; a row of weight 0 is left out of it. A
+        ``fit(self, X, y)`` that takes no weights is fitted on the rows of positive weight
+        only, so it never reads the targets of the estimators' early-stopping holdout
+        (which weighs 0); their other weights it cannot use.
 
     Returns
     -------
     the fitted tokenizer
     """
     takes = inspect.signature(tokenizer.fit).parameters
-    if y is None or "y" not in takes:
+    if y is None or "y" not in takes or not getattr(tokenizer, "fit_reads_target", True):
         return tokenizer.fit(X)
     if sample_weight is not None and "sample_weight" in takes:
         return tokenizer.fit(X, y, sample_weight=sample_weight)
+    if sample_weight is not None:
+        kept = np.flatnonzero(np.asarray(sample_weight) > 0)
+        if len(kept) < len(sample_weight):
+            return tokenizer.fit(_safe_indexing(X, kept), _safe_indexing(np.asarray(y), kept))
     return tokenizer.fit(X, y)

@@ -125,6 +125,8 @@ class PatchTokenizer(BaseTokenizer):
     ((5, 1, 28, 28), (4, 4))
     """
 
+    fit_reads_target = False  # its image size and pixel statistics come from X alone
+
     default_positions = None  # the embedders add their own 2-D positions
     kind = "image"
 

@@ -89,6 +89,8 @@ class WordPieceTokenizer(BaseTokenizer):
     (['attention_mask', 'input_ids', 'token_type_ids'], (1, 4))
     """
 
+    fit_reads_target = False  # its vocabulary comes from X alone
+
     default_positions = "learned"
     kind = "text"
 
