@@ -1,5 +1,11 @@
-"""What a fitted estimator attends to: CLS attention per token, per column, per image patch,
-and sub-words merged back into words."""
+"""What a fitted estimator attends to: the attention its head reads per token, per column,
+per image patch, and sub-words merged back into words.
+
+The head reads CLS's output (``head__pooling="cls"``) or the mean of the outputs of CLS and
+every real token (``"mean"``, the text recipes'), so "the attention the head reads" is CLS's
+attention row, or the mean of the rows of those queries. Reading CLS's row under a
+mean-pooling head would report a query the prediction hardly depends on (1 of 1+T).
+"""
 
 from __future__ import annotations
 
@@ -11,8 +17,8 @@ from sklearn.utils.validation import check_is_fitted
 __all__ = ["explain", "modality_ablation", "attention_map", "aggregate_subwords"]
 
 
-def explain(estimator, X, layer="all", level="token", y=None) -> pd.DataFrame:
-    """CLS attention over the input tokens, averaged over heads, as a tidy DataFrame.
+def explain(estimator, X, layer="all", level="token", y=None, query="auto") -> pd.DataFrame:
+    """The attention the head reads over the input tokens, averaged over heads, as a tidy DataFrame.
 
     Parameters
     ----------
@@ -30,6 +36,11 @@ def explain(estimator, X, layer="all", level="token", y=None) -> pd.DataFrame:
     y : array-like of shape (n_samples,), optional
         True targets of ``X``. With ``level="column"``, adds each modality's ablation
         score (see :func:`modality_ablation`); mixed inputs only. ``level="token"`` refuses it.
+    query : {"auto", "cls", "mean"}, default="auto"
+        Whose attention: ``"cls"`` the CLS query's row; ``"mean"`` the mean of the rows of
+        CLS and every real token (what a mean-pooling head averages the outputs of);
+        ``"auto"`` the one the estimator's head reads (``head__pooling``; CLS for a head
+        without pooling, such as the tagger's).
 
     Returns
     -------
@@ -38,13 +49,13 @@ def explain(estimator, X, layer="all", level="token", y=None) -> pd.DataFrame:
         in the token sequence, CLS excluded), ``column`` (input column the token comes
         from; ``"text"``/``"image"`` for a single text or image input), ``label`` (a
         sub-word, a patch ``"r{i}c{j}"`` or a table column) and ``attention`` (weight the
-        CLS query puts on that token; padding and masked segments excluded, so one row
-        and layer sums to at most 1, the rest being CLS's self-attention). With
+        query (``query``) puts on that token; padding and masked segments excluded, so one
+        row and layer sums to at most 1, the rest being the attention to CLS). With
         ``level="column"``: ``row``, ``layer``, ``column``, ``modality`` (``"text"``,
         ``"image"`` or ``"table"``), ``n_tokens``, ``attention`` (the sum over the
         column's tokens) and ``attention_per_token`` (that sum over ``n_tokens``). A
         64-patch image gathers more *summed* attention than a price cell only because it
-        has 64 tokens; compare ``attention_per_token`` to see which tokens CLS prefers,
+        has 64 tokens; compare ``attention_per_token`` to see which tokens the query prefers,
         and ``ablation`` (with ``y``) to see what the prediction needs. With ``y``, also
         ``ablation``: the drop in ``estimator.score`` on ``(X, y)`` when the column's
         whole modality is masked (the same value on every row of that modality; the
@@ -53,7 +64,7 @@ def explain(estimator, X, layer="all", level="token", y=None) -> pd.DataFrame:
     Raises
     ------
     ValueError
-        If ``level`` or ``layer`` is invalid, ``y`` comes with ``level="token"``, or ``y``
+        If ``level``, ``layer`` or ``query`` is invalid, ``y`` comes with ``level="token"``, or ``y``
         comes with ``level="column"`` for an estimator whose input is not mixed.
     sklearn.exceptions.NotFittedError
         If ``estimator`` is not fitted.
@@ -61,6 +72,7 @@ def explain(estimator, X, layer="all", level="token", y=None) -> pd.DataFrame:
     check_is_fitted(estimator)
     if level not in ("token", "column"):
         raise ValueError(f"level must be 'token' or 'column', got {level!r}")
+    query = _query(estimator, query)
     if level == "token" and y is not None:  # a y that changes nothing would read as if it had been used
         raise ValueError(
             "explain uses y only with level='column' (each modality's ablation score); level='token' has no use "
@@ -79,10 +91,10 @@ def explain(estimator, X, layer="all", level="token", y=None) -> pd.DataFrame:
     layers = range(len(maps)) if isinstance(layer, str) and layer == "all" else [_layer_index(layer, len(maps), "all")]
     records = []
     for layer_index in layers:
-        cls_rows = maps[layer_index].mean(axis=1)[:, 0, 1:]  # (n, T): CLS query, heads averaged
+        read = _read_attention(maps[layer_index], described, query)  # (n, T), heads averaged
         for row, tokens in enumerate(described):
             for position, column, label in tokens:
-                records.append((row, layer_index, position, column, label, float(cls_rows[row, position])))
+                records.append((row, layer_index, position, column, label, float(read[row, position])))
     frame = pd.DataFrame.from_records(records, columns=["row", "layer", "token", "column", "label", "attention"])
     if level == "column":
         frame = (
@@ -100,6 +112,32 @@ def explain(estimator, X, layer="all", level="token", y=None) -> pd.DataFrame:
             drops = dict(zip([name for name, _, _ in estimator.tokenizer_.transformers_], _ablation(estimator, batch, y)["drop"]))
             frame["ablation"] = frame["column"].map(owners).map(drops)
     return frame
+
+
+def _query(estimator, query) -> str:
+    """``query`` checked, ``"auto"`` resolved to the pooling of the estimator's head."""
+    if not (isinstance(query, str) and query in ("auto", "cls", "mean")):
+        raise ValueError(f"query must be 'auto', 'cls' or 'mean', got {query!r}")
+    if query != "auto":
+        return query
+    return getattr(getattr(estimator.module_, "head", None), "pooling", "cls")
+
+
+def _read_attention(layer_map: np.ndarray, described, query: str) -> np.ndarray:
+    """(n, T) attention on the tokens (CLS excluded) of ``query``'s row(s), heads averaged.
+
+    ``layer_map`` is one layer's (n, heads, 1+T, 1+T); ``described`` the tokenizer's
+    ``describe_tokens``: the real tokens of each row, the queries a mean-pooling head reads
+    beside CLS (padding and masked segments are not pooled).
+    """
+    heads = layer_map.mean(axis=1)
+    if query == "cls":
+        return heads[:, 0, 1:]
+    read = np.empty((len(heads), heads.shape[-1] - 1), dtype=heads.dtype)
+    for row, tokens in enumerate(described):
+        queries = [0] + [1 + position for position, _, _ in tokens]
+        read[row] = heads[row, queries, 1:].mean(axis=0)
+    return read
 
 
 def _layer_index(layer, n_layers: int, other: str) -> int:
@@ -193,8 +231,8 @@ def _ablation(estimator, tokens: dict, y) -> pd.DataFrame:
     return pd.DataFrame.from_records(records, columns=["modality", "columns", "score", "masked_score", "drop"])
 
 
-def attention_map(estimator, X, layer=-1, upsample=False) -> np.ndarray:
-    """CLS attention over the patches, as an image-shaped map to overlay.
+def attention_map(estimator, X, layer=-1, upsample=False, query="auto") -> np.ndarray:
+    """The attention the head reads over the patches, as an image-shaped map to overlay.
 
     Parameters
     ----------
@@ -208,31 +246,38 @@ def attention_map(estimator, X, layer=-1, upsample=False) -> np.ndarray:
         Bilinearly resize the map to the size of the images in ``X`` (an array, or arrays or
         PIL images of one size), for overlaying on them; to the size the model sees them at
         (``image_size_``) when they differ or are files.
+    query : {"auto", "cls", "mean"}, default="auto"
+        Whose attention, as in :func:`explain`: the CLS query's, the mean over the queries
+        of CLS and every patch, or (``"auto"``) the one the head reads.
 
     Returns
     -------
     ndarray of shape (n_images, h, w), or (n_images, H, W) with ``upsample``
         (``X``'s own image size even where the tokenizer resizes it)
-        The CLS query's attention on each patch (each map sums to at most 1; the rest
-        is CLS's attention to itself); ``(h, w)`` is the tokenizer's ``grid_shape_``.
+        The query's attention on each patch (each map sums to at most 1; the rest is the
+        attention to CLS); ``(h, w)`` is the tokenizer's ``grid_shape_``.
 
     Raises
     ------
     TypeError
         If the estimator's tokenizer is not an image tokenizer.
     ValueError
-        If ``layer`` is neither ``"mean"`` nor an int in ``[-n_layers, n_layers - 1]``.
+        If ``layer`` is neither ``"mean"`` nor an int in ``[-n_layers, n_layers - 1]``, or
+        ``query`` is invalid.
     """
     check_is_fitted(estimator)
     tokenizer = estimator.tokenizer_
     if not hasattr(tokenizer, "grid_shape_"):
         raise TypeError(f"attention_map needs an image tokenizer, the estimator has {type(tokenizer).__name__}")
-    _, maps = estimator.forward_features(estimator.tokenize(X), return_attention=True)
+    query = _query(estimator, query)
+    batch = estimator.tokenize(X)
+    _, maps = estimator.forward_features(batch, return_attention=True)
+    described = tokenizer.describe_tokens(batch) if query == "mean" else None
     if isinstance(layer, str) and layer == "mean":
-        cls = np.mean([m.mean(axis=1)[:, 0, 1:] for m in maps], axis=0)
+        read = np.mean([_read_attention(m, described, query) for m in maps], axis=0)
     else:
-        cls = maps[_layer_index(layer, len(maps), "mean")].mean(axis=1)[:, 0, 1:]
-    grid = cls.reshape(len(cls), *tokenizer.grid_shape_)
+        read = _read_attention(maps[_layer_index(layer, len(maps), "mean")], described, query)
+    grid = read.reshape(len(read), *tokenizer.grid_shape_)
     if upsample:
         grid = torch.nn.functional.interpolate(
             torch.from_numpy(grid)[:, None], size=_shown_size(X, tokenizer.image_size_), mode="bilinear", align_corners=False

@@ -2,7 +2,7 @@
 
 Needs matplotlib (``pip install 'tabformer[plot]'``). Both functions draw on ``ax`` (a new
 figure's axes when ``None``) and return the axes, so they compose with the rest of a
-matplotlib figure. The numbers come from :mod:`tabformer.inspection` (CLS attention,
+matplotlib figure. The numbers come from :mod:`tabformer.inspection` (the attention the head reads,
 heads averaged) and from the skorch ``history_``.
 """
 
@@ -53,9 +53,10 @@ def _check_one(batch) -> None:
 def attention(estimator, X_row, layer="mean", ax=None, cmap="Reds"):
     """Draw what a fitted estimator attends to for one input.
 
-    Text: the words, each on a background coloured by the CLS attention it gets (its
-    sub-words summed). Image: the image with the patch attention overlaid. Table or mixed
-    input: one horizontal bar per column (the attention summed over its tokens).
+    Text: the words, each on a background coloured by the attention the head reads on it
+    (its sub-words summed; see :func:`tabformer.inspection.explain`). Image: the image with
+    the patch attention overlaid. Table or mixed input: one horizontal bar per column (the
+    attention summed over its tokens).
 
     Parameters
     ----------
@@ -104,7 +105,7 @@ def attention(estimator, X_row, layer="mean", ax=None, cmap="Reds"):
     bars = ax.barh(np.arange(len(columns)), columns.to_numpy(), color=colormaps[cmap](0.6))
     ax.set_yticks(np.arange(len(columns)), [str(c) for c in columns.index])
     ax.invert_yaxis()  # first column on top, as in the table
-    ax.set_xlabel("CLS attention (summed over the column's tokens)")
+    ax.set_xlabel("attention (summed over the column's tokens)")
     ax.set_title(f"attention per column ({where})")
     bars.set_label("attention")
     return ax

@@ -3,6 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from conftest import TINY, make_table
 
 from tabformer import TabFormerClassifier
@@ -112,7 +113,7 @@ def test_a_sentence_tokenizers_leading_token_is_labelled_and_the_words_keep_thei
     tokenizer = SentenceTokenizer(stem_folder=str(tmp_path), encoder_config=stem, vocab_size=60, min_frequency=1)
     clf = TabFormerClassifier(tokenizer=tokenizer, **{**TINY, "max_epochs": 1, "random_state": 0}).fit(texts, ["p", "n"] * 20)
     rows = ["a good fun film", "bad"]
-    frame = explain(clf, rows, layer=0)
+    frame = explain(clf, rows, layer=0, query="cls")
     assert frame.loc[frame["row"] == 1, "label"].tolist() == ["[SENTENCE]", "bad", "[SEP]"]
     _, maps = clf.forward_features(clf.tokenize(rows), return_attention=True)
     cls = maps[0].mean(axis=1)[:, 0, 1:]
@@ -159,3 +160,42 @@ def test_a_one_word_text_of_a_byte_level_bpe_model_stays_one_word():
     # WordPiece frames ([SEP]) keep reading "##" continuations
     wordpiece = frame.assign(label=["un", "##bel", "film", "[SEP]", "ok", "[SEP]"])
     assert aggregate_subwords(wordpiece)["label"].tolist() == ["unbel", "film", "[SEP]", "ok", "[SEP]"]
+
+
+def test_explain_reads_the_queries_a_mean_pooling_head_averages():
+    # A mean-pooling head (the text recipes') averages the outputs of CLS and every real token; explain reported
+    # CLS's attention row alone, one query of 1+T and not the one the prediction reads.
+    texts = ["a good film", "bad", "a very very good and moving film indeed", "awful awful"] * 10
+    settings = dict(TINY, max_epochs=2, random_state=0, head__pooling="mean")
+    clf = TabFormerClassifier(tokenizer="wordpiece", tokenizer__vocab_size=60, tokenizer__min_frequency=1, **settings)
+    clf.fit(texts, [1, 0, 1, 0] * 10)
+    inputs = {key: torch.as_tensor(value) for key, value in clf.tokenize(texts[:4]).items()}
+    clf.module_.eval()
+    with torch.no_grad():
+        for layer in clf.module_.encoder.layers:  # 2 tiny epochs leave attention near uniform: sharpen it
+            layer.attention.query.weight.mul_(30)
+        (_, maps), mask = clf.module_.encode(True, **inputs)  # the mask mean pooling itself reads
+    pooled = torch.cat([torch.ones_like(mask[:, :1]), mask], dim=1).float()  # CLS and the real tokens
+    last = maps[-1].mean(dim=1)
+    expected = ((last * pooled[:, :, None]).sum(dim=1) / pooled.sum(dim=1, keepdim=True))[:, 1:].numpy()
+    frame = explain(clf, texts[:4], layer=-1)
+    assert (frame.groupby("row").size().to_numpy() == mask.sum(dim=1).numpy()).all()  # "bad" is padded in the batch
+    for row, tokens in frame.groupby("row"):
+        np.testing.assert_allclose(tokens["attention"], expected[row, tokens["token"]], atol=1e-6)
+        assert not np.allclose(tokens["attention"], last[row, 0, 1:][tokens["token"].to_numpy()].numpy(), atol=1e-4)
+    by_cls = explain(clf, texts[:4], layer=-1, query="cls")
+    cls_row = [last[row, 0, 1 + token] for row, token in zip(by_cls["row"], by_cls["token"])]
+    np.testing.assert_allclose(by_cls["attention"], cls_row, atol=1e-6)
+    with pytest.raises(ValueError, match="query must be 'auto', 'cls' or 'mean', got 'last'"):
+        explain(clf, texts[:1], query="last")
+
+
+def test_an_attention_map_follows_the_heads_pooling():
+    rng = np.random.default_rng(0)
+    images = rng.uniform(0, 1, (32, 8, 8))
+    settings = {**TINY, "max_epochs": 1, "random_state": 0, "tokenizer__patch_size": 4}
+    mean_head = TabFormerClassifier(**settings, head__pooling="mean").fit(images, rng.integers(0, 2, 32))
+    _, maps = mean_head.forward_features(mean_head.tokenize(images[:3]), return_attention=True)
+    heads = maps[-1].mean(axis=1)  # every patch is real: CLS and all 4 patches are pooled
+    np.testing.assert_allclose(attention_map(mean_head, images[:3]).reshape(3, -1), heads[:, :, 1:].mean(axis=1), atol=1e-6)
+    np.testing.assert_allclose(attention_map(mean_head, images[:3], query="cls").reshape(3, -1), heads[:, 0, 1:], atol=1e-6)

@@ -238,14 +238,14 @@ class InferenceMixin:
         embeddings, maps = self.collect(X, features)
         return (embeddings, list(maps)) if return_attention else embeddings
 
-    def explain(self, X, layer="all", level="token", y=None):
-        """CLS attention over the input tokens, averaged over heads, as a tidy DataFrame.
+    def explain(self, X, layer="all", level="token", y=None, query="auto"):
+        """The attention the head reads over the input tokens, averaged over heads, as a tidy DataFrame.
 
         Parameters
         ----------
-        X, layer, level, y : as :func:`tabformer.inspection.explain`, which this calls
+        X, layer, level, y, query : as :func:`tabformer.inspection.explain`, which this calls
         """
-        return inspection.explain(self, X, layer=layer, level=level, y=y)
+        return inspection.explain(self, X, layer=layer, level=level, y=y, query=query)
 
     def modality_ablation(self, X, y):
         """The score lost when each modality of a mixed input is masked, one row per modality.
