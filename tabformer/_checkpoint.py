@@ -285,10 +285,22 @@ def _hash_arrays(hasher, name, value, shapes):
         hasher.update(array.tobytes())
         shapes[name] = list(array.shape)
     elif value is not None:
-        # A dataset (streamed or custom): only its type and length can be compared cheaply.
+        # A dataset (streamed or custom): its type and length, and the arrays it holds in memory. A pretrainer's
+        # dataset (masks or views drawn per batch) holds the tokens: by type and length alone, other rows of the
+        # same length resumed the first fit's checkpoint, or returned its finished model.
         length = len(value) if hasattr(value, "__len__") else None
         hasher.update(f"{name}:{type(value).__qualname__}:{length}".encode())
         shapes[name] = [length]
+        for key, item in sorted(getattr(value, "__dict__", {}).items()):
+            if _is_arrays(item):
+                _hash_arrays(hasher, f"{name}.{key}", item, shapes)
+
+
+def _is_arrays(value) -> bool:
+    """An array or tensor, or a dict of them (a tokenizer's output)."""
+    if isinstance(value, dict):
+        return bool(value) and all(_is_arrays(item) for item in value.values())
+    return isinstance(value, torch.Tensor) or (isinstance(value, np.ndarray) and value.dtype != object)
 
 
 def _data_hash(X, y) -> dict:

@@ -1,0 +1,46 @@
+"""Review of pretraining handed to supervised estimators, and of checkpoint/resume (found in a review).
+
+Each test failed before its fix: the symptom a user saw is in its docstring.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from skorch.callbacks import Callback
+
+from tabformer import TabFormerPretrainer
+from tabformer.callbacks import TrainingCheckpoint
+
+TINY = dict(encoder__d_model=8, encoder__n_layers=1, encoder__n_heads=2, verbose=0, random_state=0, batch_size=32)
+
+
+def _table(n=96, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"a": rng.normal(size=n), "b": rng.choice(list("xyz"), n), "c": rng.normal(size=n)})
+
+
+class _Crash(Callback):
+    """Raise in the given epoch after its first training batch (the optimizer has stepped)."""
+
+    def __init__(self, epoch):
+        self.epoch = epoch
+
+    def on_batch_end(self, net, training=False, **kwargs):
+        if training and len(net.history) == self.epoch:
+            raise RuntimeError("simulated crash")
+
+
+def _pretrainer(folder, *extra, **params):
+    return TabFormerPretrainer(**{**TINY, **params}, callbacks=[("checkpoint", TrainingCheckpoint(folder)), *extra])
+
+
+def test_a_pretrainer_checkpoint_of_other_rows_of_the_same_length_is_refused(tmp_path):
+    """A pretrainer's fit hands skorch a dataset (masks drawn per batch), and the checkpoint hashed only its type and
+    length: fitting other rows of the same length into the folder of a finished fit returned the first fit's model,
+    trained on none of these rows, silently."""
+    params = dict(max_epochs=2, patience=None, validation_fraction=None)
+    _pretrainer(tmp_path, **params).fit(_table(seed=0))
+    with pytest.raises(ValueError, match="other data"):
+        _pretrainer(tmp_path, **params).fit(_table(seed=1))
