@@ -79,9 +79,10 @@ class TrainingCheckpoint(Callback):
     -----
     What is restored exactly: module and criterion weights, optimizer state, skorch
     ``LRScheduler`` and :class:`~tabformer.callbacks.WarmupLinearLR` state, ``EarlyStopping``
-    counters and best weights, the fp16 grad scaler, the torch CPU (and CUDA) RNG and the
-    history. NumPy's and Python's global RNGs are not saved (tabformer's training does not
-    draw from them). Distributed (``accelerate``) fits are not supported.
+    counters and best weights, the fp16 grad scaler, the torch CPU (and CUDA) RNG, the
+    pretraining dataset's mask or view generators and the history. NumPy's and Python's
+    global RNGs are not saved (tabformer's training does not draw from them). Distributed
+    (``accelerate``) fits are not supported.
 
     Examples
     --------
@@ -108,6 +109,7 @@ class TrainingCheckpoint(Callback):
         """Fingerprint the fit; resume from the folder if it holds a checkpoint (skorch hook)."""
         self.resumed_epochs_, self.finished_, self._split = None, False, None
         self._fingerprint = {"config": _config(net), "data": _data_hash(X, y)}
+        self._data_rngs = _data_rngs(X)
         if len(net.history) > 0:
             return  # a continued fit (partial_fit): it writes, it never resumes
         folder = latest_folder(self.dirname)
@@ -115,7 +117,9 @@ class TrainingCheckpoint(Callback):
             return
         meta = json.loads((folder / "meta.json").read_text())
         self._check_same_fit(meta)
-        _restore(net, meta, load_file(str(folder / "state.safetensors"), device="cpu"))
+        tensors = load_file(str(folder / "state.safetensors"), device="cpu")
+        _restore(net, meta, tensors)
+        _restore_data_rngs(self._data_rngs, meta, tensors)
         self.resumed_epochs_, self.finished_ = int(meta["epochs_done"]), bool(meta["finished"])
         self._split = meta["split"]
         logging.getLogger("tabformer").info("%s: resumed from %s after epoch %d", type(net).__name__, folder, meta["epochs_done"])
@@ -149,6 +153,10 @@ class TrainingCheckpoint(Callback):
         if (stopped or complete) and not guard_failed:
             self._write(net, finished=True)
 
+    def __getstate__(self):
+        # The dataset's generators are this fit's, not settings: a pickled estimator carries none of them.
+        return {key: value for key, value in vars(self).items() if key != "_data_rngs"}
+
     # ----------------------------------------------------------------- helpers
     def _check_same_fit(self, meta):
         if meta.get("format") != FORMAT:
@@ -174,6 +182,7 @@ class TrainingCheckpoint(Callback):
         epochs = len(net.history)
         name = f"epoch-{epochs:04d}{'-final' if finished else ''}"
         tensors, meta = _collect(net)
+        meta["data_rngs"] = _collect_data_rngs(getattr(self, "_data_rngs", ()), tensors)
         meta.update(format=FORMAT, epochs_done=epochs, finished=finished, fingerprint=self._fingerprint, split=self._split)
         tmp = root / f".tmp-{name}-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
@@ -308,6 +317,30 @@ def _data_hash(X, y) -> dict:
     _hash_arrays(hasher, "X", X, shapes)
     _hash_arrays(hasher, "y", None if y is None else np.asarray(y) if not isinstance(y, torch.Tensor) else y, shapes)
     return {"sha256": hasher.hexdigest(), "shapes": shapes}
+
+
+def _data_rngs(X) -> list:
+    """``(name, generator)`` of the generators a dataset draws per batch (a pretraining objective's masks or views).
+    Rebuilt from the seed at every fit, so unsaved, the resumed epochs drew the first epochs' masks again."""
+    items = [] if isinstance(X, dict) else sorted(getattr(X, "__dict__", {}).items())
+    return [(name, value) for name, value in items if isinstance(value, (torch.Generator, np.random.Generator))]
+
+
+def _collect_data_rngs(rngs, tensors: dict) -> dict:
+    """The state of each generator: a torch one's into ``tensors``, a NumPy one's returned (JSON)."""
+    torch_rngs = {name: rng for name, rng in rngs if isinstance(rng, torch.Generator)}
+    tensors.update({f"data_rng.{name}": rng.get_state() for name, rng in torch_rngs.items()})
+    return {name: rng.bit_generator.state for name, rng in rngs if name not in torch_rngs}
+
+
+def _restore_data_rngs(rngs, meta: dict, tensors: dict) -> None:
+    """Put the dataset's generators where they were at the checkpoint (a checkpoint without them leaves them)."""
+    states = meta.get("data_rngs") or {}
+    for name, rng in rngs:
+        if isinstance(rng, torch.Generator) and f"data_rng.{name}" in tensors:
+            rng.set_state(tensors[f"data_rng.{name}"])
+        elif isinstance(rng, np.random.Generator) and name in states:
+            rng.bit_generator.state = states[name]
 
 
 def _split_hash(dataset):

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from skorch.callbacks import Callback
 
 from tabformer import TabFormerPretrainer
@@ -44,3 +45,31 @@ def test_a_pretrainer_checkpoint_of_other_rows_of_the_same_length_is_refused(tmp
     _pretrainer(tmp_path, **params).fit(_table(seed=0))
     with pytest.raises(ValueError, match="other data"):
         _pretrainer(tmp_path, **params).fit(_table(seed=1))
+
+
+_IMAGES = np.random.default_rng(0).integers(0, 255, size=(64, 8, 8), dtype=np.uint8)
+
+
+@pytest.mark.parametrize(
+    "data, params",
+    [
+        ("table", dict(validation_fraction=None)),
+        ("table", dict(validation_fraction=0.25)),  # the holdout's masks come from the same generator
+        ("images", dict(objective="simclr", tokenizer__patch_size=4, batch_size=16, validation_fraction=None)),
+    ],
+    ids=["masked-cells", "masked-cells-holdout", "simclr"],
+)
+def test_a_crashed_pretrainer_fit_resumes_to_the_weights_of_an_uninterrupted_one(tmp_path, data, params):
+    """The objective's masks (or SimCLR's views) come from a generator of the dataset, rebuilt from the seed at every
+    fit, and the checkpoint did not save it: the resumed epochs drew the first epochs' masks again (training loss 0.80
+    where the uninterrupted fit read 1.15) and ended with other weights than the uninterrupted fit, which the docs
+    promise."""
+    X, params = _table() if data == "table" else _IMAGES, dict(max_epochs=4, patience=None, **params)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        _pretrainer(tmp_path / "run", ("crash", _Crash(3)), **params).fit(X)
+    resumed = _pretrainer(tmp_path / "run", **params).fit(X)
+    assert dict(resumed.callbacks_)["checkpoint"].resumed_epochs_ == 2
+    reference = _pretrainer(tmp_path / "reference", **params).fit(X)
+    assert resumed.history[:, "train_loss"] == reference.history[:, "train_loss"]
+    for key, value in reference.module_.state_dict().items():
+        torch.testing.assert_close(resumed.module_.state_dict()[key], value, rtol=0, atol=0, msg=key)
