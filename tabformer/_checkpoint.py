@@ -153,8 +153,7 @@ class TrainingCheckpoint(Callback):
         if (stopped or complete) and not guard_failed:
             self._write(net, finished=True)
 
-    def __getstate__(self):
-        # The dataset's generators are this fit's, not settings: a pickled estimator carries none of them.
+    def __getstate__(self):  # the dataset's generators are this fit's, not settings: a pickle carries none of them
         return {key: value for key, value in vars(self).items() if key != "_data_rngs"}
 
     # ----------------------------------------------------------------- helpers
@@ -267,6 +266,8 @@ def _describe(value):
         return "[" + ", ".join(_describe(item) for item in value) + "]"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{key!r}: {_describe(item)}" for key, item in sorted(value.items(), key=str)) + "}"
+    if isinstance(value, torch.nn.Module):  # by its weights: by type, other pretrained weights resumed the first's fit
+        return f"{type(value).__qualname__}(weights sha256 {_data_hash(dict(value.state_dict()), None)['sha256'][:16]})"
     if isinstance(value, type) or callable(value):
         return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', type(value).__qualname__)}"
     return type(value).__qualname__
@@ -294,9 +295,8 @@ def _hash_arrays(hasher, name, value, shapes):
         hasher.update(array.tobytes())
         shapes[name] = list(array.shape)
     elif value is not None:
-        # A dataset (streamed or custom): its type and length, and the arrays it holds in memory. A pretrainer's
-        # dataset (masks or views drawn per batch) holds the tokens: by type and length alone, other rows of the
-        # same length resumed the first fit's checkpoint, or returned its finished model.
+        # A dataset (streamed, custom, a pretrainer's): type, length and the arrays it holds (by type and length alone,
+        # a pretrainer's other rows of the same length resumed the first fit's checkpoint, or returned its model).
         length = len(value) if hasattr(value, "__len__") else None
         hasher.update(f"{name}:{type(value).__qualname__}:{length}".encode())
         shapes[name] = [length]

@@ -11,7 +11,7 @@ import pytest
 import torch
 from skorch.callbacks import Callback
 
-from tabformer import TabFormerPretrainer
+from tabformer import TabFormerClassifier, TabFormerPretrainer
 from tabformer.callbacks import TrainingCheckpoint
 
 TINY = dict(encoder__d_model=8, encoder__n_layers=1, encoder__n_heads=2, verbose=0, random_state=0, batch_size=32)
@@ -73,3 +73,16 @@ def test_a_crashed_pretrainer_fit_resumes_to_the_weights_of_an_uninterrupted_one
     assert resumed.history[:, "train_loss"] == reference.history[:, "train_loss"]
     for key, value in reference.module_.state_dict().items():
         torch.testing.assert_close(resumed.module_.state_dict()[key], value, rtol=0, atol=0, msg=key)
+
+
+def test_a_checkpoint_of_fine_tuning_from_other_pretrained_weights_is_refused(tmp_path):
+    """The checkpoint described ``encoder`` by its type only: fine-tuning from a pretrained encoder B into the folder
+    of a finished fine-tuning from encoder A returned A's model, silently, as if B had been fine-tuned."""
+    X = _table()
+    y = (X["a"] > 0).astype(int).to_numpy()
+    first, second = (TabFormerPretrainer(max_epochs=1, **{**TINY, "random_state": seed}).fit(X) for seed in (0, 1))
+    params = dict(max_epochs=1, random_state=0, verbose=0, callbacks=[("checkpoint", TrainingCheckpoint(tmp_path))])
+    TabFormerClassifier(encoder=first.encoder_, **params).fit(X, y)
+    TabFormerClassifier(encoder=first.encoder_, **params).fit(X, y)  # the same weights (a copy) resume
+    with pytest.raises(ValueError, match="encoder: PretrainedEncoder"):
+        TabFormerClassifier(encoder=second.encoder_, **params).fit(X, y)
