@@ -86,3 +86,13 @@ def test_a_checkpoint_of_fine_tuning_from_other_pretrained_weights_is_refused(tm
     TabFormerClassifier(encoder=first.encoder_, **params).fit(X, y)  # the same weights (a copy) resume
     with pytest.raises(ValueError, match="encoder: PretrainedEncoder"):
         TabFormerClassifier(encoder=second.encoder_, **params).fit(X, y)
+
+
+def test_a_pretrainer_given_as_encoder_says_to_pass_its_encoder():
+    """``encoder=pre`` (the estimator, not ``pre.encoder_``) was refused with sklearn's message, which printed the
+    whole repr of the pretrainer's module and not the way out."""
+    X = _table()
+    pre = TabFormerPretrainer(max_epochs=1, **TINY).fit(X)
+    with pytest.raises(ValueError, match=r"encoder=TabFormerPretrainer\(\.\.\.\) is an estimator.*pretrainer\.encoder_") as info:
+        TabFormerClassifier(encoder=pre, max_epochs=1, verbose=0).fit(X, (X["a"] > 0).astype(int))
+    assert "PretrainingModel" not in str(info.value)

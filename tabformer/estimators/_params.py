@@ -14,7 +14,15 @@ from numbers import Integral, Real
 
 import numpy as np
 import torch
-from sklearn.utils._param_validation import HasMethods, Interval, Options, StrOptions, validate_parameter_constraints
+from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import (
+    HasMethods,
+    Interval,
+    InvalidParameterError,
+    Options,
+    StrOptions,
+    validate_parameter_constraints,
+)
 from skorch import NeuralNet
 
 from ..nn.encoder import TransformerEncoder
@@ -89,6 +97,12 @@ def check_params(estimator) -> None:
     ``TypeError``) naming the parameter, the allowed values and the value given.
     """
     params = {name: getattr(estimator, name) for name in estimator._parameter_constraints}
+    if isinstance(params.get("encoder"), BaseEstimator):
+        # sklearn's message printed the whole repr of the pretrainer's module, without the way out.
+        raise InvalidParameterError(
+            f"encoder={type(params['encoder']).__name__}(...) is an estimator; pass its fitted encoder "
+            "(encoder=pretrainer.encoder_) or the folder its save wrote (encoder='folder/')"
+        )
     validate_parameter_constraints(estimator._parameter_constraints, params, caller_name=type(estimator).__name__)
     # Routed encoder settings: named with their prefix, so the message says encoder__d_model.
     routed = {f"encoder__{key}": value for key, value in NeuralNet.get_params_for(estimator, "encoder").items()}
