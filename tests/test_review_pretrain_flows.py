@@ -96,3 +96,15 @@ def test_a_pretrainer_given_as_encoder_says_to_pass_its_encoder():
     with pytest.raises(ValueError, match=r"encoder=TabFormerPretrainer\(\.\.\.\) is an estimator.*pretrainer\.encoder_") as info:
         TabFormerClassifier(encoder=pre, max_epochs=1, verbose=0).fit(X, (X["a"] > 0).astype(int))
     assert "PretrainingModel" not in str(info.value)
+
+
+def test_a_tokenizer_name_the_pretrained_encoder_does_not_use_is_refused():
+    """With a pretrained ``encoder``, a tokenizer instance was refused but any name was ignored: ``tokenizer="tabular"``
+    over an MLM text encoder fitted a classifier with the encoder's WordPiece tokenizer, silently."""
+    texts = [" ".join(np.random.default_rng(i).choice(["alpha", "beta", "gamma", "delta"], 5)) for i in range(64)]
+    labels = np.arange(64) % 2
+    pre = TabFormerPretrainer(tokenizer="wordpiece", max_epochs=1, **TINY).fit(texts)
+    with pytest.raises(ValueError, match="tokenizer='tabular', but the pretrained `encoder` brings its own fitted WordPiece"):
+        TabFormerClassifier(encoder=pre.encoder_, tokenizer="tabular", max_epochs=1, verbose=0).fit(texts, labels)
+    for name in ("auto", "wordpiece"):  # its own kind, by name, is what it is
+        TabFormerClassifier(encoder=pre.encoder_, tokenizer=name, max_epochs=1, verbose=0).fit(texts, labels)

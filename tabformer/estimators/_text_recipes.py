@@ -35,7 +35,7 @@ from skorch import NeuralNet
 from ..hub import _ENCODER_TUNABLE, _TOKENIZER_TUNABLE, configure_pretrained, load_pretrained
 from ..nn.embedders.sentence import SentenceEmbedder
 from ..nn.models import PretrainedEncoder
-from ..tokenizers import SentenceTokenizer, make_tokenizer
+from ..tokenizers import TOKENIZERS, MixedTokenizer, SentenceTokenizer, make_tokenizer
 from ._recipes import _all_text_frame, _fuses_image_late
 
 __all__ = [
@@ -150,6 +150,7 @@ def pretrained_encoder(estimator):
             "a pretrained `encoder` brings its own fitted tokenizer, so a tokenizer instance cannot replace it; "
             "set what the weights allow with tokenizer__* (e.g. tokenizer__max_length) instead"
         )
+    _check_tokenizer_name(estimator.tokenizer, pretrained.tokenizer)
     # The user's settings only (a recipe adds none for pretrained weights); without any, no copy.
     routed = [NeuralNet.get_params_for(estimator, prefix) for prefix in ("tokenizer", "encoder")]
     try:
@@ -162,6 +163,16 @@ def pretrained_encoder(estimator):
             f"{error} (texts start from the installed all-MiniLM-L6-v2 weights by default; "
             "tokenizer='wordpiece' trains a model of your own from scratch)"
         ) from error
+
+
+def _check_tokenizer_name(name: str, tokenizer) -> None:
+    """Refuse a ``tokenizer`` name the pretrained encoder's own tokenizer is not (it was ignored, silently)."""
+    wanted = {"auto": type(tokenizer), "mixed": MixedTokenizer}.get(name, TOKENIZERS.get(name))
+    if wanted is None or not isinstance(tokenizer, wanted):
+        raise ValueError(
+            f"tokenizer={name!r}, but the pretrained `encoder` brings its own fitted {type(tokenizer).__name__}, whose "
+            "ids its embedder was trained on; leave tokenizer='auto' (set what the weights allow with tokenizer__*)"
+        )
 
 
 def wants_text_stem(estimator, tokenizer, X) -> bool:
