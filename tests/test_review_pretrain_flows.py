@@ -108,3 +108,19 @@ def test_a_tokenizer_name_the_pretrained_encoder_does_not_use_is_refused():
         TabFormerClassifier(encoder=pre.encoder_, tokenizer="tabular", max_epochs=1, verbose=0).fit(texts, labels)
     for name in ("auto", "wordpiece"):  # its own kind, by name, is what it is
         TabFormerClassifier(encoder=pre.encoder_, tokenizer=name, max_epochs=1, verbose=0).fit(texts, labels)
+
+
+def test_objective_settings_set_after_a_fit_reach_the_continued_fit():
+    """``set_params(objective__mask_prob=...)`` after a fit was ignored by ``partial_fit`` and a ``warm_start`` fit
+    (the fitted ``objective_`` kept its first settings), though the docs promise that parameters set after a fit
+    reach the next continued fit. A setting that would change the head built at the first fit is refused."""
+    X = _table()
+    pre = TabFormerPretrainer(max_epochs=1, **TINY).fit(X)
+    center = pre.objective_.center_.copy()
+    pre.set_params(objective__mask_prob=1.0).partial_fit(X)
+    assert pre.objective_.mask_prob == 1.0
+    np.testing.assert_array_equal(pre.objective_.center_, center)  # the fitted standardisation is kept
+    pre.set_params(objective__numeric_weight=0.5, warm_start=True).fit(X)
+    assert (pre.objective_.mask_prob, pre.objective_.numeric_weight) == (1.0, 0.5)
+    with pytest.raises(ValueError, match="objective__tie_weights=False changes the objective's head"):
+        pre.set_params(objective__tie_weights=False).partial_fit(X)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+import torch
 from sklearn.base import TransformerMixin
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import StrOptions
@@ -29,6 +30,13 @@ __all__ = ["TabFormerPretrainer"]
 
 def _not_a_predictor(estimator) -> bool:
     return False
+
+
+def _differs(old, new) -> bool:
+    try:
+        return bool(old != new) if not isinstance(old, tuple) else tuple(old) != tuple(new)
+    except (TypeError, ValueError):  # arrays, or types that do not compare
+        return True
 
 
 class TabFormerPretrainer(TransformerMixin, TabFormerNet):
@@ -198,8 +206,34 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         return self
 
     def _continued_data(self, X, y):
+        self._update_objective()
         self._check_batch_rows(num_samples(X), self.resolved_params_["objective"])  # before an epoch trains, as fit
         return self.objective_.make_dataset(self.tokenize(X), self.tokenizer_, self._continued_seed()), None
+
+    def _update_objective(self) -> None:
+        """``objective__*`` set after a fit reach the continued fit (``partial_fit``, ``warm_start``), as the other
+        parameters do: the fitted ``objective_`` kept its first settings, so ``set_params(objective__mask_prob=0.5)``
+        was ignored silently. A setting that would change the head built at the first fit is refused."""
+        wanted = self.get_params_for("objective").items()
+        unknown = sorted(key for key, _ in wanted if not hasattr(self.objective_, key))
+        if unknown:
+            raise ValueError(f"objective {self.resolved_params_['objective']!r} has no setting(s) {unknown}")
+        changed = {key: value for key, value in wanted if _differs(getattr(self.objective_, key, None), value)}
+        if not changed:
+            return
+        updated = copy.deepcopy(self.objective_)  # a copy keeps the fitted state (center_); objectives store their params
+        for key, value in changed.items():
+            setattr(updated, key, value)
+        with torch.random.fork_rng(devices=[]):  # the trial head's initialisation leaves the fit's RNG alone
+            head = updated.build_head(self.tokenizer_, self.module_.embedder, self.module_.encoder.d_model)
+        shapes = {key: tuple(value.shape) for key, value in head.state_dict().items()}
+        if shapes != {key: tuple(value.shape) for key, value in self.module_.head.state_dict().items()}:
+            settings = ", ".join(f"objective__{key}={value!r}" for key, value in sorted(changed.items()))
+            raise ValueError(
+                f"{settings} changes the objective's head, built at the first fit; a continued fit (partial_fit, "
+                "warm_start=True) keeps it: fit a new pretrainer (warm_start=False) for these settings"
+            )
+        self.objective_ = updated
 
     def _check_batch_rows(self, n_rows: int, name: str) -> None:
         """An objective needing ``min_batch_rows`` a batch (SimCLR's negatives) needs them on each side of the split."""
