@@ -124,3 +124,18 @@ def test_objective_settings_set_after_a_fit_reach_the_continued_fit():
     assert (pre.objective_.mask_prob, pre.objective_.numeric_weight) == (1.0, 0.5)
     with pytest.raises(ValueError, match="objective__tie_weights=False changes the objective's head"):
         pre.set_params(objective__tie_weights=False).partial_fit(X)
+
+
+def test_a_checkpoint_of_fine_tuning_from_a_folder_whose_weights_were_resaved_is_refused(tmp_path):
+    """``encoder="encoder/"`` was compared by its path only: pretraining again into the same folder and rerunning the
+    fine-tuning resumed (here: returned) the model fine-tuned from the old weights, silently."""
+    X = _table()
+    y = (X["a"] > 0).astype(int).to_numpy()
+    params = dict(max_epochs=1, random_state=0, verbose=0, callbacks=[("checkpoint", TrainingCheckpoint(tmp_path / "run"))])
+    folder = tmp_path / "encoder"
+    TabFormerPretrainer(max_epochs=1, **TINY).fit(X).save(folder)
+    TabFormerClassifier(encoder=str(folder), **params).fit(X, y)
+    TabFormerClassifier(encoder=str(folder), **params).fit(X, y)  # the same folder, untouched, resumes
+    TabFormerPretrainer(max_epochs=1, **{**TINY, "random_state": 1}).fit(X).save(folder)
+    with pytest.raises(ValueError, match="encoder: .*contents sha256"):
+        TabFormerClassifier(encoder=str(folder), **params).fit(X, y)
