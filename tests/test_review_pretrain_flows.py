@@ -139,3 +139,26 @@ def test_a_checkpoint_of_fine_tuning_from_a_folder_whose_weights_were_resaved_is
     TabFormerPretrainer(max_epochs=1, **{**TINY, "random_state": 1}).fit(X).save(folder)
     with pytest.raises(ValueError, match="encoder: .*contents sha256"):
         TabFormerClassifier(encoder=str(folder), **params).fit(X, y)
+
+
+def test_a_linear_probe_unfrozen_for_fine_tuning_takes_the_fine_tuning_rate():
+    """``set_params(freeze_encoder=False)`` on a fitted probe unfroze the encoder but kept the probe recipe's rate: the
+    whole pretrained image encoder was fine-tuned at 1e-2, 33 times the fine-tuning recipe's 3e-4. Freezing a
+    fine-tuned model takes the probe's rate; a rate the user set is kept."""
+    images, labels = _IMAGES, np.arange(len(_IMAGES)) % 2
+    pre = TabFormerPretrainer(objective="simclr", tokenizer__patch_size=4, max_epochs=1, **{**TINY, "batch_size": 16})
+    encoder = pre.fit(images).encoder_
+    probe = TabFormerClassifier(encoder=encoder, freeze_encoder=True, max_epochs=1, verbose=0, random_state=0)
+    probe.fit(images, labels)
+    fine_tuned = TabFormerClassifier(encoder=encoder, max_epochs=1, verbose=0, random_state=0).fit(images, labels)
+    probe_rate, fine_tuning_rate = probe.resolved_params_["lr"], fine_tuned.resolved_params_["lr"]
+    assert probe_rate > fine_tuning_rate
+    probe.set_params(freeze_encoder=False)
+    assert probe.resolved_params_["lr"] == fine_tuning_rate
+    assert [group["lr"] for group in probe.optimizer_.param_groups] == [fine_tuning_rate]
+    probe.partial_fit(images, labels)
+    assert max(row["lr"] for row in probe.history[-1]["batches"]) <= fine_tuning_rate
+    fine_tuned.set_params(freeze_encoder=True)
+    assert fine_tuned.resolved_params_["lr"] == probe_rate
+    mine = TabFormerClassifier(encoder=encoder, freeze_encoder=True, lr=0.05, max_epochs=1, verbose=0).fit(images, labels)
+    assert mine.set_params(freeze_encoder=False).resolved_params_["lr"] == 0.05

@@ -10,6 +10,8 @@ import torch
 from ..nn.models import LateFusionModel, TabFormerModel
 from ._base import TabFormerNet
 from ._params import FINE_TUNING_CONSTRAINTS
+from ._probe import probe_recipe
+from ._recipes import AUTO, _base_recipe
 from ._text_recipes import load_text_stems
 from ._util import construct
 
@@ -38,7 +40,8 @@ class FineTuningNet(TabFormerNet):
 
         The flags were read only when the module was built, so a fitted model kept training
         (or kept frozen) whatever they said (a review's find). Changing one rebuilds the
-        optimizer for the weights that now train; its moments start over.
+        optimizer for the weights that now train; its moments start over. A recipe's ``lr``
+        (``lr="auto"``) becomes the new state's: the probe recipe's when frozen, fine-tuning's when not.
 
         Parameters
         ----------
@@ -59,8 +62,18 @@ class FineTuningNet(TabFormerNet):
             module.freeze_encoder, module.freeze_embedder = bool(self.freeze_encoder), bool(self.freeze_embedder)
             module.encoder.requires_grad_(not self.freeze_encoder)
             module.embedder.requires_grad_(not self.freeze_embedder)
+            self._follow_probe_rate()
             self.initialize_optimizer()
         return self
+
+    def _follow_probe_rate(self) -> None:
+        """A recipe's ``lr`` follows ``freeze_encoder`` set after a fit: a linear probe unfrozen for fine-tuning kept the
+        probe's rate (1e-2 for images, 33x the fine-tuning recipe's 3e-4) for the whole pretrained encoder."""
+        resolved, kind = getattr(self, "resolved_params_", None), getattr(self.tokenizer_, "kind", None)
+        # Mixed inputs are left alone: their recipe depends on the columns of X (a frame of texts takes the text one).
+        if not resolved or "lr" not in resolved or self.lr != AUTO or kind == "mixed" or self._pretrained() is None:
+            return
+        resolved["lr"] = probe_recipe(self, kind, True).get("lr", _base_recipe(self, kind, True).get("lr", resolved["lr"]))
 
     def fusion_mode(self):
         """``"early"``, ``"late"`` or a number of modality-only layers (mid fusion).
