@@ -50,7 +50,8 @@ def _hash_arrays(hasher, name, value, shapes):
             _hash_arrays(hasher, f"{name}.{key}", value[key], shapes)
         return
     if isinstance(value, torch.Tensor):
-        value = value.detach().cpu().numpy()
+        value = value.detach().cpu()
+        value = (value.view(torch.int16) if value.dtype == torch.bfloat16 else value).numpy()  # numpy has no bfloat16
     if isinstance(value, np.ndarray) and value.dtype != object:
         array = np.ascontiguousarray(value)
         hasher.update(f"{name}:{array.dtype}:{array.shape}".encode())

@@ -162,3 +162,11 @@ def test_a_linear_probe_unfrozen_for_fine_tuning_takes_the_fine_tuning_rate():
     assert fine_tuned.resolved_params_["lr"] == probe_rate
     mine = TabFormerClassifier(encoder=encoder, freeze_encoder=True, lr=0.05, max_epochs=1, verbose=0).fit(images, labels)
     assert mine.set_params(freeze_encoder=False).resolved_params_["lr"] == 0.05
+
+
+def test_an_encoder_of_bfloat16_weights_is_fingerprinted():
+    """Comparing a warm start's encoder by its weights went through numpy, which has no bfloat16 (a TypeError)."""
+    from tabformer._fingerprint import _describe
+
+    layer = torch.nn.Linear(2, 2)
+    assert _describe(layer.to(torch.bfloat16)) != _describe(torch.nn.Linear(2, 2).to(torch.bfloat16))
