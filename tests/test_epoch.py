@@ -8,7 +8,7 @@ from skorch.callbacks import Callback
 from test_cuda import TEXT_TINY as CUDA_TEXT_TINY
 from test_exact_checks import _net, _xy
 
-from tabformer import TabFormerClassifier, TabFormerRegressor
+from tabformer import TabFormerClassifier, TabFormerRegressor, TransformerEncoder
 from tabformer.callbacks import NonFiniteGuard, NonFiniteTrainingError
 from tabformer.estimators._precision import fuses_optimizer_step
 
@@ -253,8 +253,11 @@ class Modes(Callback):
 
 def test_modes_are_set_once_per_phase_and_still_follow_outside_changes_and_frozen_parts():
     modes = Modes()
+    # A warm-start encoder to freeze (a fresh one is refused: it would freeze random weights).
+    settings = {key: value for key, value in TEXT_TINY.items() if not key.startswith("encoder__")}
+    encoder = TransformerEncoder(d_model=16, n_heads=2, n_layers=1)
     clf = TabFormerClassifier(
-        callbacks=[("modes", modes)], freeze_encoder=True, validation_fraction=0.25, patience=None, **TEXT_TINY
+        callbacks=[("modes", modes)], encoder=encoder, freeze_encoder=True, validation_fraction=0.25, patience=None, **settings
     ).fit(TEXTS, LABELS)
     assert modes.seen and all(model == training and not encoder for training, model, encoder in modes.seen)
     calls = []

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import make_table
 from skorch.callbacks import Callback
 
 from tabformer import TabFormerClassifier, TabFormerPretrainer
@@ -170,3 +171,15 @@ def test_an_encoder_of_bfloat16_weights_is_fingerprinted():
 
     layer = torch.nn.Linear(2, 2)
     assert _describe(layer.to(torch.bfloat16)) != _describe(torch.nn.Linear(2, 2).to(torch.bfloat16))
+
+
+def test_freezing_a_fresh_encoder_is_refused():
+    # freeze_embedder refused a randomly initialised embedder; freeze_encoder froze a random encoder without a word.
+    X, y = make_table(n=60)
+    with pytest.raises(ValueError, match="freeze_encoder=True would freeze a randomly initialised encoder"):
+        TabFormerClassifier(freeze_encoder=True, **TINY).fit(X, y)
+    fitted = TabFormerClassifier(**TINY, max_epochs=2).fit(X, y)
+    with pytest.raises(ValueError, match="freezing would fix randomly initialised weights"):
+        fitted.set_params(freeze_encoder=True)
+    warm = TabFormerClassifier(encoder=fitted.module_.encoder, freeze_encoder=True, max_epochs=1, verbose=0).fit(X, y)
+    assert not any(p.requires_grad for p in warm.module_.encoder.parameters())  # a trained encoder freezes

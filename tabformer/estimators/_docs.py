@@ -221,7 +221,9 @@ RECIPES_NOTES_DOC = """
 
 FINE_TUNING_PARAMS_DOC = """    freeze_encoder : bool, default=False
         Keep the encoder fixed (no gradient, eval mode): the embedder and the head train.
-        A classifier over a pretrained encoder then gets the probe recipe (Notes).
+        A classifier over a pretrained encoder then gets the probe recipe (Notes). It
+        needs an ``encoder`` to warm-start from (or the default pretrained text weights):
+        a fresh, random encoder is refused, as ``freeze_embedder`` refuses a fresh embedder.
     freeze_embedder : bool, default=False
         Keep the embedder fixed (word, patch and cell embeddings, positions; no
         gradient, eval mode: its dropout off, its BatchNorm statistics fixed). The

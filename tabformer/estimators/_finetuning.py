@@ -54,7 +54,7 @@ class FineTuningNet(TabFormerNet):
         super().set_params(**params)
         module = self.__dict__.get("module_")
         if {"freeze_encoder", "freeze_embedder"} & set(params) and getattr(self, "initialized_", False) and module is not None:
-            if not hasattr(module, "encoder") or (self.freeze_embedder and self._pretrained() is None):
+            if not hasattr(module, "encoder") or self._freezes_random_weights():
                 raise ValueError(
                     "freezing needs one pretrained encoder (fusion='early' and `encoder`); this model was built without "
                     "one, so freezing would fix randomly initialised weights: fit a new model instead"
@@ -96,6 +96,12 @@ class FineTuningNet(TabFormerNet):
         """
         raise NotImplementedError
 
+    def _freezes_random_weights(self) -> bool:
+        # An embedder comes pretrained only with a PretrainedEncoder; an encoder also as a module or file of its own.
+        if self.freeze_embedder and self._pretrained() is None:
+            return True
+        return bool(self.freeze_encoder) and self.encoder is None and self._pretrained() is None
+
     def initialize_module(self):
         """Build ``module_``: embedder, encoder (fresh or warm-started) and head, frozen as asked.
 
@@ -107,10 +113,11 @@ class FineTuningNet(TabFormerNet):
         self
         """
         fusion = self.fusion_mode()
-        if self.freeze_embedder and self._pretrained() is None and fusion != "late":  # late fusion has its own error below
+        if self._freezes_random_weights() and fusion != "late":  # late fusion has its own error below
+            part = "embedder" if self.freeze_embedder else "encoder"
             raise ValueError(
-                "freeze_embedder=True would freeze a randomly initialised embedder; it needs a PretrainedEncoder "
-                f"as `encoder` (e.g. TabFormerPretrainer().fit(X).encoder_ or load_bert(path)), got {type(self.encoder).__name__}"
+                f"freeze_{part}=True would freeze a randomly initialised {part}; it needs a PretrainedEncoder as `encoder` "
+                f"(e.g. TabFormerPretrainer().fit(X).encoder_ or load_bert(path)), got {type(self.encoder).__name__}"
             )
         encoder = self.build_encoder()
         embedder = self.build_embedder(encoder.d_model)
