@@ -284,8 +284,7 @@ class TabFormerNet(
         check_params(self)
         if self._continues():
             return self.partial_fit(X, y, sample_weight=sample_weight, **fit_params)
-        self.accelerator_ = None
-        self.accelerator_ = self._make_accelerator()
+        self._start_accelerator()
         # Cheap checks on y come before the (possibly slow) tokenizer fit.
         n_samples = num_samples(X)
         y_encoded = self._fit_target(y, n_samples)

@@ -66,6 +66,15 @@ class DistributedMixin:
         kwargs.setdefault("kwargs_handlers", [DistributedDataParallelKwargs(find_unused_parameters=True)])
         return Accelerator(**kwargs)
 
+    def _start_accelerator(self) -> None:
+        """Set ``accelerator_`` for a new fit: this run's Accelerator, or None in a single process.
+
+        Every estimator's ``fit`` calls it first (the pretrainer and the tagger skipped it and
+        trained unsharded, without DDP, in every process of a launched job).
+        """
+        self.accelerator_ = None  # a previous fit's must not answer the precision check _make_accelerator runs
+        self.accelerator_ = self._make_accelerator()
+
     def _accelerator(self):
         return self.__dict__.get("accelerator_")
 

@@ -85,8 +85,7 @@ class StreamingMixin:
         return self._fit_stream(source, y, sample_weight, **fit_params)
 
     def _fit_stream(self, source, y, sample_weight, **fit_params):
-        self.accelerator_ = None
-        self.accelerator_ = self._make_accelerator()
+        self._start_accelerator()
         y_encoded = self._fit_target(y, source.n_rows)
         weights = self._row_weights(y_encoded, check_sample_weight(sample_weight, source.n_rows))
         with self._seeded(), self._holdout_plan():

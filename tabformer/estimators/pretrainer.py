@@ -195,6 +195,7 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
             return self.partial_fit(X, y, **fit_params)
         if self.objective != "auto":
             get_objective(self.objective)  # an unknown name fails before the tokenizer's fit
+        self._start_accelerator()
         with self._seeded():
             batch = self._fit_tokenizer(X)
             name = resolve_objective(self.objective, self.tokenizer_)

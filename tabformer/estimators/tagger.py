@@ -209,6 +209,7 @@ class TabFormerTagger(FineTuningNet):
             raise ValueError(f"{where} only 1 tag ({str(values[0])!r}); a tagger needs samples of at least 2 classes (tags)")
         self.classes_ = values
         self.default_tag_ = "O" if "O" in values else str(seen[counts.argmax()])
+        self._start_accelerator()
         with self._seeded():
             batch = self._fit_tokenizer(X)
             _warn_cut_words(X, batch, getattr(self.tokenizer_, "max_length", None), self.default_tag_, "fit")
