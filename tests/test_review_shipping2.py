@@ -1,5 +1,9 @@
 """Review of shipping and scaling (ONNX export, distributed fits, searches): bugs found and their regression tests."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from conftest import TINY, make_table
@@ -23,3 +27,38 @@ def test_the_pretrainer_and_the_tagger_train_through_accelerate_as_the_other_est
     assert estimator.accelerator_ is not None and estimator.accelerator_.gradient_accumulation_steps == 2
     assert not hasattr(estimator.optimizer_, "optimizer")  # Accelerate's wrapper was used, then dropped
     assert np.isfinite(estimator.history[:, "train_loss"]).all()
+
+
+PRETRAINING_JOB = """
+import os, sys
+import os
+import subprocess
+import sys
+
+import numpy as np
+sys.path.insert(0, {tests!r})
+from conftest import make_table
+from tabformer import TabFormerPretrainer
+
+settings = dict(encoder__d_model=8, encoder__n_heads=2, encoder__n_layers=1, max_epochs=3, batch_size=16, verbose=0)
+pre = TabFormerPretrainer(objective="masked_cells", random_state=None, validation_fraction=0.25, patience=None, **settings)
+pre.fit(make_table(n=96)[0])
+np.save(os.path.join({out!r}, "rank%s.npy" % pre.accelerator_.process_index), pre.history[:, "valid_loss"])
+"""
+
+
+def test_without_a_seed_every_process_of_a_launched_pretraining_validates_on_the_same_masks(tmp_path):
+    # Each process seeded its masks on its own: their validation losses differed, so early stopping
+    # stopped them at different epochs and the processes still training waited forever (a hung job).
+    pytest.importorskip("accelerate")
+    from test_distributed import free_port
+
+    job = tmp_path / "job.py"
+    job.write_text(PRETRAINING_JOB.format(tests=os.path.dirname(os.path.abspath(__file__)), out=str(tmp_path)))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
+    command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", free_port(), str(job)]
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
+    assert result.returncode == 0, result.stderr[-3000:]
+    losses = [np.load(tmp_path / f"rank{rank}.npy") for rank in (0, 1)]
+    np.testing.assert_allclose(losses[0], losses[1], rtol=1e-6)

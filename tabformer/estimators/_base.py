@@ -396,6 +396,8 @@ class TabFormerNet(
         if isinstance(self.random_state, np.random.RandomState):
             # As in scikit-learn: a RandomState instance gives every fit a new draw.
             self._drawn_seed = int(self.random_state.randint(0, 2**31 - 1))
+        elif self.random_state is None:
+            self._drawn_seed = self._shared_seed()  # None outside a launched job: the global RNGs decide, as ever
         return seeded_torch(fork, self._continued_seed() if continued else self._fit_seed())
 
     def __sklearn_is_fitted__(self):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+import numpy as np
 import torch
 from skorch.callbacks import PrintLog
 from skorch.utils import to_tensor
@@ -77,6 +78,20 @@ class DistributedMixin:
 
     def _accelerator(self):
         return self.__dict__.get("accelerator_")
+
+    def _shared_seed(self):
+        """With ``random_state=None`` in a job of several processes: a fresh seed the main process draws for all, else None.
+
+        Each process drawing its own made the pretrainer's validation masks differ between
+        processes: their validation losses differed, early stopping stopped them at different
+        epochs, and the processes left training waited forever for the one that had stopped.
+        """
+        accelerator = self._accelerator()
+        if self.random_state is not None or accelerator is None or accelerator.num_processes <= 1:
+            return None
+        from accelerate.utils import broadcast_object_list
+
+        return int(broadcast_object_list([int(np.random.SeedSequence().generate_state(1)[0] >> 1)], from_process=0)[0])
 
     def __getstate__(self):
         # An Accelerator holds process-group state: it is this run's, never pickled.

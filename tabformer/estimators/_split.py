@@ -49,8 +49,9 @@ class HoldoutSplitMixin:
         return None if seed is None else seed + 1
 
     def _fit_seed(self):
-        """``random_state`` as an int seed, or None; a ``RandomState`` gives the seed ``_seeded`` drew for this fit."""
-        if isinstance(self.random_state, np.random.RandomState):
+        """``random_state`` as an int seed, or None; a ``RandomState`` gives the seed ``_seeded`` drew for this fit,
+        and so does ``None`` in a launched job (one seed for every process, ``_shared_seed``)."""
+        if self.random_state is None or isinstance(self.random_state, np.random.RandomState):
             return getattr(self, "_drawn_seed", None)
         return None if self.random_state is None else int(self.random_state)
 
