@@ -202,7 +202,10 @@ def export_onnx(estimator, path, *, opset: int = 17, example=None):
     else:
         batch = _example(layout, _vocab(spec))
     output, extra = _output(estimator)
-    wrapper = _Exported(copy.deepcopy(estimator.module_).cpu().eval(), names, output, **extra).eval()
+    # compile=True: skorch wraps module_ in torch.compile's OptimizedModule, which the tracer refuses;
+    # the module it wraps holds the same weights.
+    module = getattr(estimator.module_, "_orig_mod", estimator.module_)
+    wrapper = _Exported(copy.deepcopy(module).cpu().eval(), names, output, **extra).eval()
     dynamic = {name: {0: BATCH, **({1 + shape.index(None): length} if length else {})} for name, _, shape, length in layout}
     if output == "probabilities" and hasattr(estimator, "default_tag_"):
         dynamic[output] = {0: BATCH, 1: "length"}

@@ -6,6 +6,7 @@ import sys
 
 import numpy as np
 import pytest
+import torch
 from conftest import TINY, make_table
 
 from tabformer import TabFormerPretrainer, TabFormerTagger
@@ -62,3 +63,21 @@ def test_without_a_seed_every_process_of_a_launched_pretraining_validates_on_the
     assert result.returncode == 0, result.stderr[-3000:]
     losses = [np.load(tmp_path / f"rank{rank}.npy") for rank in (0, 1)]
     np.testing.assert_allclose(losses[0], losses[1], rtol=1e-6)
+
+
+def test_a_compiled_model_exports_to_onnx(tmp_path):
+    # compile=True leaves module_ a torch.compile OptimizedModule, and the exporter's trace failed on it:
+    # "Detected that you are using FX to torch.jit.trace a dynamo-optimized function".
+    ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    from tabformer import TabFormerClassifier
+    from tabformer.export import onnx_inputs
+
+    X, y = make_table(n=64)
+    clf = TabFormerClassifier(**dict(TINY, max_epochs=1, random_state=0)).fit(X, y)
+    expected = clf.predict_proba(X[:7])
+    clf.module_ = torch.compile(clf.module_)  # what compile=True leaves (compiled lazily, so the test stays quick)
+    clf.export_onnx(tmp_path / "m.onnx")
+    session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(session.run(None, onnx_inputs(clf, X[:7]))[0], expected, atol=1e-4)
+    assert type(clf.module_).__name__ == "OptimizedModule"  # the estimator's own module is left as it was
