@@ -81,3 +81,24 @@ def test_a_compiled_model_exports_to_onnx(tmp_path):
     session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
     np.testing.assert_allclose(session.run(None, onnx_inputs(clf, X[:7]))[0], expected, atol=1e-4)
     assert type(clf.module_).__name__ == "OptimizedModule"  # the estimator's own module is left as it was
+
+
+@pytest.mark.parametrize("source", ["memory", "parquet"])
+def test_a_continued_fit_of_a_loaded_model_trains_through_accelerate_again(source, tmp_path):
+    # accelerator_ is never saved or pickled, and partial_fit never built one: a loaded model's
+    # partial_fit in a launched job trained every row in every process, without DDP.
+    pytest.importorskip("accelerate")
+    from tabformer import TabFormerClassifier, load
+
+    X, y = make_table(n=64)
+    settings = dict(TINY, max_epochs=1, random_state=0, distributed=dict(gradient_accumulation_steps=2))
+    TabFormerClassifier(**settings).fit(X, y).save(tmp_path / "model")
+    loaded = load(tmp_path / "model")
+    assert getattr(loaded, "accelerator_", None) is None  # never saved
+    if source == "parquet":
+        pytest.importorskip("pyarrow")
+        X.assign(target=y).to_parquet(tmp_path / "rows.parquet")
+        loaded.partial_fit(str(tmp_path / "rows.parquet"), "target")
+    else:
+        loaded.partial_fit(X, y)
+    assert loaded.accelerator_ is not None and loaded.accelerator_.gradient_accumulation_steps == 2

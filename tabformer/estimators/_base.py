@@ -364,6 +364,7 @@ class TabFormerNet(
             finally:
                 del self._classes_for_fit
         check_same_classes(classes, getattr(self, "classes_", classes))
+        self._resume_accelerator()
         data, y_encoded = continued_tokens(self, X, y)
         # The cosine schedule left the rate at ~0; CosineAnnealingLR restarts from the current
         # rate, so without this the continued fit would not move. Every fit and partial_fit

@@ -76,6 +76,15 @@ class DistributedMixin:
         self.accelerator_ = None  # a previous fit's must not answer the precision check _make_accelerator runs
         self.accelerator_ = self._make_accelerator()
 
+    def _resume_accelerator(self) -> None:
+        """For a continued fit (``partial_fit``, ``warm_start``): this run's Accelerator where the model has none.
+
+        A loaded or unpickled model has none (``accelerator_`` is never saved); without one, a
+        continued fit in a launched job trained every row in every process, without DDP.
+        """
+        if self._accelerator() is None:
+            self._start_accelerator()
+
     def _accelerator(self):
         return self.__dict__.get("accelerator_")
 

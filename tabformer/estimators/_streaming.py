@@ -124,6 +124,7 @@ class StreamingMixin:
     def _continue_stream(self, source, y, classes, sample_weight, **fit_params):
         """As the in-memory continued fit: the target checked, the schedule restarted at its peak rate."""
         check_same_classes(classes, getattr(self, "classes_", classes))
+        self._resume_accelerator()
         y_encoded = self._encode_target(check_target(y, source.n_rows, numeric=self._numeric_target))
         weights = self._row_weights(y_encoded, check_sample_weight(sample_weight, source.n_rows))
         for group in self.optimizer_.param_groups:
