@@ -102,3 +102,19 @@ def test_a_continued_fit_of_a_loaded_model_trains_through_accelerate_again(sourc
     else:
         loaded.partial_fit(X, y)
     assert loaded.accelerator_ is not None and loaded.accelerator_.gradient_accumulation_steps == 2
+
+
+def test_only_the_main_process_prints_early_stopping_messages(capsys):
+    # The epoch table was silenced outside the main process, but early stopping's
+    # "Stopping since..." and "Restoring best model..." printed once per process.
+    from types import SimpleNamespace
+
+    from tabformer import TabFormerClassifier
+
+    clf = TabFormerClassifier(verbose=1)
+    clf.accelerator_ = SimpleNamespace(is_main_process=False)
+    clf._sink("Stopping since valid_loss has not improved in the last 1 epochs.")
+    assert capsys.readouterr().out == ""
+    clf.accelerator_ = SimpleNamespace(is_main_process=True)
+    clf._sink("Restoring best model from epoch 3.")
+    assert capsys.readouterr().out == "Restoring best model from epoch 3.\n"

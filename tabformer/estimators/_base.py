@@ -242,7 +242,9 @@ class TabFormerNet(
         return callbacks
 
     def _sink(self, message):
-        if self.verbose:
+        # In a launched job only the main process prints, as with the epoch table (every process stops alike).
+        accelerator = self._accelerator()
+        if self.verbose and (accelerator is None or accelerator.is_main_process):
             print(message)
 
     def tokenize(self, X) -> dict:
