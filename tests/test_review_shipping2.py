@@ -44,25 +44,40 @@ from tabformer import TabFormerPretrainer
 settings = dict(encoder__d_model=8, encoder__n_heads=2, encoder__n_layers=1, max_epochs=3, batch_size=16, verbose=0)
 pre = TabFormerPretrainer(objective="masked_cells", random_state=None, validation_fraction=0.25, patience=None, **settings)
 pre.fit(make_table(n=96)[0])
-np.save(os.path.join({out!r}, "rank%s.npy" % pre.accelerator_.process_index), pre.history[:, "valid_loss"])
+losses = {{name: pre.history[:, name] for name in ("train_loss", "valid_loss")}}
+np.savez(os.path.join({out!r}, "rank%s.npz" % pre.accelerator_.process_index), **losses)
 """
 
 
-def test_without_a_seed_every_process_of_a_launched_pretraining_validates_on_the_same_masks(tmp_path):
-    # Each process seeded its masks on its own: their validation losses differed, so early stopping
-    # stopped them at different epochs and the processes still training waited forever (a hung job).
+@pytest.fixture(scope="module")
+def launched_pretraining(tmp_path_factory):
+    """Each process's train_loss and valid_loss histories of a masked-cell pretraining over 2 processes (gloo)."""
     pytest.importorskip("accelerate")
     from test_distributed import free_port
 
-    job = tmp_path / "job.py"
-    job.write_text(PRETRAINING_JOB.format(tests=os.path.dirname(os.path.abspath(__file__)), out=str(tmp_path)))
+    out = tmp_path_factory.mktemp("launched")
+    job = out / "job.py"
+    job.write_text(PRETRAINING_JOB.format(tests=os.path.dirname(os.path.abspath(__file__)), out=str(out)))
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]))
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "--master_port", free_port(), str(job)]
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=240)
     assert result.returncode == 0, result.stderr[-3000:]
-    losses = [np.load(tmp_path / f"rank{rank}.npy") for rank in (0, 1)]
-    np.testing.assert_allclose(losses[0], losses[1], rtol=1e-6)
+    return [np.load(out / f"rank{rank}.npz") for rank in (0, 1)]
+
+
+def test_without_a_seed_every_process_of_a_launched_pretraining_validates_on_the_same_masks(launched_pretraining):
+    # Each process seeded its masks on its own: their validation losses differed, so early stopping
+    # stopped them at different epochs and the processes still training waited forever (a hung job).
+    first, second = launched_pretraining
+    np.testing.assert_allclose(first["valid_loss"], second["valid_loss"], rtol=1e-6)
+
+
+def test_every_process_records_the_train_loss_of_the_whole_global_batch(launched_pretraining):
+    # Each process recorded its own shard's loss: the main process's saved history held half the
+    # rows' train_loss, and the processes' histories differed.
+    first, second = launched_pretraining
+    np.testing.assert_allclose(first["train_loss"], second["train_loss"], rtol=1e-6)
 
 
 def test_a_compiled_model_exports_to_onnx(tmp_path):

@@ -186,13 +186,18 @@ class DistributedMixin:
 
         Returns
         -------
-        dict with ``"loss"`` and ``"y_pred"``
+        dict with ``"loss"`` (distributed: the mean over the processes) and ``"y_pred"``
         """
         accelerator = self._accelerator()
         if accelerator is None or getattr(self, "_ddp_module", None) is None:
             return super().train_step(batch, **fit_params)
         with accelerator.accumulate(self._ddp_module):
-            return super().train_step(batch, **fit_params)
+            step = super().train_step(batch, **fit_params)
+        # Each process's loss is its own shard's: averaged over the processes (whose batches are
+        # equal, Accelerate's even_batches), every process records the global batch's train_loss,
+        # not one shard's, and a non-finite loss stops them all alike.
+        step["loss"] = accelerator.reduce(step["loss"].detach(), reduction="mean")
+        return step
 
     def _backward(self, loss):
         accelerator = self._accelerator()
