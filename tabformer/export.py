@@ -175,9 +175,10 @@ def export_onnx(estimator, path, *, opset: int = 17, example=None):
         The ``.onnx`` file to write.
     opset : int, default=17
     example : raw input, optional
-        A few rows to trace with; only needed for a tokenizer whose embedder kind this
-        module does not know (a user-registered one). Otherwise the trace runs on
-        placeholder tokens of the fitted shapes.
+        A few rows to trace with; only read for a tokenizer whose embedder kind this
+        module does not know (a user-registered one), and then they should include
+        padding (texts of different lengths) where the tokens have any. Otherwise it is
+        ignored: the trace runs on placeholder tokens of the fitted shapes, with padding.
 
     Returns
     -------
@@ -194,13 +195,16 @@ def export_onnx(estimator, path, *, opset: int = 17, example=None):
     if not estimator.__sklearn_is_fitted__():
         raise ValueError(f"This {type(estimator).__name__} is not fitted yet: export_onnx exports a fitted module")
     spec = estimator.tokenizer_.embedder_spec()
-    layout = _layout(estimator, example)
-    names = [name for name, *_ in layout]
-    if example is not None:
-        tokens = estimator.tokenize(example)
-        batch = {name: np.ascontiguousarray(tokens[name]) for name in names}
-    else:
+    try:
+        # A known kind traces on placeholders with padding, example= or not: traced on rows without
+        # any (one text, texts of one length), the graph dropped the attention mask and was wrong on padded rows.
+        layout = input_layout(spec)
         batch = _example(layout, _vocab(spec))
+    except ValueError:
+        layout = _layout(estimator, example)
+        tokens = estimator.tokenize(example)
+        batch = {name: np.ascontiguousarray(tokens[name]) for name, *_ in layout}
+    names = [name for name, *_ in layout]
     output, extra = _output(estimator)
     # compile=True: skorch wraps module_ in torch.compile's OptimizedModule, which the tracer refuses;
     # the module it wraps holds the same weights.

@@ -133,3 +133,20 @@ def test_only_the_main_process_prints_early_stopping_messages(capsys):
     clf.accelerator_ = SimpleNamespace(is_main_process=True)
     clf._sink("Restoring best model from epoch 3.")
     assert capsys.readouterr().out == "Restoring best model from epoch 3.\n"
+
+
+def test_an_example_without_padding_does_not_drop_the_attention_mask_from_the_graph(tmp_path):
+    # export_onnx(example=X[:1]) traced a known text model on one text: no padding in the trace,
+    # so the graph dropped the attention mask and was off by ~3e-3 on padded batches, silently.
+    ort = pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    from test_persistence import LABELS, TEXT, TEXTS
+
+    from tabformer import TabFormerClassifier
+    from tabformer.export import onnx_inputs
+
+    clf = TabFormerClassifier(tokenizer="wordpiece", **TEXT).fit(TEXTS, LABELS)
+    clf.export_onnx(tmp_path / "t.onnx", example=["a wonderful moving film"])
+    session = ort.InferenceSession(str(tmp_path / "t.onnx"), providers=["CPUExecutionProvider"])
+    rows = ["a", "i loved every minute of a wonderful film and a funny script"]
+    np.testing.assert_allclose(session.run(None, onnx_inputs(clf, rows))[0], clf.predict_proba(rows), atol=1e-5)
