@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 from sklearn.utils.validation import check_is_fitted
-from torch.utils.data import Dataset
+from torch.utils.data import DataLoader, Dataset
 
 from .. import inspection
 from .._data import TensorDictDataset, trim_padding
@@ -139,8 +139,13 @@ class InferenceMixin:
         """``(forward(batch), rows in the batch)`` for each batch of one chunk's ``tokens`` (a dict of
         arrays or a Dataset), in order."""
         dataset = tokens if isinstance(tokens, Dataset) else TensorDictDataset(tokens)
+        loader = self.get_iterator(dataset, training=False)
+        if isinstance(loader, DataLoader):
+            # Iterating a DataLoader draws a seed from torch's global RNG: a predict moved it, under a
+            # seeded fit running in another thread of the process (a threaded search) too.
+            loader.generator = torch.Generator()
         with torch.no_grad():
-            for inputs, _ in self.get_iterator(dataset, training=False):
+            for inputs, _ in loader:
                 # Entered per batch: the caller's code between batches runs outside autocast.
                 inputs = without_weights(inputs)
                 if trim:

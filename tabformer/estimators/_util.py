@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import inspect
+import threading
 
 import numpy as np
 import torch
@@ -47,10 +48,19 @@ def num_samples(X) -> int:
         raise TypeError(f"X must be a DataFrame, an array or a list of samples, got {type(X).__name__}") from None
 
 
+#: Held by a seeded fit: torch's global RNG is one per process, so seeded fits in threads of one
+#: process (joblib's threading backend, a Dask worker of several threads) drew from each other's
+#: stream and restored each other's state, and random_state=0 gave other scores than a serial run.
+_SEEDED_FIT = threading.RLock()
+
+
 @contextlib.contextmanager
 def seeded_torch(fork, seed):
-    """Inside ``fork`` (a forked torch RNG state), seed torch with ``seed`` unless it is None."""
-    with fork:
+    """Inside ``fork`` (a forked torch RNG state), seed torch with ``seed`` unless it is None.
+
+    A seeded fit holds :data:`_SEEDED_FIT`: seeded fits in threads of one process take turns.
+    """
+    with _SEEDED_FIT if seed is not None else contextlib.nullcontext(), fork:
         if seed is not None:
             torch.manual_seed(seed)
         yield
