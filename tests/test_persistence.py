@@ -396,3 +396,9 @@ def test_cuda_model_loads_on_the_cpu_and_back(table, tmp_path):
     assert next(back.module_.parameters()).device.type == "cuda"
     np.testing.assert_allclose(back.predict_proba(X), clf.predict_proba(X), atol=1e-5)
     assert tabformer.load(tmp_path / "m").device == "cuda"
+
+
+def test_a_loaded_model_has_no_accelerator_as_an_unpickled_one(classifier, tmp_path):
+    # docs/scale.md's save guard reads `clf.accelerator_ is None`: on a loaded model it raised AttributeError.
+    loaded = round_trip(classifier, tmp_path / "m")
+    assert loaded.accelerator_ is None and pickle.loads(pickle.dumps(classifier)).accelerator_ is None

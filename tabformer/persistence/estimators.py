@@ -263,6 +263,8 @@ def load_estimator(reader: Reader, config: dict, device=None):
         )
     load_weights(estimator.module_, reader)
     estimator.history_ = History(reader.json(HISTORY_FILE))
+    if hasattr(type(estimator), "_accelerator"):  # never saved: this run's, as after unpickling (docs/scale.md's guard reads it)
+        estimator.accelerator_ = None
     groups = decode(config.get("optimizer_param_groups", []), "optimizer_.param_groups", reader)
     if len(groups) == len(estimator.optimizer_.param_groups):  # the learning-rate schedule's state
         for group, saved in zip(estimator.optimizer_.param_groups, groups):
