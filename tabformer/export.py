@@ -177,7 +177,8 @@ def export_onnx(estimator, path, *, opset: int = 17, example=None):
     example : raw input, optional
         A few rows to trace with; only read for a tokenizer whose embedder kind this
         module does not know (a user-registered one), and then they should include
-        padding (texts of different lengths) where the tokens have any. Otherwise it is
+        padding (texts of different lengths) where the tokens have any (a mask array with
+        every position real is warned about). Otherwise it is
         ignored: the trace runs on placeholder tokens of the fitted shapes, with padding.
 
     Returns
@@ -204,6 +205,14 @@ def export_onnx(estimator, path, *, opset: int = 17, example=None):
         layout = _layout(estimator, example)
         tokens = estimator.tokenize(example)
         batch = {name: np.ascontiguousarray(tokens[name]) for name, *_ in layout}
+        unpadded = [name for name, array in batch.items() if "mask" in name and array.size and array.all()]
+        if unpadded:  # the tracer records one path: traced without padding, the graph may drop the masking
+            warnings.warn(
+                f"export_onnx traces on example=, whose {unpadded} mark every position real (no padding): the graph "
+                "may ignore the mask and be wrong on padded rows. Pass rows of different lengths",
+                UserWarning,
+                stacklevel=2,
+            )
     names = [name for name, *_ in layout]
     output, extra = _output(estimator)
     # compile=True: skorch wraps module_ in torch.compile's OptimizedModule, which the tracer refuses;

@@ -6,6 +6,7 @@ import json
 import os
 import pathlib
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -13,7 +14,7 @@ from conftest import TINY, make_table
 from sklearn.datasets import load_digits
 from test_persistence import LABELS, MIXED, TEXT, TEXTS, mixed_frame
 
-from tabformer import PatchTokenizer, TabFormerClassifier, TabFormerPretrainer, TabFormerRegressor, TabFormerTagger
+from tabformer import PatchTokenizer, TabFormerClassifier, TabFormerPretrainer, TabFormerRegressor, TabFormerTagger, export
 from tabformer.export import onnx_inputs
 from tabformer.nn.embedders import EMBEDDERS
 from tabformer.tokenizers import TOKENIZERS
@@ -147,3 +148,14 @@ def test_a_registered_tokenizer_exports_with_an_example(tmp_path):
         for registry, before in zip((TOKENIZERS, EMBEDDERS), saved):
             registry.clear()
             registry.update(before)
+
+
+def test_an_example_without_padding_for_an_unknown_kind_warns(tmp_path, monkeypatch):
+    # A user-registered kind is traced on example=; rows of one length leave the mask paths out of the graph.
+    clf = TabFormerClassifier(**TEXT).fit(TEXTS, LABELS)
+    monkeypatch.setattr(export, "input_layout", lambda spec: (_ for _ in ()).throw(ValueError("no layout")))
+    with pytest.warns(UserWarning, match=r"\['attention_mask'\] mark every position real"):
+        clf.export_onnx(tmp_path / "one.onnx", example=TEXTS[:1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        clf.export_onnx(tmp_path / "padded.onnx", example=["short", "a much longer text than the other one"])
