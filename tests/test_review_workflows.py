@@ -155,6 +155,15 @@ def test_fine_tuning_a_pretrained_table_encoder_on_new_categories_refuses_or_gro
     assert list(pre.encoder_.tokenizer.categories_[0]) == ["a", "b", "c"]  # the pretrained encoder is left as it was
     clf.save(tmp_path / "m")
     np.testing.assert_array_equal(load(tmp_path / "m").predict_proba(X), clf.predict_proba(X))
+    # A frozen embedder would never train the grown rows: "d" would read as a random vector for good.
+    with pytest.raises(ValueError, match=r"never saw \(\{'shop': \['d'\]\}\), but freeze_embedder=True"):
+        TabFormerClassifier(**SMALL, encoder=pre.encoder_, new_categories="grow", freeze_embedder=True).fit(X, y)
+    # The same in a continued fit: a probe of the pretrained embedder meeting "e".
+    frozen = TabFormerClassifier(**SMALL, encoder=pre.encoder_, new_categories="grow", freeze_embedder=True)
+    frozen.fit(X.assign(shop=X["shop"].replace("d", "a")), y)
+    with pytest.raises(ValueError, match=r"never saw \(\{'shop': \['e'\]\}\), but freeze_embedder=True"):
+        frozen.partial_fit(X.assign(shop="e"), y)
+    assert list(frozen.tokenizer_.categories_[0]) == ["a", "b", "c"]  # refused before the tokenizer changed
 
 
 def test_fine_tuning_on_missing_values_pretraining_never_saw_trains_their_tokens_without_a_warning():

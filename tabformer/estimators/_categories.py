@@ -11,6 +11,7 @@ moments kept and the new rows' moments at zero.
 
 from __future__ import annotations
 
+import copy
 import warnings
 
 import numpy as np
@@ -68,7 +69,9 @@ def adopt_new_categories(estimator, tokenizer, X):
     if type(tokenizer) is not TabularTokenizer or isinstance(X, (dict, Dataset)):
         return tokenizer
     if getattr(estimator, "new_categories", "error") == "grow":
-        tokenizer.add_categories(X)
+        added = tokenizer.add_categories(X)
+        if getattr(estimator, "freeze_embedder", False):
+            _refuse_frozen_growth(added)
         return tokenizer
     with warnings.catch_warnings():  # missing values this fit trains: see pretrained_tokens
         warnings.simplefilter("ignore", UntrainedMissingWarning)
@@ -80,6 +83,16 @@ def adopt_new_categories(estimator, tokenizer, X):
             "those values to missing (None)"
         )
     return tokenizer
+
+
+def _refuse_frozen_growth(added: dict) -> None:
+    """Refuse categories ``new_categories="grow"`` would append under a frozen embedder: their fresh rows never train."""
+    if added:
+        raise ValueError(
+            f"new_categories='grow' appends categories the model never saw ({added}), but freeze_embedder=True would "
+            "keep their fresh embeddings random for good. Leave the embedder trainable (freeze_encoder=True alone still "
+            "fixes the encoder), or set those values to missing (None)"
+        )
 
 
 def pretrained_tokens(tokenizer, X) -> dict:
@@ -190,6 +203,8 @@ def grow_for_new_categories(estimator, X) -> dict:
             f"new_categories='grow' learns new categories of table inputs (TabularTokenizer); this model's tokenizer "
             f"is {type(tokenizer).__name__}. Refit with warm_start=False, or use new_categories='error'"
         )
+    if getattr(estimator.module_, "freeze_embedder", False):
+        _refuse_frozen_growth(copy.deepcopy(tokenizer).add_categories(X))  # before the tokenizer changes
     old = embedder.category_embedding.weight
     added = tokenizer.add_categories(X)
     positions = embedder.grow_categories(tokenizer.embedder_spec()["cardinalities"])
