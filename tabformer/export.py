@@ -141,6 +141,9 @@ class _Exported(nn.Module):
 def _output(estimator) -> tuple[str, dict]:
     """The estimator's output name and what the wrapper needs, read from its fitted state."""
     if hasattr(estimator, "target_scale_"):
+        criterion = getattr(estimator, "criterion_", None)
+        if isinstance(criterion, torch.nn.PoissonNLLLoss) and criterion.log_input:  # its predict is exp(output)
+            raise ValueError("export does not take a PoissonNLLLoss(log_input=True) regressor: its graph would give log-rates")
         return "predictions", {"mean": estimator.target_mean_, "scale": estimator.target_scale_}
     if hasattr(estimator, "objective_"):
         return "embeddings", {"pooling": estimator.pooling}

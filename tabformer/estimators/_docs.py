@@ -254,7 +254,9 @@ CRITERION_DOC = """    criterion : torch.nn.Module class
         The loss, built at ``initialize`` (``criterion__*`` routes its arguments):
         ``torch.nn.CrossEntropyLoss`` for the classifier (per-label
         ``BCEWithLogitsLoss`` for a multi-label ``y``), ``torch.nn.MSELoss`` for the
-        regressor. ``sample_weight`` and ``class_weight`` need one with a ``reduction``.
+        regressor (``L1Loss``, ``HuberLoss``... read standardised targets: ``HuberLoss``'s
+        ``delta`` is in standard deviations). ``sample_weight`` and ``class_weight`` need one
+        with a ``reduction``.
 """
 
 CLASS_WEIGHT_DOC = """    class_weight : "balanced", dict or None, default=None

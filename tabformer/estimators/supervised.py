@@ -21,7 +21,7 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNetClassifier, NeuralNetRegressor
 
-from .._validation import check_target, float32_target, standardization
+from .._validation import check_target, float32_target
 from .._warnings import user_stacklevel
 from ..nn.heads import ClassificationHead, RegressionHead
 from ._base import construct
@@ -43,6 +43,7 @@ from ._params import (
     FINE_TUNING_CONSTRAINTS,
 )
 from ._recipes import late_fusion_suits
+from ._regression import original_scale, standardized, target_scaling
 from ._streaming import STREAMING_PARAM_DOC, StreamingMixin
 from ._weights import class_weights_of
 
@@ -348,6 +349,8 @@ class TabFormerRegressor(_CLSHeadNet, NeuralNetRegressor):
         + """    standardize_target : bool, default=True
         Train on ``(y - mean) / std`` per target, which keeps the default learning rate
         sensible whatever the target's units.
+        Losses that need counts, probabilities or classes (``PoissonNLLLoss``, ``BCELoss``...)
+        need ``standardize_target=False``; with ``PoissonNLLLoss`` ``predict`` returns counts.
 
     Attributes
     ----------
@@ -382,22 +385,16 @@ class TabFormerRegressor(_CLSHeadNet, NeuralNetRegressor):
         y = check_target(y, n_samples, numeric=True)
         if y.ndim > 2:
             raise ValueError(f"y must be 1-D or 2-D, got shape {y.shape}")
-        self.target_ndim_ = y.ndim
-        y2d = y.reshape(len(y), -1)
-        self.n_targets_ = y2d.shape[1]
-        if self.standardize_target:
-            self.target_mean_, scale = standardization(y2d)
-            self.target_scale_ = np.where(scale > 0, scale, 1.0)
-        else:
-            self.target_mean_ = np.zeros(self.n_targets_)
-            self.target_scale_ = np.ones(self.n_targets_)
+        self.target_ndim_, self.n_targets_ = y.ndim, y.reshape(len(y), -1).shape[1]
+        # Checks the criterion suits the targets (``_regression``) before the tokenizer's fit.
+        self.target_mean_, self.target_scale_ = target_scaling(self, y.reshape(len(y), -1))
         return self._encode_target(y)
 
     def _encode_target(self, y):
         y2d = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
         if y2d.shape[1] != self.n_targets_:
             raise ValueError(f"y has {y2d.shape[1]} target(s), the regressor was fitted with {self.n_targets_}")
-        return float32_target((y2d - self.target_mean_) / self.target_scale_, y2d)
+        return float32_target(standardized(self, y2d), y2d)
 
     def build_head(self, d_model):
         """A :class:`~tabformer.nn.heads.RegressionHead` configured by ``head__*``.
@@ -418,8 +415,7 @@ class TabFormerRegressor(_CLSHeadNet, NeuralNetRegressor):
         """Predicted targets: shape (n_samples,) if fitted on 1-D y, else (n_samples, n_targets)."""
         check_is_fitted(self)
         scaled = self.collect(X, lambda inputs: self.module_(**inputs).float().cpu().numpy(), trim=True)
-        scaled = scaled.reshape(-1, self.n_targets_)
-        y = scaled * self.target_scale_ + self.target_mean_
+        y = original_scale(self, scaled.reshape(-1, self.n_targets_))
         return y.ravel() if self.target_ndim_ == 1 else y
 
     def _collapse_answers(self, outputs: torch.Tensor) -> torch.Tensor:

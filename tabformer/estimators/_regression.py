@@ -1,0 +1,126 @@
+"""The regressor's target scaling and what its criterion makes of it.
+
+``standardize_target`` trains on ``(y - mean) / std``: a change of units that MSE, L1, Huber and
+smooth-L1 losses ride through (their optimum moves with the target). Losses whose target must be
+a count, a probability or a class (``PoissonNLLLoss``, ``BCELoss``...) would read negative
+standardised targets: a loss unbounded below, or a fit of nonsense that still predicts numbers.
+They are refused there, by name, before the tokenizer fit. ``PoissonNLLLoss`` (``log_input=True``,
+torch's default) trains a log-rate, so ``predict`` returns its ``exp``: counts, as
+scikit-learn's ``PoissonRegressor`` predicts them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from skorch import NeuralNet
+
+from .._validation import standardization
+
+__all__ = ["original_scale", "poisson_log_link", "standardized", "target_scaling"]
+
+#: losses that need targets which are not free to shift and scale (counts, probabilities, classes)
+_NOT_FOR_STANDARDISED = (
+    torch.nn.PoissonNLLLoss,
+    torch.nn.GaussianNLLLoss,
+    torch.nn.KLDivLoss,
+    torch.nn.BCELoss,
+    torch.nn.BCEWithLogitsLoss,
+    torch.nn.CrossEntropyLoss,
+    torch.nn.NLLLoss,
+)
+
+
+def _criterion_class(estimator) -> type:
+    criterion = estimator.criterion
+    return criterion if isinstance(criterion, type) else type(criterion)
+
+
+def poisson_log_link(estimator) -> bool:
+    """Whether the regressor's network outputs a log-rate: ``PoissonNLLLoss`` with ``log_input=True``.
+
+    Parameters
+    ----------
+    estimator : TabFormerRegressor
+
+    Returns
+    -------
+    bool
+    """
+    if not issubclass(_criterion_class(estimator), torch.nn.PoissonNLLLoss):
+        return False
+    criterion = estimator.criterion
+    default = criterion.log_input if isinstance(criterion, torch.nn.PoissonNLLLoss) else True
+    return bool(NeuralNet.get_params_for(estimator, "criterion").get("log_input", default))
+
+
+def _check_criterion(estimator, y2d: np.ndarray) -> None:
+    """Refuse a criterion that standardised (or negative) targets would make meaningless."""
+    name = _criterion_class(estimator).__name__
+    if estimator.standardize_target and issubclass(_criterion_class(estimator), _NOT_FOR_STANDARDISED):
+        raise ValueError(
+            f"criterion={name} needs targets as they are (counts, probabilities or classes), but standardize_target=True "
+            "trains on (y - mean) / std, which is negative for some rows; pass standardize_target=False"
+        )
+    if issubclass(_criterion_class(estimator), torch.nn.PoissonNLLLoss) and (y2d < 0).any():
+        row, column = (int(i) for i in np.argwhere(y2d < 0)[0])
+        raise ValueError(f"criterion={name} needs counts >= 0; y holds {y2d[row, column]:.6g} at row {row} (target {column})")
+
+
+def target_scaling(estimator, y2d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(target_mean_, target_scale_)`` of the targets a fit starts on, after checking the criterion suits them.
+
+    Parameters
+    ----------
+    estimator : TabFormerRegressor
+    y2d : ndarray of shape (n_samples, n_targets), finite float64
+
+    Returns
+    -------
+    mean, scale : ndarray of shape (n_targets,)
+
+    Raises
+    ------
+    ValueError
+        For a criterion that cannot train on standardised targets (naming it), or Poisson
+        targets below 0 (naming the row).
+    """
+    _check_criterion(estimator, y2d)
+    if not estimator.standardize_target:
+        return np.zeros(y2d.shape[1]), np.ones(y2d.shape[1])
+    mean, scale = standardization(y2d)
+    return mean, np.where(scale > 0, scale, 1.0)
+
+
+def standardized(estimator, y2d: np.ndarray) -> np.ndarray:
+    """``y2d`` as the network trains on it, float64, after checking the criterion suits it.
+
+    Parameters
+    ----------
+    estimator : fitted TabFormerRegressor
+    y2d : ndarray of shape (n_samples, n_targets), float64
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_targets)
+    """
+    _check_criterion(estimator, y2d)
+    return (y2d - estimator.target_mean_) / estimator.target_scale_
+
+
+def original_scale(estimator, outputs: np.ndarray) -> np.ndarray:
+    """The network's outputs (n_samples, n_targets) as predictions on the target's scale (float64).
+
+    Parameters
+    ----------
+    estimator : fitted TabFormerRegressor
+    outputs : ndarray of shape (n_samples, n_targets)
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_targets), float64
+    """
+    outputs = np.asarray(outputs, dtype=np.float64)
+    if poisson_log_link(estimator):
+        outputs = np.exp(outputs)  # a log-rate: the predicted count is its exp
+    return outputs * estimator.target_scale_ + estimator.target_mean_

@@ -1,0 +1,44 @@
+"""Regression review: criteria that cannot read standardised targets."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from tabformer import TabFormerRegressor
+
+
+def _table(n=80, seed=0):
+    rng = np.random.RandomState(seed)
+    return pd.DataFrame({"a": rng.randn(n), "b": rng.randn(n), "c": rng.choice(list("xyz"), n)})
+
+
+@pytest.mark.parametrize("criterion", [torch.nn.PoissonNLLLoss, torch.nn.BCEWithLogitsLoss])
+def test_count_or_probability_losses_are_refused_on_standardised_targets(tiny, criterion):
+    """Standardised targets are negative for some rows: a Poisson loss on them is unbounded below."""
+    X = _table()
+    y = np.random.RandomState(1).poisson(2.0, len(X)).astype(float)
+    with pytest.raises(ValueError, match=f"criterion={criterion.__name__}.*standardize_target=False"):
+        TabFormerRegressor(criterion=criterion, **tiny).fit(X, y)
+
+
+def test_poisson_regressor_predicts_counts_not_log_rates(tiny):
+    X = _table()
+    y = np.random.RandomState(1).poisson(20.0, len(X)).astype(float)
+    reg = TabFormerRegressor(criterion=torch.nn.PoissonNLLLoss, standardize_target=False, random_state=0, **tiny)
+    reg.set_params(max_epochs=30, lr=0.05).fit(X, y)
+    predictions = reg.predict(X)
+    assert (predictions > 0).all()
+    # exp(log-rate): near the mean count (20), where the raw output would read about log(20) = 3
+    assert abs(predictions.mean() - y.mean()) < 0.25 * y.mean()
+    with pytest.raises(ValueError, match="counts >= 0; y holds -1 at row 0"):
+        TabFormerRegressor(criterion=torch.nn.PoissonNLLLoss, standardize_target=False, **tiny).fit(X, np.r_[-1.0, y[1:]])
+
+
+def test_export_refuses_a_poisson_log_rate_regressor(tiny, tmp_path):
+    pytest.importorskip("onnx")
+    X = _table()
+    y = np.random.RandomState(1).poisson(3.0, len(X)).astype(float)
+    reg = TabFormerRegressor(criterion=torch.nn.PoissonNLLLoss, standardize_target=False, **tiny).fit(X, y)
+    with pytest.raises(ValueError, match="PoissonNLLLoss.*log-rates"):
+        reg.export_onnx(tmp_path / "r.onnx")
