@@ -1,4 +1,4 @@
-"""Regression review: criteria that cannot read standardised targets."""
+"""Regression review: criteria that cannot read standardised targets, and constant targets."""
 
 import numpy as np
 import pandas as pd
@@ -33,6 +33,22 @@ def test_poisson_regressor_predicts_counts_not_log_rates(tiny):
     assert abs(predictions.mean() - y.mean()) < 0.25 * y.mean()
     with pytest.raises(ValueError, match="counts >= 0; y holds -1 at row 0"):
         TabFormerRegressor(criterion=torch.nn.PoissonNLLLoss, standardize_target=False, **tiny).fit(X, np.r_[-1.0, y[1:]])
+
+
+def test_constant_target_is_predicted_exactly(tiny):
+    X = _table()
+    y = np.full(len(X), 0.1)
+    assert np.array_equal(TabFormerRegressor(random_state=0, **tiny).fit(X, y).predict(X), y)
+    Y = np.c_[np.random.RandomState(2).randn(len(X)), np.full(len(X), 5.0)]
+    assert np.array_equal(TabFormerRegressor(random_state=0, **tiny).fit(X, Y).predict(X)[:, 1], Y[:, 1])
+
+
+def test_continued_fit_cannot_move_a_constant_target(tiny):
+    X = _table()
+    reg = TabFormerRegressor(random_state=0, **tiny).fit(X, np.full(len(X), 3.0))
+    reg.partial_fit(X, np.full(len(X), 3.0))  # the same constant continues
+    with pytest.raises(ValueError, match="target 0 was constant .3. in the first fit"):
+        reg.partial_fit(X, np.arange(len(X), dtype=float))
 
 
 def test_export_refuses_a_poisson_log_rate_regressor(tiny, tmp_path):

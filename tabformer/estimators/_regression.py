@@ -70,6 +70,10 @@ def _check_criterion(estimator, y2d: np.ndarray) -> None:
 def target_scaling(estimator, y2d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(target_mean_, target_scale_)`` of the targets a fit starts on, after checking the criterion suits them.
 
+    A constant target column gets its value as mean and a scale of 0, so that ``predict``
+    returns that value exactly, whatever the network's output (a scale of 1 added the
+    network's leftover output, 0.1 off after a few epochs).
+
     Parameters
     ----------
     estimator : TabFormerRegressor
@@ -89,11 +93,12 @@ def target_scaling(estimator, y2d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if not estimator.standardize_target:
         return np.zeros(y2d.shape[1]), np.ones(y2d.shape[1])
     mean, scale = standardization(y2d)
-    return mean, np.where(scale > 0, scale, 1.0)
+    constant = (y2d == y2d[:1]).all(axis=0)
+    return np.where(constant, y2d[0], mean), np.where(constant, 0.0, scale)
 
 
 def standardized(estimator, y2d: np.ndarray) -> np.ndarray:
-    """``y2d`` as the network trains on it, float64, after checking the criterion suits it.
+    """``y2d`` as the network trains on it, float64; a constant column of the first fit must stay that constant.
 
     Parameters
     ----------
@@ -103,9 +108,23 @@ def standardized(estimator, y2d: np.ndarray) -> np.ndarray:
     Returns
     -------
     ndarray of shape (n_samples, n_targets)
+
+    Raises
+    ------
+    ValueError
+        If a continued fit brings other values to a target the first fit saw constant:
+        its scale of 0 would keep predicting the constant.
     """
+    constant = estimator.target_scale_ == 0
+    moved = constant & (y2d != estimator.target_mean_).any(axis=0)
+    if moved.any():
+        column = int(np.flatnonzero(moved)[0])
+        raise ValueError(
+            f"target {column} was constant ({estimator.target_mean_[column]:.6g}) in the first fit, which predicts it "
+            "exactly; a continued fit cannot learn other values for it: refit with fit (warm_start=False)"
+        )
     _check_criterion(estimator, y2d)
-    return (y2d - estimator.target_mean_) / estimator.target_scale_
+    return (y2d - estimator.target_mean_) / np.where(constant, 1.0, estimator.target_scale_)
 
 
 def original_scale(estimator, outputs: np.ndarray) -> np.ndarray:

@@ -348,7 +348,7 @@ class TabFormerRegressor(_CLSHeadNet, NeuralNetRegressor):
         + _PARAMS_DOC
         + """    standardize_target : bool, default=True
         Train on ``(y - mean) / std`` per target, which keeps the default learning rate
-        sensible whatever the target's units.
+        sensible whatever the target's units (a constant target is predicted exactly).
         Losses that need counts, probabilities or classes (``PoissonNLLLoss``, ``BCELoss``...)
         need ``standardize_target=False``; with ``PoissonNLLLoss`` ``predict`` returns counts.
 
