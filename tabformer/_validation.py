@@ -226,7 +226,7 @@ def check_target(y, n_samples: int, *, numeric: bool):
 TINY_TARGET = 1e-150
 
 
-def standardization(y2d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def standardization(y2d: np.ndarray, weights=None) -> tuple[np.ndarray, np.ndarray]:
     """Per-column mean and standard deviation of regression targets, refused where they overflow.
 
     Finite targets from about 1e154 up overflow float64 in the variance; scaled by an
@@ -237,13 +237,15 @@ def standardization(y2d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     Parameters
     ----------
     y2d : ndarray of shape (n_samples, n_targets), finite float64
+    weights : ndarray of shape (n_samples,) with a positive sum, or None
+        Row weights of the mean and of the spread around it.
 
     Returns
     -------
     mean, std : ndarray of shape (n_targets,)
     """
     with np.errstate(over="ignore", invalid="ignore"):
-        mean, std = y2d.mean(axis=0), y2d.std(axis=0)
+        mean, std = _moments(y2d, weights)
     bad = ~(np.isfinite(mean) & np.isfinite(std))
     if bad.any():
         column = int(np.flatnonzero(bad)[0])
@@ -254,10 +256,16 @@ def standardization(y2d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     peak = np.abs(y2d).max(axis=0) if len(y2d) else np.zeros(y2d.shape[1])
     tiny = (peak > 0) & (peak < TINY_TARGET)
     if tiny.any():
-        units = y2d[:, tiny] / peak[tiny]
+        units_mean, units_std = _moments(y2d[:, tiny] / peak[tiny], weights)
         mean, std = mean.copy(), std.copy()
-        mean[tiny], std[tiny] = units.mean(axis=0) * peak[tiny], units.std(axis=0) * peak[tiny]
+        mean[tiny], std[tiny] = units_mean * peak[tiny], units_std * peak[tiny]
     return mean, std
+
+
+def _moments(y2d: np.ndarray, weights) -> tuple[np.ndarray, np.ndarray]:
+    """Per-column (weighted) mean and standard deviation."""
+    mean = np.average(y2d, axis=0, weights=weights)
+    return mean, np.sqrt(np.average(np.square(y2d - mean), axis=0, weights=weights))
 
 
 def float32_target(scaled: np.ndarray, y2d: np.ndarray) -> np.ndarray:

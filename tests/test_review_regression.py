@@ -58,3 +58,15 @@ def test_export_refuses_a_poisson_log_rate_regressor(tiny, tmp_path):
     reg = TabFormerRegressor(criterion=torch.nn.PoissonNLLLoss, standardize_target=False, **tiny).fit(X, y)
     with pytest.raises(ValueError, match="PoissonNLLLoss.*log-rates"):
         reg.export_onnx(tmp_path / "r.onnx")
+
+
+def test_target_scaling_weighs_rows_as_the_loss_does(tiny):
+    """Rows of weight 0 (outliers left out) set neither the mean nor the scale the other rows train at."""
+    X = _table(n=120)
+    y = 3 * X["a"].to_numpy() + 100
+    y[:10] = 1e6  # outliers the user weighs out
+    weights = np.r_[np.zeros(10), np.ones(len(X) - 10)]
+    reg = TabFormerRegressor(random_state=0, **tiny).fit(X, y, sample_weight=weights)
+    np.testing.assert_allclose(reg.target_mean_, [y[10:].mean()])
+    np.testing.assert_allclose(reg.target_scale_, [y[10:].std()])
+    assert np.abs(reg.predict(X.iloc[10:]) - y[10:]).mean() < 10  # 9288 when the outliers set the scale (2.4 now)

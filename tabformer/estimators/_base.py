@@ -289,8 +289,9 @@ class TabFormerNet(
         self._start_accelerator()
         # Cheap checks on y come before the (possibly slow) tokenizer fit.
         n_samples = num_samples(X)
-        y_encoded = self._fit_target(y, n_samples)
-        weights = self._row_weights(y_encoded, check_sample_weight(sample_weight, n_samples))
+        sample_weight = check_sample_weight(sample_weight, n_samples)
+        y_encoded = self._fit_target(y, n_samples, sample_weight)  # a regressor's scaling weighs rows as its loss does
+        weights = self._row_weights(y_encoded, sample_weight)
         with self._seeded(), self._holdout_plan():
             batch = self._fit_tokenizer(X, y=y_encoded, weights=weights)
             self._train_new_module(with_weights(batch, weights), y_encoded, **fit_params)

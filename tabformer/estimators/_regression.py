@@ -67,7 +67,7 @@ def _check_criterion(estimator, y2d: np.ndarray) -> None:
         raise ValueError(f"criterion={name} needs counts >= 0; y holds {y2d[row, column]:.6g} at row {row} (target {column})")
 
 
-def target_scaling(estimator, y2d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def target_scaling(estimator, y2d: np.ndarray, sample_weight=None) -> tuple[np.ndarray, np.ndarray]:
     """``(target_mean_, target_scale_)`` of the targets a fit starts on, after checking the criterion suits them.
 
     A constant target column gets its value as mean and a scale of 0, so that ``predict``
@@ -78,6 +78,9 @@ def target_scaling(estimator, y2d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ----------
     estimator : TabFormerRegressor
     y2d : ndarray of shape (n_samples, n_targets), finite float64
+    sample_weight : ndarray of shape (n_samples,) or None
+        Row weights: the mean and spread are those the weighted loss sees, so rows of weight 0
+        (outliers left out, say) do not set the scale the others train at.
 
     Returns
     -------
@@ -92,9 +95,11 @@ def target_scaling(estimator, y2d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     _check_criterion(estimator, y2d)
     if not estimator.standardize_target:
         return np.zeros(y2d.shape[1]), np.ones(y2d.shape[1])
-    mean, scale = standardization(y2d)
+    weighted = sample_weight is not None and np.sum(sample_weight) > 0
+    mean, scale = standardization(y2d, sample_weight if weighted else None)
     constant = (y2d == y2d[:1]).all(axis=0)
-    return np.where(constant, y2d[0], mean), np.where(constant, 0.0, scale)
+    # a column that varies only where the weight is 0 has no spread to learn: it trains in its own units
+    return np.where(constant, y2d[0], mean), np.where(constant, 0.0, np.where(scale > 0, scale, 1.0))
 
 
 def standardized(estimator, y2d: np.ndarray) -> np.ndarray:

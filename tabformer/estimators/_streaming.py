@@ -86,8 +86,9 @@ class StreamingMixin:
 
     def _fit_stream(self, source, y, sample_weight, **fit_params):
         self._start_accelerator()
-        y_encoded = self._fit_target(y, source.n_rows)
-        weights = self._row_weights(y_encoded, check_sample_weight(sample_weight, source.n_rows))
+        sample_weight = check_sample_weight(sample_weight, source.n_rows)
+        y_encoded = self._fit_target(y, source.n_rows, sample_weight)
+        weights = self._row_weights(y_encoded, sample_weight)
         with self._seeded(), self._holdout_plan():
             # The sample is not kept past the tokenizer's fit: up to fit_sample_size rows held through training.
             rows, chosen = source.sample(self._sample_size(source.kind), self._fit_seed())

@@ -235,7 +235,7 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
         except AttributeError:
             raise AttributeError(f"{type(self).__name__} is not fitted yet: it has no classes_") from None
 
-    def _fit_target(self, y, n_samples):
+    def _fit_target(self, y, n_samples, sample_weight=None):
         if sp.issparse(y):  # MultiLabelBinarizer(sparse_output=True)
             y = y.toarray()
         y = check_target(y, n_samples, numeric=False)
@@ -381,13 +381,13 @@ class TabFormerRegressor(_CLSHeadNet, NeuralNetRegressor):
         super().__init__(tokenizer, encoder, criterion=criterion, **kwargs)
         self.standardize_target = standardize_target
 
-    def _fit_target(self, y, n_samples):
+    def _fit_target(self, y, n_samples, sample_weight=None):
         y = check_target(y, n_samples, numeric=True)
         if y.ndim > 2:
             raise ValueError(f"y must be 1-D or 2-D, got shape {y.shape}")
         self.target_ndim_, self.n_targets_ = y.ndim, y.reshape(len(y), -1).shape[1]
         # Checks the criterion suits the targets (``_regression``) before the tokenizer's fit.
-        self.target_mean_, self.target_scale_ = target_scaling(self, y.reshape(len(y), -1))
+        self.target_mean_, self.target_scale_ = target_scaling(self, y.reshape(len(y), -1), sample_weight)
         return self._encode_target(y)
 
     def _encode_target(self, y):
