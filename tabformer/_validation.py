@@ -190,10 +190,12 @@ def check_target(y, n_samples: int, *, numeric: bool):
             raise ValueError(
                 "Complex data not supported: regression targets must be real numbers (pass the real part, or two targets)"
             )
+        if y_array.dtype == object:  # pd.NA (a nullable Series') would not cast: as NaN, the check below names its row
+            y_array = np.where(pd.isna(y_array), np.nan, y_array)
         try:
             y_array = y_array.astype(np.float64)
         except (TypeError, ValueError) as error:
-            raise ValueError(f"regression targets must be numbers: {error}") from None
+            raise ValueError(f"regression targets must be numbers: {error}{_first_non_number(y_array)}") from None
         bad = ~np.isfinite(y_array)
         if bad.any():
             row = int(np.argwhere(bad)[0][0])
@@ -220,6 +222,17 @@ def check_target(y, n_samples: int, *, numeric: bool):
             row = int(np.argwhere(missing)[0][0])
             raise ValueError(f"y holds {int(np.sum(missing))} missing label(s) (first at row {row})")
     return y_array
+
+
+def _first_non_number(y_array: np.ndarray) -> str:
+    """`` (first at row i: value)`` for the first target that is not a number, or ``""``."""
+    for row, values in enumerate(y_array.reshape(len(y_array), -1)):
+        for value in values:
+            try:
+                float(value)
+            except (TypeError, ValueError):
+                return f" (first at row {row}: {value!r})"
+    return ""
 
 
 #: below this largest |y|, a target's variance loses digits to float64 underflow (its squares fall under 1e-300)

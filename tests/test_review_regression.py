@@ -70,3 +70,16 @@ def test_target_scaling_weighs_rows_as_the_loss_does(tiny):
     np.testing.assert_allclose(reg.target_mean_, [y[10:].mean()])
     np.testing.assert_allclose(reg.target_scale_, [y[10:].std()])
     assert np.abs(reg.predict(X.iloc[10:]) - y[10:]).mean() < 10  # 9288 when the outliers set the scale (2.4 now)
+
+
+@pytest.mark.parametrize(
+    "y, message",
+    [
+        (pd.Series([True, None, False] * 10, dtype="boolean"), r"NaN or infinite value\(s\) \(first at row 1"),
+        (pd.Series(["1", "x", "3"] * 10), r"must be numbers.*\(first at row 1: 'x'\)"),
+    ],
+)
+def test_bad_targets_name_their_first_row(tiny, y, message):
+    """A nullable boolean Series' pd.NA and a string among numbers: the error names the row, not only the value."""
+    with pytest.raises(ValueError, match=message):
+        TabFormerRegressor(**tiny).fit(_table(n=len(y)), y)
