@@ -103,7 +103,7 @@ def target_scaling(estimator, y2d: np.ndarray, sample_weight=None) -> tuple[np.n
 
 
 def standardized(estimator, y2d: np.ndarray) -> np.ndarray:
-    """``y2d`` as the network trains on it, float64; a constant column of the first fit must stay that constant.
+    """``y2d`` as the network trains on it, float64; a constant column of the first fit that moves goes to scale 1.
 
     Parameters
     ----------
@@ -113,21 +113,15 @@ def standardized(estimator, y2d: np.ndarray) -> np.ndarray:
     Returns
     -------
     ndarray of shape (n_samples, n_targets)
-
-    Raises
-    ------
-    ValueError
-        If a continued fit brings other values to a target the first fit saw constant:
-        its scale of 0 would keep predicting the constant.
     """
     constant = estimator.target_scale_ == 0
     moved = constant & (y2d != estimator.target_mean_).any(axis=0)
     if moved.any():
-        column = int(np.flatnonzero(moved)[0])
-        raise ValueError(
-            f"target {column} was constant ({estimator.target_mean_[column]:.6g}) in the first fit, which predicts it "
-            "exactly; a continued fit cannot learn other values for it: refit with fit (warm_start=False)"
-        )
+        # A streamed fit's first batch can hold one value only. Its column trained on targets of 0 at
+        # scale 1 (below), so it continues at scale 1 and learns the new values: the scale it had
+        # before constants were predicted exactly.
+        estimator.target_scale_ = np.where(moved, 1.0, estimator.target_scale_)
+        constant = estimator.target_scale_ == 0
     _check_criterion(estimator, y2d)
     return (y2d - estimator.target_mean_) / np.where(constant, 1.0, estimator.target_scale_)
 

@@ -355,6 +355,8 @@ class TabFormerRegressor(_CLSHeadNet, NeuralNetRegressor):
     Attributes
     ----------
     target_mean_, target_scale_ : ndarray of shape (n_targets,)
+        ``predict`` returns ``output * target_scale_ + target_mean_`` (its exp under ``PoissonNLLLoss``); a constant target has
+        scale 0 (predicted exactly) until a continued fit brings other values.
 """
         + RESOLVED_ATTRIBUTES_DOC
         + """    tokenizer_, module_, history_, n_features_in_, feature_names_in_ : as the classifier
