@@ -134,6 +134,10 @@ def cmd_fit(args):
     task = args.task
     if task == "auto":
         task = _task_of(y)
+    if task == "classification" and y.nunique() < 2:
+        hint = " (--task regression predicts a number)" if pd.api.types.is_numeric_dtype(y) else ""
+        value = y.tolist()[0]
+        raise CLIError(f"target {args.target!r} holds one value ({value!r}) in every row: a classifier needs 2 classes{hint}")
     if task == "classification" and missing.any() and pd.api.types.is_float_dtype(y) and (y == y.round()).all():
         y = y.astype(np.int64)  # whole-number labels a blank cell made floats: classes 0 and 1, not 0.0 and 1.0
     estimator = (TabFormerRegressor if task == "regression" else TabFormerClassifier)(verbose=0)

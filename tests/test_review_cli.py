@@ -103,3 +103,13 @@ def test_a_file_that_is_not_utf8_is_named_as_such(tmp_path, capsys):
     assert main(["fit", str(tmp_path / "rows.csv"), "--target", "label", "--out", str(tmp_path / "m"), *TINY]) == 2
     error = capsys.readouterr().err  # it named the codec's complaint, not the file's encoding
     assert "is not UTF-8 (invalid" in error and "save it as UTF-8" in error
+
+
+def test_a_target_of_one_value_is_named_with_the_task_to_try(tmp_path, capsys):
+    # A constant whole-number target reads as classification, which failed deep in fit ("only 1 class") without a hint.
+    rng = np.random.default_rng(0)
+    pd.DataFrame({"x": rng.normal(size=40), "price": 7}).to_csv(tmp_path / "rows.csv", index=False)
+    assert main(["fit", str(tmp_path / "rows.csv"), "--target", "price", "--out", str(tmp_path / "m"), *TINY]) == 2
+    assert "'price' holds one value (7) in every row: a classifier needs 2 classes (--task regression" in capsys.readouterr().err
+    args = ["fit", str(tmp_path / "rows.csv"), "--target", "price", "--task", "regression", "--out", str(tmp_path / "r"), *TINY]
+    assert main(args) == 0
