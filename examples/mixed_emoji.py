@@ -39,7 +39,11 @@ def main(argv=None):
 
     # 2. tokenizer="auto" (the default) detects each column's kind. Sub-tokenizer
     #    settings route by kind: tokenizer__image__*, tokenizer__text__*.
+    #    fusion="early" puts both columns' tokens in one sequence and one encoder; the
+    #    default, fusion="auto", would pick "late" here (an image beside another column:
+    #    one encoder per modality, docs/mixed.md), where words and patches never meet.
     clf = TabFormerClassifier(
+        fusion="early",
         encoder__d_model=64,
         encoder__n_layers=2,
         encoder__n_heads=4,
