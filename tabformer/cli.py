@@ -283,6 +283,12 @@ def cmd_info(args):
         lines.append(
             textwrap.fill(text, 110, initial_indent="  parameters: ", subsequent_indent=" " * 14, break_on_hyphens=False)
         )
+    resolved = (config.get("fitted") or {}).get("resolved_params_")
+    if isinstance(resolved, dict) and resolved:  # what the "auto" parameters above resolved to at fit
+        text = ", ".join(f"{k}={v.get('name', v.get('__type__')) if isinstance(v, dict) else v}" for k, v in resolved.items())
+        lines.append(
+            textwrap.fill(text, 110, initial_indent="  resolved:   ", subsequent_indent=" " * 14, break_on_hyphens=False)
+        )
     metrics = config.get("metrics") or {}
     if metrics:
         lines.append(
@@ -333,7 +339,12 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("data", help="training data: .csv, .tsv, .parquet, or a folder of them")
     fit.add_argument("--target", required=True, help="the column to predict")
     fit.add_argument("--out", required=True, help="folder to save the fitted model to")
-    fit.add_argument("--task", choices=["auto", "classification", "regression"], default="auto")
+    fit.add_argument(
+        "--task",
+        choices=["auto", "classification", "regression"],
+        default="auto",
+        help="auto (default): regression for continuous numbers and many-valued whole numbers, else classification",
+    )
 
     pretrain = commands.add_parser("pretrain", help="pretrain an encoder without labels and save it")
     pretrain.add_argument("data", help="a table, a .txt file (one text per line) or a folder of images")
@@ -354,14 +365,16 @@ def build_parser() -> argparse.ArgumentParser:
     for sub in (fit, pretrain, predict):
         sub.add_argument("--image-root", help="folder that relative image paths start from (default: the data's folder)")
 
-    info = commands.add_parser("info", help="describe a saved model: versions, columns, parameters, metrics")
-    info.add_argument("model")
+    info = commands.add_parser(
+        "info", help="describe a saved model: versions, columns, parameters (as passed and as resolved at fit), metrics"
+    )
+    info.add_argument("model", help="a folder written by fit, pretrain or an estimator's save")
     info.add_argument("--json", action="store_true", help="print config.json's summary as JSON")
 
     export = commands.add_parser("export", help="export a saved model's module to ONNX")
-    export.add_argument("model")
+    export.add_argument("model", help="a folder written by fit, pretrain or an estimator's save")
     export.add_argument("--onnx", required=True, help="the .onnx file to write")
-    export.add_argument("--opset", type=int, default=17)
+    export.add_argument("--opset", type=int, default=17, help="ONNX opset version (default: 17)")
     return parser
 
 
