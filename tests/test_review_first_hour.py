@@ -40,3 +40,19 @@ def test_every_cli_argument_has_help():
         if action.dest != "help" and not action.help
     ]
     assert not missing, f"arguments without help in `--help`: {missing}"
+
+
+def test_skorch_progress_bar_runs_with_the_auto_batch_size(capsys):
+    # skorch's ProgressBar() sized its bar from get_params()["batch_size"], the "auto" the user
+    # passed: TypeError ('int' / 'str') at the first epoch
+    from skorch.callbacks import ProgressBar
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=80), "b": rng.choice(["x", "y"], size=80)})
+    y = (X["a"] > 0).astype(int)
+    bar = ProgressBar()
+    clf = TabFormerClassifier(max_epochs=2, encoder__d_model=16, encoder__n_heads=2, verbose=0, callbacks=[bar])
+    clf.fit(X, y)
+    assert len(clf.history_) == 2
+    assert bar.batches_per_epoch == "auto"  # the instance passed in is left as it was
+    assert "it/s" in capsys.readouterr().err  # the bar was drawn

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
-from skorch.callbacks import LRScheduler
+from skorch.callbacks import LRScheduler, ProgressBar
 from torch.optim.lr_scheduler import CosineAnnealingLR
 from torch.utils.data import Dataset
 
@@ -63,6 +63,15 @@ from ._util import adopt_pretrained_tokenizer, construct, num_samples, seeded_to
 from ._weights import WeightedLossMixin, check_sample_weight, with_weights
 
 __all__ = ["TabFormerNet", "construct", "num_samples", "POOLINGS"]
+
+
+def _counting_bar(callback):
+    """``callback``, or for a ``ProgressBar(batches_per_epoch="auto")`` a copy that counts its batches."""
+    if not isinstance(callback, ProgressBar) or callback.batches_per_epoch != "auto":
+        return callback
+    counting = copy.copy(callback)
+    counting.batches_per_epoch = "count"
+    return counting
 
 
 class TabFormerNet(
@@ -240,6 +249,18 @@ class TabFormerNet(
             stopping = EarlyStopping(monitor=monitor, patience=patience, load_best=True, sink=self._sink)
             callbacks.append(("early_stopping", stopping))
         return callbacks
+
+    def initialize_callbacks(self):
+        """skorch's; a ``ProgressBar()`` counts its batches while ``batch_size`` is ``"auto"``.
+
+        skorch's bar sizes itself from ``get_params()["batch_size"]``, which keeps the ``"auto"``
+        you passed: it raised ``TypeError`` at the first epoch. A copy with
+        ``batches_per_epoch="count"`` runs instead (your instance is left as it is).
+        """
+        super().initialize_callbacks()
+        if isinstance(self.get_params().get("iterator_train__batch_size", self.batch_size), str):
+            self.callbacks_ = [(name, _counting_bar(cb)) for name, cb in self.callbacks_]
+        return self
 
     def _sink(self, message):
         # In a launched job only the main process prints, as with the epoch table (every process stops alike).
