@@ -28,7 +28,7 @@ from tabformer.datasets import load_emoji  # noqa: E402
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--epochs", type=int, default=30, help="max_epochs; early stopping may end sooner (default: 30)")
     parser.add_argument("--plot", default=None, help="write a PNG of the attention of one test emoji")
     args = parser.parse_args(argv)
 

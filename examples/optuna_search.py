@@ -54,8 +54,8 @@ def objective(trial, X_train, y_train, X_valid, y_valid, max_epochs=10, **params
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--trials", type=int, default=8)
-    parser.add_argument("--max-epochs", type=int, default=10)
+    parser.add_argument("--trials", type=int, default=8, help="Optuna trials to run (default: 8)")
+    parser.add_argument("--max-epochs", type=int, default=10, help="epochs per trial, at most (default: 10)")
     args = parser.parse_args(argv)
     X, y = load_breast_cancer(return_X_y=True, as_frame=True)
     X_train, X_valid, y_train, y_valid = train_test_split(X, y, test_size=0.25, stratify=y, random_state=0)
