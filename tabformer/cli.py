@@ -22,8 +22,10 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import os
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -384,14 +386,24 @@ COMMANDS = {"fit": cmd_fit, "predict": cmd_predict, "pretrain": cmd_pretrain, "i
 def main(argv=None) -> int:
     """Run the command line; returns the exit status (0, or 2 for bad input)."""
     args = build_parser().parse_args(argv)
+    formatwarning = warnings.formatwarning  # a warning in one line, as errors are (not "<frozen runpy>:88: ...")
+    warnings.formatwarning = lambda message, category, *_: f"tabformer {args.command}: {category.__name__}: {message}\n"
     try:
         COMMANDS[args.command](args)
+    except BrokenPipeError:  # `tabformer predict ... | head`: the reader stopped reading, as it meant to
+        try:  # no second BrokenPipeError when Python flushes stdout at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return 1
     except (CLIError, PersistenceError, ValueError, TypeError, OSError, RuntimeError) as error:  # OSError: an unwritable --output
         if args.debug:
             raise
         message = " ".join(str(error).split()) or type(error).__name__
         print(f"tabformer {args.command}: error: {message}", file=sys.stderr)
         return 2
+    finally:
+        warnings.formatwarning = formatwarning
     return 0
 
 

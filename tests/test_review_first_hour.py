@@ -56,3 +56,45 @@ def test_skorch_progress_bar_runs_with_the_auto_batch_size(capsys):
     assert len(clf.history_) == 2
     assert bar.batches_per_epoch == "auto"  # the instance passed in is left as it was
     assert "it/s" in capsys.readouterr().err  # the bar was drawn
+
+
+def _cli_process(code_or_args, **kwargs):
+    import os
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]), OMP_NUM_THREADS="1")
+    return subprocess.Popen([sys.executable, *code_or_args], env=env, stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+def test_predict_piped_into_head_exits_quietly(saved, tmp_path):
+    # `tabformer predict model/ data.csv | head` printed "error: [Errno 32] Broken pipe" and exited 2
+    import subprocess
+
+    folder, _ = saved
+    rng = np.random.default_rng(1)
+    data = pd.DataFrame({"a": rng.normal(size=6000), "b": rng.choice(["x", "y"], size=6000)})
+    data.to_csv(tmp_path / "many.csv", index=False)  # ~200 kB of probabilities: more than a pipe holds
+    process = _cli_process(
+        ["-m", "tabformer", "predict", str(folder), str(tmp_path / "many.csv"), "--proba"], stdout=subprocess.PIPE
+    )
+    assert process.stdout.readline().startswith("prediction,")
+    process.stdout.close()  # what `head -1` does once it has its line
+    assert process.wait(timeout=120) == 1
+    stderr = process.stderr.read()
+    assert "Broken pipe" not in stderr and "Traceback" not in stderr
+
+
+def test_cli_warnings_are_one_line_naming_the_command(saved):
+    # a warning during a command printed as `<frozen runpy>:88: ConvergenceWarning: ...` and the source line
+    folder, _ = saved
+    code = (
+        "import warnings, sys; from tabformer import cli; "
+        "cli.COMMANDS['info'] = lambda args: warnings.warn('it has not learned', UserWarning); "
+        f"sys.exit(cli.main(['info', {str(folder)!r}]))"
+    )
+    process = _cli_process(["-c", code])
+    assert process.wait(timeout=120) == 0
+    assert process.stderr.read().strip() == "tabformer info: UserWarning: it has not learned"
