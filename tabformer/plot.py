@@ -16,6 +16,7 @@ from . import inspection
 try:
     import matplotlib.pyplot as plt
     from matplotlib import colormaps
+    from matplotlib.ticker import MaxNLocator
 except ImportError as error:  # an optional extra: say how to get it
     raise ImportError("tabformer.plot needs matplotlib; install it with:  pip install 'tabformer[plot]'") from error
 
@@ -28,7 +29,8 @@ _LINE_HEIGHT = 0.12
 
 
 def _axes(ax):
-    return plt.subplots(figsize=(7, 3.5))[1] if ax is None else ax
+    # constrained layout: long column names and the axis labels stay inside a figure drawn here
+    return plt.subplots(figsize=(7, 3.5), layout="constrained")[1] if ax is None else ax
 
 
 def _one_row(estimator, X_row):
@@ -208,6 +210,7 @@ def history(estimator, ax=None):
             lines += ax.plot(epochs, [row[key] for row in rows], marker="o", markersize=3, label=key)
     _mark_kept_epoch(estimator, rows, epochs, ax)
     ax.set_xlabel("epoch")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # epochs 1, 2, 3, not 1.25, 1.5...
     ax.set_ylabel("loss")
     if all(isinstance(row.get("valid_acc"), (int, float)) for row in rows):
         twin = ax.twinx()

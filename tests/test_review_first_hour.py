@@ -98,3 +98,30 @@ def test_cli_warnings_are_one_line_naming_the_command(saved):
     process = _cli_process(["-c", code])
     assert process.wait(timeout=120) == 0
     assert process.stderr.read().strip() == "tabformer info: UserWarning: it has not learned"
+
+
+def test_plots_keep_their_labels_inside_the_figure_and_count_whole_epochs():
+    # a figure plot.attention drew cut its long column names ("cation-num" for
+    # "education-num") and its x label off the edge; plot.history ticked epochs 1.25, 1.5...
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from tabformer import plot
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a rather long column name": rng.normal(size=80), "b": rng.choice(["x", "y"], size=80)})
+    y = (X.iloc[:, 0] > 0).astype(int)
+    clf = TabFormerClassifier(max_epochs=3, encoder__d_model=16, encoder__n_heads=2, random_state=0, verbose=0).fit(X, y)
+    for ax in (plot.attention(clf, X.iloc[[0]]), plot.history(clf)):
+        figure = ax.figure
+        figure.canvas.draw()
+        renderer = figure.canvas.get_renderer()
+        box = figure.bbox
+        texts = [t for t in (*ax.get_yticklabels(), ax.xaxis.label, ax.yaxis.label) if t.get_text()]
+        for text in texts:
+            extent = text.get_window_extent(renderer)
+            assert extent.x0 >= box.x0 - 1 and extent.y0 >= box.y0 - 1, f"{text.get_text()!r} is cut off"
+    ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
+    assert ticks and all(float(t).is_integer() for t in ticks), ticks
+    matplotlib.pyplot.close("all")
