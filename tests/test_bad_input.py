@@ -260,3 +260,17 @@ def test_a_multi_label_y_with_a_gap_names_its_row_and_column():
     y[5, 2] = np.nan
     with pytest.raises(ValueError, match=r"y holds 1 missing value\(s\) \(first at row 5, column 2\)"):
         TabFormerClassifier(**TINY).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "typo, meant",
+    [("max_epoch", "max_epochs"), ("learning_rate", "lr"), ("encoder_d_model", "encoder__d_model"), ("seed", "random_state")],
+)
+def test_a_misspelt_parameter_is_named_with_the_one_meant_before_the_tokenizer_fits(typo, meant, monkeypatch):
+    # skorch found it only when the module was built, after the tokenizer's fit, naming no alternative.
+    from tabformer.tokenizers import TabularTokenizer
+
+    monkeypatch.setattr(TabularTokenizer, "fit", lambda *a, **k: pytest.fail("the tokenizer was fitted first"))
+    X, y = make_table(n=40)
+    with pytest.raises(ValueError, match=rf"unknown parameter\(s\) '{typo}' \(did you mean '{meant}'\?\)"):
+        TabFormerClassifier(**{typo: 2}).fit(X, y)

@@ -8,6 +8,7 @@ never validate (``check_set_params``), which is why every check lives here.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import os
 from numbers import Integral, Real
@@ -96,6 +97,7 @@ def check_params(estimator) -> None:
     sklearn.utils._param_validation.InvalidParameterError (a ``ValueError`` and a
     ``TypeError``) naming the parameter, the allowed values and the value given.
     """
+    check_names(estimator)
     params = {name: getattr(estimator, name) for name in estimator._parameter_constraints}
     if isinstance(params.get("encoder"), BaseEstimator):
         # sklearn's message printed the whole repr of the pretrainer's module, without the way out.
@@ -114,6 +116,44 @@ def check_params(estimator) -> None:
             f"encoder__d_model={d_model} must be divisible by encoder__n_heads={n_heads} (each head gets d_model / "
             f"n_heads dimensions); e.g. encoder__d_model={n_heads * max(1, round(d_model / n_heads))}"
         )
+
+
+#: other libraries' names for skorch's parameters
+_ALIASES = {"learning_rate": "lr", "epochs": "max_epochs", "n_epochs": "max_epochs", "seed": "random_state"}
+
+
+def check_names(estimator) -> None:
+    """Refuse a parameter name no ``__init__`` takes and no prefix routes, with the closest valid name.
+
+    skorch finds such a typo (``max_epoch=2``) only when the module is built, after the
+    tokenizer's fit, and names no alternative.
+
+    Raises
+    ------
+    ValueError
+        Naming the unknown parameter and, where one is close, the name meant.
+    """
+    # skorch adds module, criterion and optimizer to prefixes_ only as initialize() builds them.
+    prefixes = sorted({*estimator.prefixes_, "module", "criterion", "optimizer"}, key=len, reverse=True)
+    names = {name for cls in type(estimator).__mro__ if "__init__" in vars(cls) for name in inspect.signature(cls).parameters}
+    names -= {"self", "args", "kwargs"}
+    unknown = [
+        key
+        for key in sorted(getattr(estimator, "_params_to_validate", ()))
+        if key not in names and not any(key == prefix or key.startswith(prefix + "__") for prefix in prefixes)
+    ]
+    if not unknown:
+        return
+    hints = []
+    for key in unknown:
+        routed = [f"{prefix}__{key[len(prefix) :].lstrip('_')}" for prefix in prefixes if key.startswith(prefix)]
+        similar = difflib.get_close_matches(key, sorted(names) + [f"{prefix}__" for prefix in prefixes], n=1)
+        close = routed or ([_ALIASES[key]] if key in _ALIASES else similar)
+        hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    raise ValueError(
+        f"{type(estimator).__name__} got unknown parameter(s) {', '.join(hints)}; get_params() lists the valid names, "
+        "and settings of a part take its prefix (encoder__d_model, tokenizer__vocab_size, optimizer__weight_decay...)"
+    )
 
 
 def check_resolved_heads(estimator) -> None:
