@@ -26,6 +26,7 @@ __all__ = ["attention", "history"]
 _UNKNOWN_LABELS = ("[UNK]", "<unk>")
 #: line height of the text view (axes fraction)
 _LINE_HEIGHT = 0.12
+_LEFT = 0.015
 
 
 def _axes(ax):
@@ -138,15 +139,16 @@ def _text(frame, ax, cmap, where):
     colours = colormaps[cmap]
     renderer = ax.figure.canvas.get_renderer()
     to_axes = ax.transAxes.inverted()
-    x, y = 0.0, 1.0 - _LINE_HEIGHT
+    # A word's box pads past its text: start a little in, or the first word is cut at the figure's edge.
+    x, y = _LEFT, 1.0 - _LINE_HEIGHT
     for label, weight in zip(words["label"], words["attention"]):
         text = ax.text(
             x, y, label, fontsize=11, transform=ax.transAxes, bbox=dict(facecolor=colours(0.85 * weight / peak), edgecolor="none")
         )
         # lay words out as they measure on this figure: wrap when one runs past the right edge
         (left, _), (right, _) = to_axes.transform(text.get_window_extent(renderer).get_points())
-        if x > 0 and right > 1:
-            x, y = 0.0, y - _LINE_HEIGHT
+        if x > _LEFT and right > 1:
+            x, y = _LEFT, y - _LINE_HEIGHT
             text.set_position((x, y))
         x += (right - left) + 0.015
     ax.set_axis_off()
