@@ -258,7 +258,7 @@ class TabFormerNet(
         ``batches_per_epoch="count"`` runs instead (your instance is left as it is).
         """
         super().initialize_callbacks()
-        if isinstance(self.get_params().get("iterator_train__batch_size", self.batch_size), str):
+        if isinstance(NeuralNet.get_params_for(self, "iterator_train").get("batch_size", self.batch_size), str):
             self.callbacks_ = [(name, _counting_bar(cb)) for name, cb in self.callbacks_]
         return self
 

@@ -56,13 +56,14 @@ def poisson_log_link(estimator) -> bool:
 
 def _check_criterion(estimator, y2d: np.ndarray) -> None:
     """Refuse a criterion that standardised (or negative) targets would make meaningless."""
-    name = _criterion_class(estimator).__name__
-    if estimator.standardize_target and issubclass(_criterion_class(estimator), _NOT_FOR_STANDARDISED):
+    criterion = _criterion_class(estimator)
+    name = criterion.__name__
+    if estimator.standardize_target and issubclass(criterion, _NOT_FOR_STANDARDISED):
         raise ValueError(
             f"criterion={name} needs targets as they are (counts, probabilities or classes), but standardize_target=True "
             "trains on (y - mean) / std, which is negative for some rows; pass standardize_target=False"
         )
-    if issubclass(_criterion_class(estimator), torch.nn.PoissonNLLLoss) and (y2d < 0).any():
+    if issubclass(criterion, torch.nn.PoissonNLLLoss) and (y2d < 0).any():
         row, column = (int(i) for i in np.argwhere(y2d < 0)[0])
         raise ValueError(f"criterion={name} needs counts >= 0; y holds {y2d[row, column]:.6g} at row {row} (target {column})")
 
