@@ -4,6 +4,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 from conftest import TINY, make_table
 
 from tabformer import PatchTokenizer, TabFormerClassifier, TabFormerRegressor, TabFormerTagger
@@ -274,3 +275,26 @@ def test_a_misspelt_parameter_is_named_with_the_one_meant_before_the_tokenizer_f
     X, y = make_table(n=40)
     with pytest.raises(ValueError, match=rf"unknown parameter\(s\) '{typo}' \(did you mean '{meant}'\?\)"):
         TabFormerClassifier(**{typo: 2}).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "typo, meant, owner",
+    [
+        ("optimizer__weight_decy", "optimizer__weight_decay", "AdamW"),
+        ("criterion__label_smothing", "criterion__label_smoothing", "CrossEntropyLoss"),
+    ],
+)
+def test_a_misspelt_optimizer_or_criterion_setting_is_named_before_the_tokenizer_fits(typo, meant, owner, monkeypatch):
+    # It was a bare TypeError from the class's __init__, raised as the module was built, after the tokenizer's fit.
+    from tabformer.tokenizers import TabularTokenizer
+
+    monkeypatch.setattr(TabularTokenizer, "fit", lambda *a, **k: pytest.fail("the tokenizer was fitted first"))
+    X, y = make_table(n=40)
+    with pytest.raises(ValueError, match=rf"{typo}: not a parameter of {owner} \(did you mean {meant}\?\)"):
+        TabFormerClassifier(**{typo: 0.1}).fit(X, y)
+
+
+def test_a_valid_optimizer_setting_of_another_optimizer_is_accepted():
+    X, y = make_table(n=40)
+    clf = TabFormerClassifier(**TINY, optimizer=torch.optim.SGD, optimizer__momentum=0.9, optimizer__nesterov=True)
+    assert clf.fit(X, y).optimizer_.param_groups[0]["momentum"] == 0.9

@@ -143,6 +143,7 @@ def check_names(estimator) -> None:
         if key not in names and not any(key == prefix or key.startswith(prefix + "__") for prefix in prefixes)
     ]
     if not unknown:
+        _check_part_settings(estimator)
         return
     hints = []
     for key in unknown:
@@ -154,6 +155,32 @@ def check_names(estimator) -> None:
         f"{type(estimator).__name__} got unknown parameter(s) {', '.join(hints)}; get_params() lists the valid names, "
         "and settings of a part take its prefix (encoder__d_model, tokenizer__vocab_size, optimizer__weight_decay...)"
     )
+
+
+#: settings skorch routes to the optimizer besides its constructor's (per-group options)
+_ROUTED_EXTRA = {"optimizer": {"param_groups"}, "criterion": set()}
+
+
+def _check_part_settings(estimator) -> None:
+    """Refuse an ``optimizer__*`` or ``criterion__*`` key its class does not take, naming the one meant.
+
+    skorch passes them to the class as the module is built, after the tokenizer's fit, where a
+    typo (``optimizer__weight_decy``) was a bare ``TypeError`` from ``AdamW.__init__``.
+    """
+    for prefix, extra in _ROUTED_EXTRA.items():
+        part = getattr(estimator, prefix, None)
+        try:
+            signature = inspect.signature(part).parameters if isinstance(part, type) else None
+        except (TypeError, ValueError):  # a builtin or C class without a readable signature
+            signature = None
+        if not signature or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.values()):
+            continue
+        accepted = sorted((set(signature) - {"self", "params"}) | extra)
+        given = {key.split("__")[1] for key in getattr(estimator, "_params_to_validate", ()) if key.startswith(prefix + "__")}
+        for key in sorted(given - set(accepted)):
+            close = difflib.get_close_matches(key, accepted, n=1)
+            hint = f" (did you mean {prefix}__{close[0]}?)" if close else ""
+            raise ValueError(f"{prefix}__{key}: not a parameter of {part.__name__}{hint}; it takes {accepted}")
 
 
 def check_resolved_heads(estimator) -> None:
