@@ -298,6 +298,8 @@ def test_an_image_fused_late_gets_its_own_recipe_and_other_mixes_the_table_one(m
     text_and_table = TabFormerClassifier(max_epochs=1, verbose=0, random_state=0).fit(X[["title", "brand", "price"]], y)
     late_without_image = TabFormerClassifier(fusion="late", max_epochs=1, verbose=0).fit(X[["title", "brand", "price"]], y)
     assert isinstance(late_without_image.module_, LateFusionModel)
+    # The fusion a fit used is in resolved_params_ whether it was asked for or resolved (it was left out when asked for).
+    assert early.resolved_params_["fusion"] == "early" and late_without_image.resolved_params_["fusion"] == "late"
     for model in (early, text_and_table, late_without_image):
         assert model.resolved_params_["lr"] == 1e-3 and model.resolved_params_["patience"] == 8
         assert "encoder__d_model" not in model.resolved_params_

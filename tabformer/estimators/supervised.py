@@ -105,9 +105,7 @@ class _CLSHeadNet(StreamingMixin, FineTuningNet):
         str or int
         """
         if isinstance(self.fusion, bool):  # an Integral to sklearn's check, not a layer count
-            raise ValueError(
-                f"fusion must be 'auto', 'early', 'late' or a number of modality-only layers (int >= 0), got {self.fusion!r}"
-            )
+            raise ValueError(f"fusion must be 'auto', 'early', 'late' or a number of modality-only layers, got {self.fusion!r}")
         if isinstance(self.fusion, str) and self.fusion == "auto":
             resolved = getattr(self, "resolved_params_", None)
             if resolved is None:  # before fit: nothing to read the inputs from yet
@@ -115,7 +113,10 @@ class _CLSHeadNet(StreamingMixin, FineTuningNet):
             if "fusion" not in resolved:
                 resolved["fusion"] = self._auto_fusion()
             return resolved["fusion"]
-        return self.fusion if isinstance(self.fusion, str) else int(self.fusion)
+        fusion = self.fusion if isinstance(self.fusion, str) else int(self.fusion)
+        if getattr(self, "resolved_params_", None) is not None:  # "yours where given", as for lr and batch_size
+            self.resolved_params_["fusion"] = fusion
+        return fusion
 
     def _auto_fusion(self) -> str:
         # Late fusion led early fusion on both image + text sets at 3 seeds on validation
