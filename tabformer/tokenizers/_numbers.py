@@ -3,13 +3,15 @@ bins of the piecewise-linear numeric embedding (Gorishniy et al., 2022, "PLE")."
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from sklearn.preprocessing import QuantileTransformer, StandardScaler
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from ._columns import numeric_values
 
-__all__ = ["MIN_ROWS_PER_BIN", "fit_bin_edges", "fit_scaler", "numeric_block"]
+__all__ = ["MIN_ROWS_PER_BIN", "RangeQuantileTransformer", "fit_bin_edges", "fit_scaler", "numeric_block"]
 
 #: a bin the target chooses holds at least this many training rows (rtdl's ``compute_bins`` example)
 MIN_ROWS_PER_BIN = 64
@@ -67,10 +69,39 @@ def fit_scaler(numbers: np.ndarray, transform):
         return None
     if transform == "quantile":
         n_quantiles = int(max(2, min(1000, numbers.shape[0])))
-        scaler = QuantileTransformer(n_quantiles=n_quantiles, output_distribution="normal", subsample=10**9)
+        scaler = RangeQuantileTransformer(n_quantiles=n_quantiles, output_distribution="normal", subsample=10**9)
     else:
         scaler = StandardScaler()
     return scaler.set_output(transform="default").fit(numbers)
+
+
+class RangeQuantileTransformer(QuantileTransformer):
+    """sklearn's ``QuantileTransformer`` on each column mapped onto [0, 1] by its training range.
+
+    sklearn sends every value within an *absolute* 1e-7 of a column's smallest (largest)
+    training value to the lowest (highest) output, so a column whose values all lie within
+    1e-7 of each other (``x * 1e-8``: a probability, a length in metres) became one token,
+    and a model fitted on it predicted at chance, silently. The affine map is monotone, so
+    the quantiles (and the outputs of any other column) are unchanged; ``transform`` and
+    ``inverse_transform`` take and return the user's units.
+    """
+
+    def fit(self, X, y=None):
+        X = np.asarray(X, dtype=np.float64)
+        with np.errstate(over="ignore", invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column: sklearn names it
+            low, high = np.nanmin(X, axis=0), np.nanmax(X, axis=0)
+            span = high - low
+        # a span past float64 (values near 1.8e308) or of 0 (a constant column) keeps the column as it is
+        usable = np.isfinite(span) & (span > 0)
+        self.offset_, self.span_ = np.where(usable, low, 0.0), np.where(usable, span, 1.0)
+        return super().fit((X - self.offset_) / self.span_, y)
+
+    def transform(self, X):
+        return super().transform((np.asarray(X, dtype=np.float64) - self.offset_) / self.span_)
+
+    def inverse_transform(self, X):
+        return super().inverse_transform(X) * self.span_ + self.offset_
 
 
 def fit_bin_edges(scaled: np.ndarray, y, n_bins: int, sample_weight=None) -> np.ndarray:
