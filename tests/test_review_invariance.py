@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 import tabformer
-from tabformer import TabFormerClassifier
+from tabformer import TabFormerClassifier, TabFormerTagger
 from tabformer.tokenizers import TabularTokenizer
 
 TINY = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, verbose=0, random_state=0)
@@ -40,3 +40,16 @@ def test_a_model_fitted_on_a_column_of_tiny_values_learns_it_and_round_trips(tmp
     np.testing.assert_array_equal(tabformer.load(tmp_path / "m").predict_proba(X), net.predict_proba(X))
     scaler = net.tokenizer_.scaler_
     np.testing.assert_allclose(scaler.inverse_transform(scaler.transform(X.to_numpy())), X.to_numpy(), rtol=1e-6)
+
+
+def test_tagger_probabilities_do_not_depend_on_the_inference_batch_size():
+    # padding positions held the softmax of whatever the batch's longest sentence padded to
+    rng = np.random.default_rng(0)
+    words = ["good", "bad", "film", "plot", "dull", "actor"]
+    sentences = [list(rng.choice(words, size=k)) for k in rng.integers(1, 10, size=40)]
+    tags = [["B" if word in ("good", "bad") else "O" for word in sentence] for sentence in sentences]
+    tagger = TabFormerTagger(max_epochs=1, **TINY).fit(sentences, tags)
+    proba, batch = tagger.predict_proba(sentences)
+    tagger.set_params(iterator_valid__batch_size=3)
+    np.testing.assert_allclose(tagger.predict_proba(sentences)[0], proba, atol=1e-6)
+    assert not proba[batch["attention_mask"] == 0].any()

@@ -301,6 +301,7 @@ class TabFormerTagger(FineTuningNet):
         Returns
         -------
         proba : ndarray of shape (n_samples, T, n_tags)
+            0 at padding positions (``batch["attention_mask"] == 0``).
         batch : dict from the tokenizer (its ``word_ids`` map positions to words)
         """
         check_is_fitted(self)
@@ -312,7 +313,10 @@ class TabFormerTagger(FineTuningNet):
             # padded to its longest sentence, most batches are far shorter.
             length = max(int(inputs["attention_mask"].sum(dim=1).max()), 1)
             logits = self.module_(**{key: value[:, :length] for key, value in inputs.items()})
-            return torch.softmax(logits.float(), dim=-1).cpu().numpy()
+            # A sentence's padding positions read 0, as past its batch's longest sentence: their
+            # softmax depended on which sentences shared the batch (0.78 apart at another batch size).
+            padding = inputs["attention_mask"][:, :length, None] == 0
+            return torch.softmax(logits.float(), dim=-1).masked_fill(padding, 0.0).cpu().numpy()
 
         start = 0
         for rows in self.iter_batches(batch, tag_probabilities):
