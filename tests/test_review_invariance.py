@@ -16,14 +16,17 @@ from tabformer.tokenizers import TabularTokenizer
 TINY = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, verbose=0, random_state=0)
 
 
-@pytest.mark.parametrize("unit", [1e-8, 1e-12, 1e-310])
-def test_the_quantile_transform_reads_a_column_of_tiny_values_as_it_reads_the_same_column_in_larger_units(unit):
+@pytest.mark.parametrize(
+    "transform, unit", [("quantile", 1e-8), ("quantile", 1e-12), ("quantile", 1e-310), ("standard", 1e-200), ("standard", 1e-310)]
+)
+def test_the_scalers_read_a_column_of_tiny_values_as_they_read_the_same_column_in_larger_units(transform, unit):
     # sklearn's QuantileTransformer sends values within an absolute 1e-7 of the training
-    # minimum to its lowest output: every value of x * 1e-8 became one token (a model at chance)
+    # minimum to its lowest output: every value of x * 1e-8 became one token (a model at
+    # chance); StandardScaler read a column whose variance underflows as constant (all 0)
     x = np.random.default_rng(0).normal(size=200)
     tokens = {}
     for scale in (1.0, unit):
-        tokenizer = TabularTokenizer().fit(pd.DataFrame({"a": x * scale}))
+        tokenizer = TabularTokenizer(numeric_transform=transform).fit(pd.DataFrame({"a": x * scale}))
         tokens[scale] = tokenizer.transform(pd.DataFrame({"a": x * scale}))["num_values"][:, 0]
     assert len(np.unique(tokens[unit])) == len(x)
     np.testing.assert_allclose(tokens[unit], tokens[1.0], atol=1e-5)
