@@ -56,3 +56,11 @@ def test_tagger_probabilities_do_not_depend_on_the_inference_batch_size():
     tagger.set_params(iterator_valid__batch_size=3)
     np.testing.assert_allclose(tagger.predict_proba(sentences)[0], proba, atol=1e-6)
     assert not proba[batch["attention_mask"] == 0].any()
+
+
+def test_the_quantile_transform_keeps_every_value_of_a_heavy_tailed_column_apart():
+    # in units of the range, a column of 0..300 with one 1e10 outlier read as two tokens
+    x = np.r_[np.random.default_rng(0).integers(0, 300, 500).astype(float), 1e10]
+    tokenizer = TabularTokenizer().fit(pd.DataFrame({"a": x}))
+    tokens = tokenizer.transform(pd.DataFrame({"a": x}))["num_values"][:, 0]
+    assert len(np.unique(tokens)) == len(np.unique(x))

@@ -76,7 +76,7 @@ def fit_scaler(numbers: np.ndarray, transform):
 
 
 class _OnTrainingRange:
-    """A scaler fitted and applied on each column mapped onto [0, 1] by its training range.
+    """A scaler fitted and applied on each column shifted by its training minimum and divided by a unit.
 
     The map is affine and increasing, so a quantile transform or a z-score is the same as on
     the raw column, except where sklearn's tests for ties and constants use absolute
@@ -92,12 +92,18 @@ class _OnTrainingRange:
         X = np.asarray(X, dtype=np.float64)
         with np.errstate(over="ignore", invalid="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # an all-missing column: the tokenizer names it
-            low, high = np.nanmin(X, axis=0), np.nanmax(X, axis=0)
-            span = high - low
-        # a span past float64 (values near 1.8e308) or of 0 (a constant column) keeps the column as it is
-        usable = np.isfinite(span) & (span > 0)
-        self.offset_, self.span_ = np.where(usable, low, 0.0), np.where(usable, span, 1.0)
+            low = np.nanmin(X, axis=0)
+            unit = np.array([self._unit(X[:, j]) for j in range(X.shape[1])], dtype=np.float64).reshape(low.shape)
+            reach = (np.nanmax(X, axis=0) - low) / unit
+        # a column past float64 once shifted or divided (values near 1.8e308), or constant, is kept as it is
+        usable = np.isfinite(reach) & (unit > 0)
+        self.offset_, self.span_ = np.where(usable, low, 0.0), np.where(usable, unit, 1.0)
         return super().fit((X - self.offset_) / self.span_, y)
+
+    @staticmethod
+    def _unit(column: np.ndarray) -> float:
+        """The column's range: a z-score is the same in any unit, so the widest unit that stays finite."""
+        return float(np.nanmax(column) - np.nanmin(column))
 
     def transform(self, X):
         return super().transform((np.asarray(X, dtype=np.float64) - self.offset_) / self.span_)
@@ -107,11 +113,19 @@ class _OnTrainingRange:
 
 
 class RangeQuantileTransformer(_OnTrainingRange, QuantileTransformer):
-    """sklearn's ``QuantileTransformer``, fitted on each column mapped onto [0, 1] (see ``_OnTrainingRange``)."""
+    """sklearn's ``QuantileTransformer``, fitted in units of each column's smallest gap (see ``_OnTrainingRange``)."""
+
+    @staticmethod
+    def _unit(column: np.ndarray) -> float:
+        """The smallest gap between two distinct training values, so that the absolute 1e-7 never
+        merges two of them (in units of the range it merged every value within 1e-7 of the range
+        of the minimum: a column of 0..300 with one 1e10 outlier became two tokens)."""
+        values = np.unique(column[np.isfinite(column)])
+        return float(np.diff(values).min()) if len(values) > 1 else 0.0
 
 
 class RangeStandardScaler(_OnTrainingRange, StandardScaler):
-    """sklearn's ``StandardScaler``, fitted on each column mapped onto [0, 1] (see ``_OnTrainingRange``)."""
+    """sklearn's ``StandardScaler``, fitted in units of each column's range (see ``_OnTrainingRange``)."""
 
 
 def fit_bin_edges(scaled: np.ndarray, y, n_bins: int, sample_weight=None) -> np.ndarray:
