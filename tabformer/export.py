@@ -135,7 +135,10 @@ class _Exported(nn.Module):
         out = self.module(**batch).float()
         if self.output == "predictions":
             return out * self.scale + self.mean
-        return torch.sigmoid(out) if self.multilabel else torch.softmax(out, dim=-1)
+        proba = torch.sigmoid(out) if self.multilabel else torch.softmax(out, dim=-1)
+        if proba.dim() == 3 and "attention_mask" in batch:  # a tagger's (B, T, K): 0 at padding, as its predict_proba
+            proba = proba * batch["attention_mask"][:, :, None].to(proba.dtype)
+        return proba
 
 
 def _output(estimator) -> tuple[str, dict]:
