@@ -29,9 +29,16 @@ _LINE_HEIGHT = 0.12
 _LEFT = 0.015
 
 
-def _axes(ax):
-    # constrained layout: long column names and the axis labels stay inside a figure drawn here
-    return plt.subplots(figsize=(7, 3.5), layout="constrained")[1] if ax is None else ax
+#: figure height per bar of the table view (inches): a 10-point tick label needs about 0.17
+_BAR_HEIGHT = 0.22
+
+
+def _axes(ax, bars=0):
+    # constrained layout: long column names and the axis labels stay inside a figure drawn here.
+    # A table view grows with its bars: at a fixed 3.5 inches, the 46 column names of a
+    # Lending Club row were drawn on top of each other, unreadable.
+    height = max(3.5, 1.2 + _BAR_HEIGHT * bars)
+    return plt.subplots(figsize=(7, height), layout="constrained")[1] if ax is None else ax
 
 
 def _one_row(estimator, X_row):
@@ -71,7 +78,7 @@ def attention(estimator, X_row, layer="mean", ax=None, cmap="Reds"):
     layer : "mean" or int, default="mean"
         The encoder layer whose attention is drawn, or the mean over layers.
     ax : matplotlib Axes or None, default=None
-        Where to draw; a new figure when None.
+        Where to draw; a new figure when None (for a table, as tall as its columns need).
     cmap : str, default="Reds"
         Colour map of the attention.
 
@@ -96,15 +103,15 @@ def attention(estimator, X_row, layer="mean", ax=None, cmap="Reds"):
     one = _one_row(estimator, X_row)
     batch = estimator.tokenize(one)
     _check_one(batch)
-    ax = _axes(ax)
     kind = estimator.tokenizer_.kind
     where = "mean over layers" if layer == "mean" else f"layer {layer}"
     if kind == "image":
-        return _image(estimator, one, batch, layer, ax, cmap, where)
+        return _image(estimator, one, batch, layer, _axes(ax), cmap, where)
     frame = inspection.explain(estimator, batch, layer="all" if layer == "mean" else layer, level="token")
     if kind == "text":
-        return _text(frame, ax, cmap, where)
+        return _text(frame, _axes(ax), cmap, where)
     columns = frame.groupby(["layer", "column"], sort=False)["attention"].sum().groupby(level="column", sort=False).mean()
+    ax = _axes(ax, bars=len(columns))
     bars = ax.barh(np.arange(len(columns)), columns.to_numpy(), color=colormaps[cmap](0.6))
     ax.set_yticks(np.arange(len(columns)), [str(c) for c in columns.index])
     ax.invert_yaxis()  # first column on top, as in the table
