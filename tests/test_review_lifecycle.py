@@ -32,3 +32,44 @@ def test_table_attention_plot_of_many_columns_keeps_every_name_readable():
             assert lower.y1 <= upper.y0 + 0.5, "two column names overlap"
     finally:
         plt.close("all")
+
+
+def _loans(n=150, seed=0):
+    """A small Lending Club-like frame: a number, a zip code of many values, a job title."""
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame(
+        {
+            "annual_income": rng.lognormal(11, 0.5, n),
+            "zip_code": [f"{z:05d}" for z in rng.integers(10000, 99999, n)],
+            "emp_title": [f"{a} {b}" for a, b in zip(rng.choice(["senior", "lead", "junior"], n), rng.integers(0, 900, n))],
+        }
+    )
+    return X, np.where(X["annual_income"] > np.median(X["annual_income"]), "A", "B")
+
+
+def test_a_plain_tables_settings_reach_the_table_of_a_frame_auto_finds_mixed():
+    # The Lending Club frame is mixed (emp_title is text), so the documented
+    # tokenizer__numeric_embedding / tokenizer__categorical_columns=["zip_code"] raised
+    # "Invalid parameter 'numeric_embedding' for estimator MixedTokenizer"
+    from tabformer import TabFormerClassifier
+
+    X, y = _loans()
+    clf = TabFormerClassifier(**TINY, tokenizer__numeric_embedding="linear", tokenizer__categorical_columns=["zip_code"])
+    clf.fit(X, y)
+    assert clf.tokenizer_.column_kinds_ == {"annual_income": "numeric", "zip_code": "categorical", "emp_title": "text"}
+    assert clf.tokenizer_.table.numeric_embedding == "linear"
+    assert clf.get_params()["tokenizer__numeric_embedding"] == "linear"  # as passed
+    assert clf.predict(X.iloc[:5]).shape == (5,)
+
+
+def test_a_column_named_categorical_does_not_make_a_table_mixed():
+    # a zip code of more than 100 distinct strings is detected as text; named in
+    # categorical_columns it is the table's column, and the table stays a plain table
+    from tabformer import TabFormerClassifier
+    from tabformer.tokenizers import TabularTokenizer
+
+    X, y = _loans()
+    X = X.drop(columns="emp_title")
+    clf = TabFormerClassifier(**TINY, tokenizer__categorical_columns=["zip_code"]).fit(X, y)
+    assert isinstance(clf.tokenizer_, TabularTokenizer)
+    assert clf.tokenizer_.categorical_columns_ == ["zip_code"]

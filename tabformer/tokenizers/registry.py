@@ -57,6 +57,7 @@ def make_tokenizer(spec, X=None, params=None) -> BaseTokenizer:
     if isinstance(spec, str):
         if spec == "auto":
             tokenizer = _auto(X, params)
+            params = _table_settings_to_template(tokenizer, params)
         elif spec == "mixed":
             tokenizer = _mixed_with_templates()
         elif spec in TOKENIZERS:
@@ -78,6 +79,10 @@ def _mixed_with_templates():
     return MixedTokenizer(text=WordPieceTokenizer(), image=PatchTokenizer(), table=TabularTokenizer())
 
 
+#: a plain table's settings: under "auto", a frame found to be mixed gives them to its table template
+_TABLE_SETTINGS = frozenset(TabularTokenizer().get_params(deep=False))
+
+
 def _auto(X, params):
     # Before text: a list of image file paths is also a list of str.
     if looks_like_images(X):
@@ -85,9 +90,27 @@ def _auto(X, params):
     # A flat list/Series of str is text; a list of word lists is pre-split text.
     if looks_like_text(X) or is_word_lists(X):
         return WordPieceTokenizer()
+    # Columns named in categorical_columns/numeric_columns are the user's table columns, whatever
+    # their strings look like: a zip code of 300 distinct values is not a text making X mixed.
+    told = [*(params.get("categorical_columns") or ()), *(params.get("numeric_columns") or ())]
+    if isinstance(X, pd.DataFrame) and told:
+        X = X.drop(columns=[column for column in told if column in X.columns])
     if any(key.startswith(_MIXED_ONLY) for key in params) or _has_text_or_images(X, params.get("max_categories", 100)):
         return _mixed_with_templates()
     return TabularTokenizer()
+
+
+def _table_settings_to_template(tokenizer, params) -> dict:
+    """``params`` with a plain table's settings (``numeric_embedding``, ``categorical_columns``...)
+    routed to a mixed tokenizer's ``table`` template.
+
+    Whether "auto" makes a frame mixed depends on its values (one column of job titles), so
+    ``tokenizer__numeric_embedding="linear"`` from the docs failed on the Lending Club frame
+    with "Invalid parameter 'numeric_embedding' for estimator MixedTokenizer".
+    """
+    if not isinstance(tokenizer, MixedTokenizer):
+        return params
+    return {f"table__{key}" if key in _TABLE_SETTINGS else key: value for key, value in params.items()}
 
 
 def _has_text_or_images(X, max_categories=100) -> bool:
