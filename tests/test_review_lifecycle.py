@@ -73,3 +73,20 @@ def test_a_column_named_categorical_does_not_make_a_table_mixed():
     clf = TabFormerClassifier(**TINY, tokenizer__categorical_columns=["zip_code"]).fit(X, y)
     assert isinstance(clf.tokenizer_, TabularTokenizer)
     assert clf.tokenizer_.categorical_columns_ == ["zip_code"]
+
+
+def test_numbers_that_arrive_as_strings_name_the_cell_that_is_not_a_number():
+    # one "$1,000" in a CSV of new loans made annual_income a column of strings; the error named
+    # the column but not which of its rows to fix
+    from tabformer import TabFormerClassifier
+
+    X, y = _loans()
+    X = X.drop(columns="zip_code")
+    clf = TabFormerClassifier(**TINY).fit(X, y)
+    new = X.iloc[:20].astype({"annual_income": object})
+    new.loc[7, "annual_income"] = "$1,000"
+    new.loc[3, "annual_income"] = None
+    with pytest.raises(ValueError, match=r"'annual_income' changed kind.*row 7 holds '\$1,000', which is not a number"):
+        clf.predict(new)
+    with pytest.raises(ValueError, match="numbers written as text"):
+        clf.predict(X.iloc[:20].astype({"annual_income": str}))

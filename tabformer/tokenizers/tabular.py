@@ -59,6 +59,18 @@ def _sorted_categories(values: pd.Series) -> pd.Index:
         return pd.Index(sorted(unique, key=str))
 
 
+def _not_a_number(values: pd.Series) -> str:
+    """Why numbers at fit read as strings now: one "n/a" or "$1,000" in a CSV's 10,000 rows makes the whole column text."""
+    present = values.dropna()
+    for row, value in present.items():
+        try:
+            float(value)
+        except (TypeError, ValueError):
+            return f"; row {row!r} holds {value!r}, which is not a number"
+    texts = all(isinstance(value, str) for value in present)
+    return "; its values are numbers written as text: convert them (pd.to_numeric)" if texts else ""
+
+
 @register_tokenizer("tabular", "table")
 class TabularTokenizer(BaseTokenizer):
     """Turn a table into one token per column.
@@ -360,9 +372,10 @@ class TabularTokenizer(BaseTokenizer):
                 frame, now = frame.assign(**{column: missing}), "datetime"
             if before != now and not frame[column].isna().all():
                 fitted = getattr(self, "column_dtypes_", {}).get(column, before)
+                which = _not_a_number(frame[column]) if (before, now) == ("numeric", "categorical") else ""
                 raise ValueError(
                     f"column {self._named(column)!r} changed kind between fit and predict: it was {before} (dtype {fitted}) "
-                    f"at fit, it is {now} (dtype {frame[column].dtype}) now"
+                    f"at fit, it is {now} (dtype {frame[column].dtype}) now{which}"
                 )
             aware = getattr(self, "datetime_aware_", {}).get(column)
             if aware is not None and now == "datetime" and is_tz_aware(frame[column]) != aware:
