@@ -40,6 +40,16 @@ def _is_text_dtype(dtype: str) -> bool:
     return dtype in ("object", "str") or "string" in dtype  # string, string[pyarrow], large_string[pyarrow]
 
 
+def _first_bad_date(values: pd.Series, error) -> str:
+    """The row to fix, not pandas' advice to pass ``format=`` (which the command line does not take)."""
+    for row, value in values.dropna().items():
+        try:
+            pd.to_datetime(value, format="ISO8601")
+        except (ValueError, TypeError):
+            return f"row {row!r} holds {value!r}; write the column's dates in ISO 8601 (e.g. 2018-03-01)"
+    return str(error).split(". You might want")[0]
+
+
 def _as_fitted(frame: pd.DataFrame, dtypes: dict) -> pd.DataFrame:
     """A CSV's columns cast to what fit saw: categories as categories, datetimes parsed."""
     for column, dtype in dtypes.items():
@@ -54,7 +64,8 @@ def _as_fitted(frame: pd.DataFrame, dtypes: dict) -> pd.DataFrame:
                 parsed = pd.to_datetime(frame[column], utc=zone is not None)
                 frame[column] = parsed.dt.tz_convert(zone) if zone is not None else parsed
             except (ValueError, TypeError) as error:
-                raise CLIError(f"column {column!r} was a datetime at fit and cannot be read as one here: {error}") from None
+                why = _first_bad_date(frame[column], error)
+                raise CLIError(f"column {column!r} was a datetime at fit and cannot be read as one here: {why}") from None
     return frame
 
 

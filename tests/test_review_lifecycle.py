@@ -90,3 +90,24 @@ def test_numbers_that_arrive_as_strings_name_the_cell_that_is_not_a_number():
         clf.predict(new)
     with pytest.raises(ValueError, match="numbers written as text"):
         clf.predict(X.iloc[:20].astype({"annual_income": str}))
+
+
+def test_the_cli_names_the_row_of_a_date_it_cannot_read_without_pandas_advice(tmp_path, capsys):
+    # new loans written "03/01/2018" in a column fitted on ISO dates: the error was pandas' own,
+    # advising `format=` (which the command line does not take) and naming no row
+    from tabformer.cli import main
+
+    rng = np.random.default_rng(0)
+    issued = pd.Timestamp("2018-01-01") + pd.to_timedelta(rng.integers(0, 90, 60), unit="D")
+    frame = pd.DataFrame({"loan_amount": rng.normal(size=60), "issue_d": issued.strftime("%Y-%m-%d")})
+    frame["grade"] = np.where(frame["loan_amount"] > 0, "A", "B")
+    frame.to_csv(tmp_path / "train.csv", index=False)
+    tiny = ["--quiet", "--set", "max_epochs=1", "--set", "encoder__d_model=16", "--set", "encoder__n_layers=1"]
+    assert main(["fit", str(tmp_path / "train.csv"), "--target", "grade", "--out", str(tmp_path / "m"), *tiny]) == 0
+    new = frame.drop(columns="grade").head(5)
+    new.loc[2, "issue_d"] = "03/01/2018"
+    new.to_csv(tmp_path / "new.csv", index=False)
+    capsys.readouterr()
+    assert main(["predict", str(tmp_path / "m"), str(tmp_path / "new.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "column 'issue_d'" in err and "row 2 holds '03/01/2018'" in err and "You might want" not in err
