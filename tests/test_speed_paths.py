@@ -158,6 +158,20 @@ def test_import_tabformer_is_lazy():
         tabformer.nothing_here  # noqa: B018
 
 
+def test_a_table_model_fits_saves_and_loads_without_importing_torchvision(tmp_path):
+    # Only images need torchvision (seconds to import); tabformer.load of a table model imported it
+    # through the pretrainers' SimCLR views.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    code = (
+        "import sys, numpy as np, pandas as pd, tabformer\n"
+        "X = pd.DataFrame({'a': np.arange(40.0), 'b': list('xy') * 20})\n"
+        "tabformer.TabFormerClassifier(max_epochs=1, verbose=0).fit(X, [0, 1] * 20).save(sys.argv[1])\n"
+        "tabformer.load(sys.argv[1]).predict(X)\n"
+        "assert 'torchvision' not in sys.modules, 'torchvision imported'\n"
+    )
+    subprocess.run([sys.executable, "-W", "ignore", "-c", code, str(tmp_path / "model")], check=True, env=env)
+
+
 def test_table_recipe_has_no_attention_dropout():
     X = pd.DataFrame({"a": np.arange(40.0), "b": list("xy") * 20})
     net = TabFormerClassifier(max_epochs=1, verbose=0, random_state=0).fit(X, [0, 1] * 20)

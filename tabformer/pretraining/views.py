@@ -16,7 +16,6 @@ import numbers
 import numpy as np
 import torch
 from torch.utils.data import Dataset
-from torchvision.transforms import v2
 
 from .._data import TensorDictDataset
 from ..nn.embedders.mixed import SEPARATOR, segment_arrays
@@ -109,6 +108,8 @@ def image_augmentation(
     transform : torchvision.transforms.v2.Compose
         Maps a ``(C, H, W)`` tensor to a random ``(C, *image_size)`` view.
     """
+    from torchvision.transforms import v2  # here: torchvision costs seconds to import, and only images need it
+
     steps = [v2.RandomResizedCrop(tuple(image_size), scale=tuple(crop_scale), ratio=tuple(crop_ratio), antialias=True)]
     if flip_p:
         steps.append(v2.RandomHorizontalFlip(flip_p))
