@@ -103,7 +103,8 @@ def _fit_with_progress(estimator, X, y, quiet):
 def _summary(estimator) -> str:
     row = estimator.history_[-1] if len(estimator.history_) else {}
     metrics = ", ".join(f"{k} {row[k]:.4g}" for k in ("train_loss", "valid_loss", "valid_acc") if k in row)
-    return f"{len(estimator.history_)} epochs" + (f", last epoch: {metrics}" if metrics else "")
+    epochs = len(estimator.history_)
+    return f"{epochs} epoch{'' if epochs == 1 else 's'}" + (f", last epoch: {metrics}" if metrics else "")
 
 
 def _warn_saved_index(data: pd.DataFrame) -> None:

@@ -113,3 +113,10 @@ def test_a_target_of_one_value_is_named_with_the_task_to_try(tmp_path, capsys):
     assert "'price' holds one value (7) in every row: a classifier needs 2 classes (--task regression" in capsys.readouterr().err
     args = ["fit", str(tmp_path / "rows.csv"), "--target", "price", "--task", "regression", "--out", str(tmp_path / "r"), *TINY]
     assert main(args) == 0
+
+
+def test_the_fit_summary_reads_one_epoch_in_the_singular(int_labels_with_blanks):
+    from tabformer import load
+    from tabformer.cli import _summary
+
+    assert _summary(load(int_labels_with_blanks / "m")).startswith("1 epoch, last epoch: train_loss")
