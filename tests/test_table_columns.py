@@ -48,6 +48,17 @@ def test_a_column_whose_values_changed_type_is_refused_not_read_as_all_unseen():
     assert (ids[:, 0] == [UNSEEN_ID, MISSING_ID] * 3).all() and (ids[:, 1] == UNSEEN_ID).all()
 
 
+def test_a_value_of_another_type_is_refused_whatever_the_rows_beside_it():
+    # The rule read the whole batch ("no value is a category"): 1 against fitted "1" was refused alone and
+    # read as unseen, silently, beside a fitted "2" or a new "9".
+    tokenizer = TabularTokenizer().fit(_frame(code=["1", "2", "3"] * 2))
+    for beside in (["2"] * 5, ["9"] * 5, [1] * 5):
+        with pytest.raises(
+            ValueError, match=r"column 'code' held string values at fit .* and holds integer values now \(e.g. 1\)"
+        ):
+            tokenizer.transform(_frame(code=pd.Series([*beside, 1], dtype=object)))
+
+
 def test_unhashable_cells_are_named_at_fit_and_at_predict():
     with pytest.raises(ValueError, match=r"categorical column 'v' holds \[1, 2\] \(row 0\), a list, which cannot be a category"):
         TabularTokenizer().fit(_frame(v=[[1, 2]] * 6))

@@ -112,22 +112,24 @@ def warn_if_numbers_as_categories(values: pd.Series, column) -> None:
 
 
 def check_unseen_kind(values: pd.Series, codes: np.ndarray, categories: pd.Index, column, fitted_kind) -> None:
-    """Refuse a predict-time column none of whose values is a category because their type changed.
+    """Refuse a predict-time value that is no category because its type changed.
 
-    ``True`` against fitted ``"True"``, or ``1`` against fitted ``"1"``: every row would
-    get the "unseen" id, silently. New values of the fitted type stay fine (unseen ids).
-    """
-    present = values.notna().to_numpy()
-    if fitted_kind is None or not present.any() or (codes[present] >= 0).any():
+    ``True`` against fitted ``"True"``, or ``1`` against fitted ``"1"``, got the "unseen" id, silently. Each value
+    is judged by its own type, not by its batch ("no value is a category" refused ``1`` alone and read it as
+    unseen beside a fitted ``"2"``). New values of the fitted type stay fine (unseen ids)."""
+    unseen = values.notna().to_numpy() & (codes < 0)
+    if fitted_kind is None or fitted_kind.startswith("mixed") or fitted_kind == "empty" or not unseen.any():
         return
-    kind = value_kind(values[present])
-    pure = not fitted_kind.startswith("mixed") and not kind.startswith("mixed") and "empty" not in (kind, fitted_kind)
-    if pure and kind != fitted_kind:
-        example = values[present].iloc[0]
+    new = values[unseen]
+    kind = value_kind(new)
+    example = new.iloc[0]
+    if kind.startswith("mixed"):  # new values of the fitted type beside others: find one of another type
+        kind, example = next(((one, v) for v in new if (one := value_kind([v])) != fitted_kind), (fitted_kind, None))
+    if kind != fitted_kind and kind != "empty":
         fitted_example = f" (e.g. {categories[0]!r})" if len(categories) else ""
         raise ValueError(
             f"categorical column {column!r} held {fitted_kind} values at fit{fitted_example} and holds {kind} "
-            f"values now (e.g. {example!r}): none of them is a fitted category. Convert the column back to the "
+            f"values now (e.g. {example!r}), which no fitted category can match. Convert the column back to the "
             "type it had in fit"
         )
 
