@@ -20,6 +20,7 @@ from pathlib import Path
 import pandas as pd
 
 from .tokenizers import TOKENIZERS
+from .tokenizers._column_hints import ISO_DATE  # one rule for what a date string is, with tokenizer="auto"
 from .tokenizers.detect import IMAGE_EXTENSIONS, infer_column_kind, is_path
 
 __all__ = ["CLIError", "TABLE_SUFFIXES", "category_kinds", "fit_text_columns", "image_columns", "read_data", "text_columns"]
@@ -111,10 +112,6 @@ def _read_file(
     raise CLIError(f"cannot read {path}: unknown file type {suffix or '(none)'!r}; use .csv, .tsv, .parquet or .txt")
 
 
-#: a CSV cell that is an ISO 8601 date or time: 2024-03-01, 2024-03-01 12:30, 2024-03-01T12:30:00.5+01:00
-_ISO_DATE = r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$"
-
-
 def _parse_dates(frame: pd.DataFrame) -> pd.DataFrame:
     """A training CSV's ISO 8601 date columns as datetimes (as ``pd.read_parquet`` would give them), not text.
 
@@ -122,7 +119,7 @@ def _parse_dates(frame: pd.DataFrame) -> pd.DataFrame:
     """
     for column in frame.columns:
         values = frame[column].dropna()
-        if not len(values) or not _is_text_dtype(str(frame[column].dtype)) or not values.astype(str).str.match(_ISO_DATE).all():
+        if not len(values) or not _is_text_dtype(str(frame[column].dtype)) or not values.astype(str).str.match(ISO_DATE).all():
             continue
         try:
             frame[column] = pd.to_datetime(frame[column], format="ISO8601")

@@ -32,7 +32,8 @@ from sklearn.utils.metaestimators import _BaseComposition
 from sklearn.utils.validation import check_is_fitted
 
 from ..nn.embedders.mixed import SEPARATOR, segment_arrays
-from ._columns import warn_if_numbers_as_categories, warn_rows_without_input
+from ._column_hints import listed_columns, warn_odd_columns
+from ._columns import warn_rows_without_input
 from ._mixed_cells import missing_placeholder
 from ._mixed_templates import route_pairs, routes_for, template, templates_for
 from .base import TOKENIZERS, BaseTokenizer, fit_with_target, register_tokenizer
@@ -262,10 +263,6 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
                 fit_with_target(tokenizer, frame[columns], y, sample_weight)
                 self.segments_.append((name, name, None))
                 categorical = set(getattr(tokenizer, "categorical_columns_", []))
-                # Detection hands the table tokenizer explicit lists, which silence its own warning (a routed one warned).
-                told = categorical if self.transformers is not None else set(getattr(self.table, "categorical_columns", 0) or ())
-                for column in [c for c in columns if c in categorical and c not in told]:
-                    warn_if_numbers_as_categories(frame[column], column)
                 dates = set(getattr(tokenizer, "datetime_parts_", {}))  # in neither list: the table expands them into numbers
                 self.column_kinds_.update(
                     {c: "datetime" if c in dates else "categorical" if c in categorical else "numeric" for c in columns}
@@ -280,6 +277,9 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
                     self.column_kinds_[column] = kind
             self.transformers_.append((name, tokenizer, columns))
         self.column_kinds_ = {c: self.column_kinds_[c] for c in frame.columns}
+        # Detection hands the table explicit lists, silencing its own warnings (a routed table warned itself).
+        told = frame.columns if self.transformers is not None else listed_columns(self.table)
+        warn_odd_columns(frame, self.column_kinds_, told=told)
         return self
 
     @staticmethod

@@ -20,6 +20,7 @@ import pandas as pd
 from sklearn.utils.validation import check_is_fitted
 
 from .._validation import as_frame, is_categorical_dtype, is_numeric_dtype
+from ._column_hints import warn_odd_columns
 from ._columns import (
     category_index,
     check_scaled_numbers,
@@ -28,7 +29,6 @@ from ._columns import (
     user_label,
     value_kind,
     warn_if_all_unseen,
-    warn_if_numbers_as_categories,
     warn_missing_unlike_fit,
     warn_once,
 )
@@ -223,9 +223,8 @@ class TabularTokenizer(BaseTokenizer):
         frame = expand_datetimes(frame, self.datetime_parts_)
         self.categorical_columns_, self.numeric_columns_ = self._resolve_kinds(frame, categorical, numeric)
 
-        for column in self.categorical_columns_:
-            if column not in (categorical or ()):
-                warn_if_numbers_as_categories(frame[column], self._named(column))
+        kinds = {**dict.fromkeys(self.categorical_columns_, "categorical"), **dict.fromkeys(self.numeric_columns_, "numeric")}
+        warn_odd_columns(frame, kinds, told=[*(categorical or ()), *(numeric or ())], named=self._named)
         self.categories_ = []
         for column in self.categorical_columns_:
             with unhashable_named(frame[column], self._named(column)):

