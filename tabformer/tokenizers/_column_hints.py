@@ -13,25 +13,61 @@ from __future__ import annotations
 
 import warnings
 
+import numpy as np
 import pandas as pd
 
 from .._validation import is_numeric_dtype
 from .._warnings import user_stacklevel
 from ._columns import warn_if_numbers_as_categories
 
-__all__ = ["ISO_DATE", "listed_columns", "warn_odd_columns"]
+__all__ = ["ISO_DATE", "MIN_IDENTIFIER_ROWS", "listed_columns", "warn_odd_columns"]
 
 #: a cell that is an ISO 8601 date or time: 2024-03-01, 2024-03-01 12:30, 2024-03-01T12:30:00.5+01:00;
 #: ``tabformer fit`` reads a CSV column of only these as datetimes (``_cli_input``), so the two agree on what a date is
 ISO_DATE = r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?(Z|[+-]\d{2}:?\d{2})?$"
 
-_HOW = {"text": "text (sub-word tokens)", "categorical": "categories"}
+#: an identifier is warned about from this many present values on (a 10-row example is no leak to warn about)...
+MIN_IDENTIFIER_ROWS = 50
+#: ...when at least this share of them is distinct
+IDENTIFIER_DISTINCT_SHARE = 0.95
+#: an integer column is a counter (not a measurement) when its distinct values fill at least this share of their range
+COUNTER_DENSITY = 0.5
+
+_HOW = {"text": "text (sub-word tokens)", "categorical": "categories", "numeric": "a number"}
 
 
 def _iso_dates(present: pd.Series) -> bool:
     return (
         bool(len(present)) and bool(present.map(lambda v: isinstance(v, str)).all()) and bool(present.str.match(ISO_DATE).all())
     )
+
+
+def _identifier(present: pd.Series, kind: str) -> str | None:
+    """Why the column looks like one value per row (an id or a row counter), or None."""
+    n = len(present)
+    try:
+        distinct = present.nunique()
+    except TypeError:  # unhashable cells (lists): the tokenizer names them next
+        return None
+    if n < MIN_IDENTIFIER_ROWS or distinct < IDENTIFIER_DISTINCT_SHARE * n:
+        return None
+    if kind == "numeric":
+        if not (pd.api.types.is_integer_dtype(present.dtype) and not pd.api.types.is_bool_dtype(present.dtype)):
+            return None  # distinct floats are measurements
+        low, high = int(present.min()), int(present.max())
+        # A row counter, whole or a shuffled subset of it (train_test_split): its values fill their range.
+        # Distinct integers spread thin (a census weight, an income) are measurements.
+        if distinct < COUNTER_DENSITY * (high - low + 1):
+            return None
+        return f"{distinct} distinct integers in {n} rows, filling {low}..{high} like a row counter"
+    strings = present.map(lambda v: isinstance(v, str) and len(v.split()) == 1)
+    if not bool(strings.all()):
+        return None  # names, titles, sentences: distinct texts are the usual case
+    return f"{distinct} distinct single-word values in {n} rows"
+
+
+def _plain(value):
+    return value.item() if isinstance(value, np.generic) else value  # 1, not np.int64(1)
 
 
 def _warn_odd_column(values: pd.Series, column, kind: str) -> None:
@@ -48,6 +84,17 @@ def _warn_odd_column(values: pd.Series, column, kind: str) -> None:
             f"dates. To read it as dates (elapsed time, month, weekday{', hour' if ' ' in example or 'T' in example else ''}), "
             f"convert it: X[{column!r}] = pd.to_datetime(X[{column!r}]), at fit and predict (tabformer fit does so for a "
             f"CSV's ISO 8601 columns){silence}",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )
+        return
+    why = _identifier(present, kind)
+    if why is not None:
+        listed = "" if kind == "text" else f"; to keep it and silence this, list it in {kind}_columns"
+        warnings.warn(
+            f"column {column!r} looks like an identifier ({why}, e.g. {_plain(present.iloc[0])!r}), read as {_HOW[kind]}: the "
+            "model can learn each training row by it, and new rows carry values it never saw. Drop it from X unless it "
+            f"carries meaning (an index saved by to_csv: save with index=False){listed}",
             UserWarning,
             stacklevel=user_stacklevel(),
         )
