@@ -99,6 +99,17 @@ def test_measurements_and_texts_with_distinct_values_do_not_warn():
     _no_warning(lambda: TabularTokenizer().fit(pd.DataFrame({"rownames": np.arange(1, 21), "x": _x(20)})))  # a toy
 
 
+def test_integers_past_2_53_that_float64_merges_warn():
+    # 64-bit ids read as numbers: 2**60 + i for 30 values were all the same float
+    X = pd.DataFrame({"account": (np.arange(30) + 2**60).astype(np.int64), "x": _x(30)})
+    assert X["account"].astype(float).nunique() == 1
+    with pytest.warns(
+        UserWarning, match=r"'account' holds integers past 2\*\*53 \(e.g. 1152921504606846976\).*30 distinct values read as 1 "
+    ):
+        TabularTokenizer().fit(X)
+    _no_warning(lambda: TabularTokenizer().fit(X.assign(account=np.arange(30) * 2**54)))  # large, but told apart
+
+
 def test_clean_dates_booleans_and_declared_categories_do_not_warn():
     days = pd.Series(_days()).where(lambda s: s.index % 7 != 0)  # NaT in a datetime64 column
     X = pd.DataFrame(

@@ -66,6 +66,27 @@ def _identifier(present: pd.Series, kind: str) -> str | None:
     return f"{distinct} distinct single-word values in {n} rows"
 
 
+def _warn_big_integers(values: pd.Series, column) -> None:
+    """Integers past 2**53 that float64 (the numbers a numeric column is read as) merges."""
+    present = values.dropna()
+    if not (len(present) and pd.api.types.is_integer_dtype(present.dtype)):
+        return
+    exact = pd.Series(present.to_numpy(dtype=object))  # Python ints: int64 and uint64 without loss
+    big = exact[exact.abs() > 2**53]
+    if not len(big):
+        return
+    floats = len(np.unique(present.to_numpy(dtype=np.float64)))
+    if floats == exact.nunique():
+        return  # large but still told apart: a measurement that large reads fine as a float
+    warnings.warn(
+        f"numeric column {column!r} holds integers past 2**53 (e.g. {_plain(big.iloc[0])}), which float64 cannot hold "
+        f"exactly: its {exact.nunique()} distinct values read as {floats} numbers. If it is an identifier, drop it; "
+        "to keep its values apart, list it in categorical_columns",
+        UserWarning,
+        stacklevel=user_stacklevel(),
+    )
+
+
 def _plain(value):
     return value.item() if isinstance(value, np.generic) else value  # 1, not np.int64(1)
 
@@ -75,6 +96,8 @@ def _warn_odd_column(values: pd.Series, column, kind: str) -> None:
         return  # a category dtype is the user's explicit choice, whatever its values look like
     if kind == "categorical":
         warn_if_numbers_as_categories(values, column)  # Decimals, floats or datetime.date cells in an object column
+    if kind == "numeric":
+        _warn_big_integers(values, column)
     present = values.dropna()
     if kind in ("text", "categorical") and not is_numeric_dtype(values.dtype) and _iso_dates(present.astype(object)):
         example = present.iloc[0]
