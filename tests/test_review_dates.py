@@ -110,6 +110,14 @@ def test_integers_past_2_53_that_float64_merges_warn():
     _no_warning(lambda: TabularTokenizer().fit(X.assign(account=np.arange(30) * 2**54)))  # large, but told apart
 
 
+def test_an_object_column_of_strings_and_numbers_names_the_clash():
+    # a code column read as ints from one file and as strings from another: 1 and "1" were two categories
+    code = pd.Series([i % 3 if i % 2 else str(i % 3) for i in range(12)], dtype=object)
+    with pytest.warns(UserWarning, match=r"categorical column 'code' mixes strings and numbers \(\d and '\d' are both present"):
+        TabularTokenizer().fit(pd.DataFrame({"code": code, "x": _x(12)}))
+    _no_warning(lambda: TabularTokenizer(categorical_columns=["code"]).fit(pd.DataFrame({"code": code, "x": _x(12)})))
+
+
 def test_clean_dates_booleans_and_declared_categories_do_not_warn():
     days = pd.Series(_days()).where(lambda s: s.index % 7 != 0)  # NaT in a datetime64 column
     X = pd.DataFrame(

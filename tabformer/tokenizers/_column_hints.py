@@ -91,11 +91,34 @@ def _plain(value):
     return value.item() if isinstance(value, np.generic) else value  # 1, not np.int64(1)
 
 
+def _warn_strings_and_numbers(present: pd.Series, column) -> None:
+    """An object column of strings and numbers (CSVs concatenated, a code column read two ways): 1 and "1" are two categories."""
+    strings = [v for v in present.tolist() if isinstance(v, str)]
+    numbers = [v for v in present.tolist() if isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))]
+    if not (strings and numbers):
+        return
+    spelled = set(strings)
+    clash = next((n for n in numbers if str(_plain(n)) in spelled), None)
+    both = (
+        f"{_plain(clash)!r} and {str(_plain(clash))!r} are both present, as two different categories"
+        if clash is not None
+        else (f"e.g. {strings[0]!r} and {_plain(numbers[0])!r}; 1 and '1' would be two different categories")
+    )
+    warnings.warn(
+        f"categorical column {column!r} mixes strings and numbers ({both}). Convert it to one type "
+        "(X[col].astype(str), or pd.to_numeric); to keep it as it is and silence this, list it in categorical_columns",
+        UserWarning,
+        stacklevel=user_stacklevel(),
+    )
+
+
 def _warn_odd_column(values: pd.Series, column, kind: str) -> None:
     if isinstance(values.dtype, pd.CategoricalDtype):
         return  # a category dtype is the user's explicit choice, whatever its values look like
     if kind == "categorical":
         warn_if_numbers_as_categories(values, column)  # Decimals, floats or datetime.date cells in an object column
+        if values.dtype == object:
+            _warn_strings_and_numbers(values.dropna(), column)
     if kind == "numeric":
         _warn_big_integers(values, column)
     present = values.dropna()
