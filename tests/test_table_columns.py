@@ -100,3 +100,13 @@ def test_an_all_missing_categorical_column_is_refused_as_an_all_missing_numeric_
         TabularTokenizer().fit(_frame(v=[np.nan] * 6))
     declared = pd.Series([None] * 6, dtype=pd.CategoricalDtype(["a", "b"]))
     assert list(TabularTokenizer().fit(_frame(v=declared)).categories_[0]) == ["a", "b"]  # declared: kept
+
+
+def test_durations_listed_as_numbers_read_in_seconds_whatever_their_unit():
+    # pd.to_numeric gave counts of the dtype's unit: the same durations as [us] at fit and [ns] at predict read
+    # 1000x apart, silently (pandas 2 makes [ns] by default, pandas 3 [us]).
+    durations = pd.Series(pd.to_timedelta([1, 2, 30, 60, 3600, np.nan], unit="s"))
+    tokenizer = TabularTokenizer(numeric_columns=["d"], numeric_transform=None).fit(_frame(d=durations.astype("m8[us]")))
+    for unit in ("m8[ns]", "m8[us]", "m8[s]"):
+        values = tokenizer.transform(_frame(d=durations.astype(unit)))["num_values"][:, 1]
+        np.testing.assert_allclose(values[:5], [1, 2, 30, 60, 3600])

@@ -2,9 +2,8 @@
 
 Each turns a value that pandas or numpy would accept, and the model would then misread,
 into a clear error or warning naming the column: numbers kept as categories because they
-sit in an object column, a predict-time column whose values changed type so that none is
-a fitted category, unhashable cells, complex numbers, time zones that appear or vanish
-between fit and predict.
+sit in an object column, predict-time values whose type changed so that no fitted category
+matches, unhashable cells, complex numbers, time zones appearing or vanishing after fit.
 
 At predict, :class:`ColumnWarnings` gathers the warnings of every chunk of one input (these,
 and the other tokenizers' predict-time warnings) into one of each, with the input's totals.
@@ -375,6 +374,8 @@ def numeric_values(series: pd.Series, column) -> np.ndarray:
             f"numeric column {column!r} is complex ({series.dtype}); pass real numbers (e.g. its real part and "
             "imaginary part, or its modulus, as columns of their own)"
         )
+    if pd.api.types.is_timedelta64_dtype(series.dtype):  # counts of the dtype's unit ([ns] or [us]) would differ 1000x
+        return series.dt.total_seconds().to_numpy(dtype=np.float64, na_value=np.nan)
     try:
         numbers = series if is_numeric_dtype(series.dtype) else pd.to_numeric(series, errors="raise")
         # to_numpy with na_value: nullable and pyarrow columns hold pd.NA, not NaN
