@@ -110,3 +110,15 @@ def test_durations_listed_as_numbers_read_in_seconds_whatever_their_unit():
     for unit in ("m8[ns]", "m8[us]", "m8[s]"):
         values = tokenizer.transform(_frame(d=durations.astype(unit)))["num_values"][:, 1]
         np.testing.assert_allclose(values[:5], [1, 2, 30, 60, 3600])
+
+
+def test_a_column_list_given_as_a_str_is_refused_on_a_table_and_on_a_mixed_frame():
+    # A str is a list of its letters: "zip" named columns 'z', 'i', 'p' on a table ("X does not have"), and on a
+    # mixed frame only the table template's substring test ("x" in "zip") decided which columns were listed.
+    from tabformer.tokenizers import MixedTokenizer
+
+    frame = _frame(zip=[f"z{i % 3}" for i in range(6)], title=[f"a long title number {i} of words" for i in range(6)])
+    with pytest.raises(ValueError, match=r"^categorical_columns must be a list of columns, got 'zip'; pass \['zip'\]"):
+        TabularTokenizer(categorical_columns="zip").fit(frame[["x", "zip"]])
+    with pytest.raises(ValueError, match=r"^table__numeric_columns must be a list of columns, got 'x'"):
+        MixedTokenizer(table=TabularTokenizer(numeric_columns="x"), max_categories=2).fit(frame)

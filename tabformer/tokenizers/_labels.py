@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import numbers
 
-__all__ = ["check_listed", "check_same_columns", "internal_names", "user_label"]
+import pandas as pd
+
+__all__ = ["check_listed", "check_same_columns", "column_list", "internal_names", "user_label"]
 
 
 def user_label(name, labels):
@@ -36,6 +38,18 @@ def user_label(name, labels):
         return name
     label = labels[int(owner[1:])]
     return f"{label}{dot}{part}" if dot else label
+
+
+def column_list(parameter: str, given) -> list:
+    """``given`` (a list of columns, or None for none) as a list; a str or a scalar is refused, naming ``parameter``.
+
+    A str is a list of its letters: ``categorical_columns="zip"`` named columns 'z', 'i' and 'p'.
+    """
+    if given is None:
+        return []
+    if isinstance(given, (str, bytes)) or not pd.api.types.is_list_like(given):
+        raise ValueError(f"{parameter} must be a list of columns, got {given!r}; pass [{given!r}]")
+    return list(given)
 
 
 def internal_names(parameter: str, given, labels, columns: list):
@@ -65,10 +79,11 @@ def internal_names(parameter: str, given, labels, columns: list):
     Raises
     ------
     ValueError
-        If a position is out of range; the message names it and the range.
+        If ``given`` is not a list (a str), or a position is out of range; the message names it and the range.
     """
     if given is None:
         return given
+    column_list(parameter, given)
     if labels:
         return [f"x{labels.index(c)}" if _is_label(c, labels) else c for c in given]
     n = len(columns)

@@ -34,6 +34,7 @@ from sklearn.utils.validation import check_is_fitted
 from ..nn.embedders.mixed import SEPARATOR, segment_arrays
 from ._column_hints import listed_columns, warn_odd_columns
 from ._columns import warn_rows_without_input
+from ._labels import column_list
 from ._mixed_cells import missing_placeholder
 from ._mixed_templates import route_pairs, routes_for, template, templates_for
 from .base import TOKENIZERS, BaseTokenizer, fit_with_target, register_tokenizer
@@ -162,10 +163,10 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
                 raise ValueError(f"max_categories must be a positive int, got {self.max_categories!r}")
             forced = {}
             if getattr(self.table, "kind", None) == "table" and hasattr(self.table, "categorical_columns"):
-                # Columns the table template names explicitly are table columns, whatever
-                # detection would say (a user's explicit lists win).
-                forced.update({c: "categorical" for c in (self.table.categorical_columns or []) if c in frame.columns})
-                forced.update({c: "numeric" for c in (self.table.numeric_columns or []) if c in frame.columns})
+                # Columns the table template names are table columns, whatever detection would say.
+                for kind in ("categorical", "numeric"):
+                    listed = column_list(f"table__{kind}_columns", getattr(self.table, f"{kind}_columns"))
+                    forced.update({c: kind for c in listed if c in frame.columns})
             kinds = infer_column_kinds(frame.drop(columns=list(forced)), self.max_categories)
             kinds = {c: forced[c] if c in forced else kinds[c] for c in frame.columns}
             by_kind = {kind: [c for c, k in kinds.items() if k == kind] for kind in ("text", "image", "categorical", "numeric")}
