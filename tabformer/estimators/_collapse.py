@@ -33,6 +33,7 @@ __all__ = [
     "ValidationAnswerSpread",
     "FIRST_LOOK",
     "check_samples",
+    "early_stopping_advice",
     "class_rows",
     "is_constant",
     "kept_epoch_answers_vary",
@@ -175,16 +176,43 @@ class ValidationAnswerSpread(Callback):
         self.sums_[net.history[-1, "epoch"]] = [count + len(answers), total + answers.sum(0), squares + answers.square().sum(0)]
 
 
+def _restoring_early_stopping(net):
+    """The early-stopping callback that restored its best epoch's weights at the end of the fit, or None."""
+    for _, callback in getattr(net, "callbacks_", ()):
+        restores = isinstance(callback, EarlyStopping) and callback.load_best
+        if restores and getattr(callback, "best_model_weights_", None) is not None:
+            return callback
+    return None
+
+
 def _kept_epoch(net):
     """The epoch whose weights ``net`` ends with: early stopping's best when it restores them, else the last."""
     for _, callback in getattr(net, "callbacks_", ()):
         if isinstance(callback, NonFiniteGuard) and callback.failure_ is not None:
             return None  # restored to an epoch before the failure; do not guess which
-    for _, callback in getattr(net, "callbacks_", ()):
-        restores = isinstance(callback, EarlyStopping) and callback.load_best
-        if restores and getattr(callback, "best_model_weights_", None) is not None:
-            return callback.best_epoch_
+    callback = _restoring_early_stopping(net)
+    if callback is not None:
+        return callback.best_epoch_
     return net.history[-1, "epoch"] if len(net.history) else None
+
+
+def early_stopping_advice(net) -> str | None:
+    """The collapse warning's advice when early stopping kept an epoch before the last one it ran, else None.
+
+    "More epochs" does not help a fit that early stopping ended: on 100 Adult rows the 10-row
+    holdout kept epoch 2 of 10 (of 40) and the model answered one class, while the same fit
+    without early stopping did not (a small-table review's find).
+    """
+    callback = _restoring_early_stopping(net)
+    if callback is None or not len(net.history) or callback.best_epoch_ >= net.history[-1, "epoch"]:
+        return None
+    rows = sum(batch.get("valid_batch_size", 0) for batch in net.history[-1, "batches"])
+    return (
+        f"early stopping kept epoch {callback.best_epoch_} of the {net.history[-1, 'epoch']} it ran, judged on "
+        f"{rows} held-out rows: try a larger patience (resolved: {net._setting('patience')}) or validation_fraction "
+        f"(resolved: {net._setting('validation_fraction')}), or patience=None to train every epoch on every row; "
+        "or check that the features carry signal"
+    )
 
 
 def kept_epoch_answers_vary(net) -> bool:

@@ -27,7 +27,7 @@ from ..nn.heads import ClassificationHead, RegressionHead
 from ._base import construct
 from ._categories import NEW_CATEGORIES_CONSTRAINT, NEW_CATEGORIES_PARAM_DOC
 from ._classes import check_weighted_classes, fit_label_encoder, fitted_label_vector, label_vector
-from ._collapse import check_samples, is_constant, kept_epoch_answers_vary
+from ._collapse import check_samples, early_stopping_advice, is_constant, kept_epoch_answers_vary
 from ._docs import (
     CLASS_WEIGHT_DOC,
     CRITERION_DOC,
@@ -73,7 +73,7 @@ class _CLSHeadNet(StreamingMixin, FineTuningNet):
         self.new_categories = new_categories
 
     def _collapse_advice(self) -> str:
-        return (
+        return early_stopping_advice(self) or (
             f"try more epochs (max_epochs; resolved: {self._setting('max_epochs')}), another learning rate "
             f"(lr; resolved: {self._setting('lr')}), or check that the features carry signal"
         )

@@ -1,0 +1,36 @@
+"""Review of what a small table gets from the defaults (100-1,000 rows)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from tabformer import TabFormerClassifier, TabFormerRegressor
+
+FAST = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, random_state=0, verbose=0)
+
+
+def _no_signal(n=200):
+    return pd.DataFrame({"constant": np.ones(n)}), np.array(["a"] * (n * 4 // 5) + ["b"] * (n // 5))
+
+
+@pytest.mark.parametrize("estimator", [TabFormerClassifier, TabFormerRegressor])
+def test_a_collapse_that_early_stopping_kept_names_early_stopping_not_more_epochs(estimator):
+    # On 100 Adult rows the 10-row holdout kept epoch 2 of 10 (of 40) and the model answered one class;
+    # the warning said "try more epochs (resolved: 40)", which a fit that stopped itself does not need.
+    X, y = _no_signal()
+    target = y if estimator is TabFormerClassifier else (y == "b").astype(float)
+    with pytest.warns(ConvergenceWarning) as caught:
+        model = estimator(max_epochs=40, patience=1, lr=1e-2, **FAST).fit(X, target)
+    ran = len(model.history)
+    message = str(next(w.message for w in caught if issubclass(w.category, ConvergenceWarning)))
+    assert ran < 40, "the fit did not stop early: the test needs a fit that early stopping ended"
+    assert "early stopping kept epoch" in message and f"of the {ran} it ran" in message, message
+    assert "judged on 20 held-out rows" in message and "patience=None" in message, message
+    assert "try more epochs" not in message, message
+
+
+def test_a_collapse_without_early_stopping_still_advises_more_epochs():
+    X, y = _no_signal()
+    with pytest.warns(ConvergenceWarning, match="try more epochs"):
+        TabFormerClassifier(max_epochs=2, validation_fraction=None, **FAST).fit(X, y)
