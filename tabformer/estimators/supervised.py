@@ -27,7 +27,7 @@ from ..nn.heads import ClassificationHead, RegressionHead
 from ._base import construct
 from ._categories import NEW_CATEGORIES_CONSTRAINT, NEW_CATEGORIES_PARAM_DOC
 from ._classes import check_weighted_classes, fit_label_encoder, fitted_label_vector, label_vector
-from ._collapse import check_samples, early_stopping_advice, is_constant, kept_epoch_answers_vary
+from ._collapse import check_samples, early_stopping_advice, is_constant, kept_epoch_answers_vary, rare_class_note
 from ._docs import (
     CLASS_WEIGHT_DOC,
     CRITERION_DOC,
@@ -219,12 +219,13 @@ class TabFormerClassifier(_CLSHeadNet, NeuralNetClassifier):
         if answers is None:
             return
         if self._multilabel:
-            what = "the same labels"
+            what, why = "the same labels", None
         else:  # tolist: 2, not np.int64(2)
             what = f"one class ({np.asarray(self.classes_).tolist()[int(answers[0].argmax())]!r})"
+            why = rare_class_note(self, data, np.asarray(y))  # probabilities that vary: no collapse, a rare class
+        why = why or f"it has not learned beyond a constant answer; {self._collapse_advice()}"
         warnings.warn(
-            f"{type(self).__name__} predicts {what} for every training row it was checked on: "
-            f"it has not learned beyond a constant answer; {self._collapse_advice()}",
+            f"{type(self).__name__} predicts {what} for every training row it was checked on: {why}",
             ConvergenceWarning,
             stacklevel=user_stacklevel(),
         )
