@@ -17,7 +17,7 @@ import torch
 from sklearn.base import TransformerMixin
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
 
 from ..nn.models import PretrainedEncoder, PretrainingModel
 from ..pretraining import get_objective, resolve_objective
@@ -277,13 +277,18 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
 
         Parameters
         ----------
-        input_features : ignored
+        input_features : array-like of str or None, default=None
+            Not used for the names; checked as scikit-learn's transformers check it: it must
+            equal ``feature_names_in_`` (and have ``n_features_in_`` names) where ``fit`` set them.
 
         Returns
         -------
         ndarray of str of shape (d_model,), or (2 * d_model,) with ``pooling="cls+mean"``
         """
         check_is_fitted(self)
+        # As PCA does: names of other columns than fit's (a Pipeline or ColumnTransformer wired to the wrong step)
+        # raise instead of being ignored. Images have no n_features_in_, so any names pass.
+        _check_feature_names_in(self, input_features, generate_names=False)
         width = self.module_.encoder.d_model * (2 if self.pooling == "cls+mean" else 1)
         prefix = type(self).__name__.lower()
         return np.asarray([f"{prefix}{i}" for i in range(width)], dtype=object)

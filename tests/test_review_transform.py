@@ -1,0 +1,39 @@
+"""The pretrainer as a scikit-learn transformer: embeddings as features (found by a review of that use)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.compose import ColumnTransformer
+from sklearn.preprocessing import StandardScaler
+
+from tabformer import TabFormerPretrainer
+
+TINY = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, max_epochs=1, verbose=0, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def table():
+    rng = np.random.default_rng(0)
+    n = 40
+    index = np.arange(100, 100 + n)[::-1]  # not a RangeIndex, and descending
+    return pd.DataFrame({"a": rng.normal(size=n), "b": rng.normal(size=n), "c": rng.choice(list("xyz"), n)}, index=index)
+
+
+@pytest.fixture(scope="module")
+def pretrainer(table):
+    return TabFormerPretrainer(**TINY).fit(table)
+
+
+def test_get_feature_names_out_checks_input_features_as_sklearn_transformers_do(table, pretrainer):
+    # They were ignored: names of other columns than fit's (a step wired to the wrong columns) passed silently,
+    # where PCA and every sklearn transformer raise (sklearn's check_transformer_get_feature_names_out).
+    with pytest.raises(ValueError, match="input_features is not equal to feature_names_in_"):
+        pretrainer.get_feature_names_out(["a", "b", "zz"])
+    with pytest.raises(ValueError, match="input_features"):
+        pretrainer.get_feature_names_out(["a", "b"])
+    names = pretrainer.get_feature_names_out(["a", "b", "c"])  # fit's own names: accepted, as None
+    assert list(names) == list(pretrainer.get_feature_names_out()) == [f"tabformerpretrainer{i}" for i in range(16)]
+    # a ColumnTransformer hands each step the names of its columns: these still pass
+    union = ColumnTransformer([("emb", TabFormerPretrainer(**TINY), ["c", "a"]), ("num", StandardScaler(), ["b"])])
+    assert union.fit_transform(table).shape == (40, 17)
+    assert list(union.get_feature_names_out()[[0, -1]]) == ["emb__tabformerpretrainer0", "num__b"]
