@@ -1,5 +1,7 @@
 """The pretrainer as a scikit-learn transformer: embeddings as features (found by a review of that use)."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -37,3 +39,20 @@ def test_get_feature_names_out_checks_input_features_as_sklearn_transformers_do(
     union = ColumnTransformer([("emb", TabFormerPretrainer(**TINY), ["c", "a"]), ("num", StandardScaler(), ["b"])])
     assert union.fit_transform(table).shape == (40, 17)
     assert list(union.get_feature_names_out()[[0, -1]]) == ["emb__tabformerpretrainer0", "num__b"]
+
+
+def test_save_and_load_keep_set_output(table, pretrainer, tmp_path):
+    # set_output is no parameter: save wrote none of it, so a pretrainer answering DataFrames answered
+    # arrays once loaded (pickle kept it).
+    from sklearn.base import clone
+
+    from tabformer import load
+
+    framed = clone(pretrainer).set_output(transform="pandas").fit(table)
+    framed.save(tmp_path / "framed")
+    out = load(tmp_path / "framed").transform(table)
+    assert isinstance(out, pd.DataFrame) and list(out.index) == list(table.index)
+    pd.testing.assert_frame_equal(out, framed.transform(table), atol=1e-6)
+    pretrainer.save(tmp_path / "plain")  # no set_output: arrays, and nothing more in the config
+    assert isinstance(load(tmp_path / "plain").transform(table), np.ndarray)
+    assert "output" not in json.loads((tmp_path / "plain" / "config.json").read_text())["estimator"]

@@ -134,6 +134,9 @@ def save_estimator(estimator, path) -> None:
     config = header("estimator")
     params = encode(estimator.get_params(deep=False), name, writer, hooks)
     config["estimator"] = {"class": qualified_name(type(estimator), name), "params": params}
+    output = getattr(estimator, "_sklearn_output_config", None)  # set_output(transform=...): no parameter; pickle keeps it
+    if output:
+        config["estimator"]["output"] = dict(output)
     skipped = _RUNTIME | {f"{part}_" for part in estimator._modules + estimator._criteria + estimator._optimizers}
     fitted = {key: value for key, value in fitted_attributes(estimator).items() if key not in skipped}
     tokenizer = fitted.pop("tokenizer_")
@@ -245,6 +248,8 @@ def load_estimator(reader: Reader, config: dict, device=None):
         )
     params["device"] = _device(params.get("device", "cpu"), device)
     estimator = cls(**params)
+    if config["estimator"].get("output"):  # a pretrainer's transform answered a DataFrame before the save: it still does
+        estimator.set_output(**config["estimator"]["output"])
     for key, value in decode(config["fitted"], name, reader, hooks).items():
         setattr(estimator, key, value)
     estimator.tokenizer_ = tokenizer_from_json(config["tokenizer"], reader, "tokenizer_")
