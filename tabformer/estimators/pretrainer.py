@@ -250,7 +250,9 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
                 )
 
     def transform(self, X):
-        """CLS embeddings of the pretrained encoder.
+        """Embeddings of the pretrained encoder, one per row of ``X`` in its order, pooled as ``pooling`` says.
+
+        ``fit_transform(X)`` is ``fit(X).transform(X)`` (scikit-learn's ``TransformerMixin``).
 
         Parameters
         ----------
@@ -259,7 +261,9 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         Returns
         -------
         ndarray of shape (n_samples, d_model), or (n_samples, 2 * d_model) with
-        ``pooling="cls+mean"``; float32
+        ``pooling="cls+mean"``; float32. After ``set_output(transform="pandas")`` (or
+        ``sklearn.set_config(transform_output="pandas")``): a DataFrame with the columns of
+        ``get_feature_names_out()`` and the index of ``X`` where it has one.
         """
         check_is_fitted(self)
         return self.forward_features(X, pooling=self.pooling)
