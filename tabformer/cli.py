@@ -173,7 +173,7 @@ def _predictions(estimator, X, proba: bool) -> pd.DataFrame:
         # A pretrainer writes embeddings and a tagger tags: --proba was ignored for them, silently.
         raise CLIError(f"--proba needs a classifier; {type(estimator).__name__} has no class probabilities to write")
     if hasattr(estimator, "objective_"):
-        values = estimator.transform(X)
+        values = np.asarray(estimator.transform(X))  # a pretrainer saved after set_output(transform="pandas") answers a frame
         return pd.DataFrame(values, columns=[f"embedding{i}" for i in range(values.shape[1])])
     if hasattr(estimator, "default_tag_"):
         if isinstance(X, pd.DataFrame) and X.shape[1] != 1:

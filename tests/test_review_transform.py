@@ -53,6 +53,14 @@ def test_save_and_load_keep_set_output(table, pretrainer, tmp_path):
     out = load(tmp_path / "framed").transform(table)
     assert isinstance(out, pd.DataFrame) and list(out.index) == list(table.index)
     pd.testing.assert_frame_equal(out, framed.transform(table), atol=1e-6)
+    # the CLI writes its own column names: a frame it renamed by reindexing would have read all NaN
+    from tabformer.cli import main
+
+    table.to_csv(tmp_path / "rows.csv", index=False)
+    assert main(["predict", str(tmp_path / "framed"), str(tmp_path / "rows.csv"), "--output", str(tmp_path / "z.csv")]) == 0
+    written = pd.read_csv(tmp_path / "z.csv")
+    assert list(written.columns[:2]) == ["embedding0", "embedding1"] and np.isfinite(written.to_numpy()).all()
+    np.testing.assert_allclose(written.to_numpy(), out.to_numpy(), atol=1e-5)
     pretrainer.save(tmp_path / "plain")  # no set_output: arrays, and nothing more in the config
     assert isinstance(load(tmp_path / "plain").transform(table), np.ndarray)
     assert "output" not in json.loads((tmp_path / "plain" / "config.json").read_text())["estimator"]
