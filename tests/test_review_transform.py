@@ -80,3 +80,25 @@ def test_sklearn_transformer_checks_that_parametrize_with_checks_leaves_out(chec
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the checks' random tables: the pretrainer's fit warnings
         getattr(estimator_checks, check)("TabFormerPretrainer", TabFormerPretrainer(**TINY, validation_fraction=None))
+
+
+@pytest.mark.parametrize("kind", ["classifier", "masked_cells", "mlm"])
+def test_an_encoder_with_narrower_embeddings_trains_from_scratch(kind):
+    # encoder__embedding_size (ELECTRA's factorised embeddings) crashed every estimator built from scratch: the
+    # embedder was built d_model wide ("tokens have width 16, the encoder expects 8"), and the masked-token heads
+    # scored d_model-wide states against the narrower tied embeddings.
+    from tabformer import TabFormerClassifier
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=60), "c": rng.choice(list("xyz"), 60)})
+    texts = [" ".join(rng.choice(["good", "bad", "film", "plot", "actor"], 5)) for _ in range(60)]
+    narrow = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, encoder__embedding_size=8, max_epochs=1)
+    narrow.update(verbose=0, random_state=0)
+    if kind == "classifier":
+        model = TabFormerClassifier(**narrow).fit(X, (X["a"] > 0).astype(int))
+        assert model.predict_proba(X).shape == (60, 2)
+    elif kind == "masked_cells":
+        model = TabFormerPretrainer(**narrow).fit(X)
+    else:
+        model = TabFormerPretrainer(tokenizer="wordpiece", tokenizer__vocab_size=40, **narrow).fit(texts)
+    assert model.module_.encoder.embedding_size == 8 and np.isfinite(model.history[-1, "train_loss"])

@@ -120,7 +120,7 @@ class FineTuningNet(TabFormerNet):
                 f"(e.g. TabFormerPretrainer().fit(X).encoder_ or load_bert(path)), got {type(self.encoder).__name__}"
             )
         encoder = self.build_encoder()
-        embedder = self.build_embedder(encoder.d_model)
+        embedder = self.build_embedder(encoder.embedding_size)  # ELECTRA-style: tokens narrower than d_model
         head = self.build_head(encoder.d_model)
         if fusion == "late":
             self.module_ = self._late_fusion_model(embedder, encoder, head)

@@ -162,7 +162,7 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         self
         """
         encoder = self.build_encoder()
-        embedder = self.build_embedder(encoder.d_model)
+        embedder = self.build_embedder(encoder.embedding_size)  # ELECTRA-style: tokens narrower than d_model
         head = self.objective_.build_head(self.tokenizer_, embedder, encoder.d_model)
         parts = {"embedder": embedder, "encoder": encoder, "head": head}
         self.module_ = construct(self.module, {**self.get_params_for("module"), **parts}, "module")

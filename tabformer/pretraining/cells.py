@@ -119,7 +119,8 @@ class MaskedCellHead(nn.Module):
         self.n_numeric, self.n_categorical = int(embedder.n_numeric), int(embedder.n_categorical)
         self.categories = None
         if self.n_categorical:
-            self.categories = TokenHead(d_model, embedder.category_embedding.num_embeddings, tie_weights)
+            table = embedder.category_embedding
+            self.categories = TokenHead(d_model, table.num_embeddings, tie_weights, table.embedding_dim)
             self.register_buffer("allowed", column_categories(embedder), persistent=False)
         self.numeric_transform = nn.Sequential(nn.Linear(d_model, d_model), nn.GELU(), nn.LayerNorm(d_model))
         self.numeric_weight = nn.Parameter(torch.zeros(self.n_numeric, d_model))

@@ -44,13 +44,18 @@ class TokenHead(nn.Module):
         Vocabulary size ``V`` (rows of the output matrix).
     tie_weights : bool
         ``True``: the output matrix is passed to :meth:`forward` (the input embeddings);
-        ``False``: the head owns a ``(V, D)`` decoder.
+        ``False``: the head owns a ``(V, E)`` decoder.
+    width : int or None, default=None
+        Width ``E`` of the output matrix: the input embeddings' (``encoder__embedding_size``,
+        narrower than ``D`` in ELECTRA's factorised embeddings, whose generator head also maps
+        ``D`` to ``E`` before the tied matrix); ``None`` is ``D``.
     """
 
-    def __init__(self, d_model: int, n_outputs: int, tie_weights: bool):
+    def __init__(self, d_model: int, n_outputs: int, tie_weights: bool, width: int | None = None):
         super().__init__()
-        self.transform = nn.Sequential(nn.Linear(d_model, d_model), nn.GELU(), nn.LayerNorm(d_model))
-        self.decoder = None if tie_weights else nn.Linear(d_model, n_outputs, bias=False)
+        width = width or d_model
+        self.transform = nn.Sequential(nn.Linear(d_model, width), nn.GELU(), nn.LayerNorm(width))
+        self.decoder = None if tie_weights else nn.Linear(width, n_outputs, bias=False)
         self.bias = nn.Parameter(torch.zeros(n_outputs))
 
     def forward(self, states: torch.Tensor, tied_weight: torch.Tensor) -> torch.Tensor:
@@ -124,11 +129,13 @@ class MaskedTokenHead(nn.Module):
         Size ``V`` of the text vocabulary.
     tie_weights : bool, default=True
         Score against the embedder's word embeddings rather than an own output matrix.
+    width : int or None, default=None
+        Width of the word embeddings, where narrower than ``D`` (see :class:`TokenHead`).
     """
 
-    def __init__(self, d_model: int, vocab_size: int, tie_weights: bool = True):
+    def __init__(self, d_model: int, vocab_size: int, tie_weights: bool = True, width: int | None = None):
         super().__init__()
-        self.head = TokenHead(d_model, vocab_size, tie_weights)
+        self.head = TokenHead(d_model, vocab_size, tie_weights, width)
 
     def forward(self, embedder, encoder, input_ids, attention_mask, mlm_labels, token_type_ids=None, **_):
         """Embed, encode and score the chosen positions.
@@ -195,10 +202,11 @@ class MixedMaskedTokenHead(nn.Module):
         for index, name in enumerate(embedder.names):
             sub = embedder.embedders[index]
             if embedder.kinds[name] == "text":
-                self.heads[f"g{index}"] = TokenHead(d_model, sub.word_embeddings.num_embeddings, tie_weights)
+                words = sub.word_embeddings
+                self.heads[f"g{index}"] = TokenHead(d_model, words.num_embeddings, tie_weights, words.embedding_dim)
             elif getattr(sub, "n_categorical", 0):
-                n_rows = sub.category_embedding.num_embeddings
-                self.heads[f"g{index}"] = TokenHead(d_model, n_rows, tie_weights)
+                table = sub.category_embedding
+                self.heads[f"g{index}"] = TokenHead(d_model, table.num_embeddings, tie_weights, table.embedding_dim)
                 self.register_buffer(f"allowed_g{index}", column_categories(sub), persistent=False)
 
     def forward(self, embedder, encoder, **inputs) -> list:
@@ -353,7 +361,7 @@ class MaskedTokenModeling:
         self._check(tokenizer)
         if not hasattr(embedder, "word_embeddings"):
             raise TypeError(f"objective='mlm' needs an embedder with word_embeddings, got {type(embedder).__name__}")
-        return MaskedTokenHead(d_model, tokenizer.vocab_size_, self.tie_weights)
+        return MaskedTokenHead(d_model, tokenizer.vocab_size_, self.tie_weights, embedder.word_embeddings.embedding_dim)
 
     def loss(self, predictions) -> torch.Tensor:
         """Cross-entropy of the original ids at the masked positions (:func:`masked_token_loss`).
