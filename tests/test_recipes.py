@@ -35,7 +35,8 @@ def test_table_recipe_resolves_at_fit_and_leaves_params_alone(table):
     assert resolved["lr"] == 1e-3 and resolved["lr_schedule"] == "cosine" and resolved["patience"] == 8
     assert resolved["batch_size"] == auto_batch_size(len(X)) and resolved["max_epochs"] == 2  # the user's
     assert clf.optimizer_.param_groups[0]["lr"] < 1e-3  # cosine-decayed from the resolved 1e-3
-    assert resolved["validation_fraction"] == 0.1 and "valid_loss" in clf.history_[-1]  # a holdout for early stopping
+    # A holdout for early stopping: 300 rows of a small table (at most 30%), 10% from 3,000 rows on.
+    assert resolved["validation_fraction"] == min(0.3, max(0.1, 300 / len(X))) and "valid_loss" in clf.history_[-1]
     assert clf.get_params()["lr"] == "auto" and clf.get_params()["max_epochs"] == 2  # never rewritten
     twin = clone(clf)
     assert not hasattr(twin, "resolved_params_") and twin.get_params()["lr"] == "auto"
@@ -340,3 +341,22 @@ def test_text_and_table_probes_get_their_kinds_rates():
     table_probe = TabFormerClassifier(encoder=table_encoder, freeze_encoder=True, max_epochs=1, verbose=0)
     table_probe.fit(table, np.arange(60) % 2)
     assert table_probe.resolved_params_["lr"] == 1e-3  # the table recipe probes well already
+
+
+@pytest.mark.parametrize("n_rows, fraction", [(100, 0.3), (1000, 0.3), (2000, 0.15), (3000, 0.1), (8000, 0.1)])
+def test_a_small_tables_early_stopping_reads_300_held_out_rows_at_most_30_percent(n_rows, fraction):
+    # 10% of 100-1,000 rows is 10-100 rows to stop on: noisy epochs were kept (docs/defaults.md, "Tables of 100 to
+    # 2,000 rows"). Texts and other kinds keep 10%.
+    from tabformer.estimators._split import auto_validation_fraction
+
+    assert auto_validation_fraction(TabFormerClassifier(), "table", n_rows) == pytest.approx(fraction)
+    assert auto_validation_fraction(TabFormerRegressor(), "table", n_rows) == pytest.approx(fraction)
+    assert auto_validation_fraction(TabFormerClassifier(), "text", n_rows) == 0.1
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=200), "b": rng.choice(list("xyz"), 200)})
+    clf = TabFormerClassifier(**SMALL).fit(X, (X["a"] > 0).astype(int))
+    assert clf.resolved_params_["validation_fraction"] == 0.3 and len(clf.history_[-1, "batches"]) > 0
+    valid_rows = sum(batch.get("valid_batch_size", 0) for batch in clf.history_[-1, "batches"])
+    assert valid_rows == 60
+    clf.set_params(validation_fraction=0.2).set_params(validation_fraction="auto")
+    assert clf.resolved_params_["validation_fraction"] == 0.3  # "auto" after a fit: what the fit resolved

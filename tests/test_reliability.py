@@ -174,6 +174,7 @@ def test_keyboard_interrupt_leaves_a_usable_model_with_the_best_weights(caplog):
         criterion__after=4 * batches_per_epoch + 1,  # in epoch 5
         callbacks=[("recorder", recorder)],
         patience=8,
+        validation_fraction=0.1,  # as batches_per_epoch counts (a small table's "auto" holds out more)
         random_state=0,
     )
     with caplog.at_level("WARNING", logger="tabformer"):

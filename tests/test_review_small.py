@@ -26,7 +26,7 @@ def test_a_collapse_that_early_stopping_kept_names_early_stopping_not_more_epoch
     message = str(next(w.message for w in caught if issubclass(w.category, ConvergenceWarning)))
     assert ran < 40, "the fit did not stop early: the test needs a fit that early stopping ended"
     assert "early stopping kept epoch" in message and f"of the {ran} it ran" in message, message
-    assert "judged on 20 held-out rows" in message and "patience=None" in message, message
+    assert "judged on 60 held-out rows" in message and "patience=None" in message, message
     assert "try more epochs" not in message, message
 
 

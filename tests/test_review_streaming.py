@@ -72,7 +72,7 @@ def test_a_streamed_holdout_weighing_zero_is_refused(tmp_path):
 
     y = np.where(np.arange(200) % 2, "pos", "neg")
     _, path = _parquet(tmp_path, y)
-    clf = TabFormerClassifier(**SMALL)
+    clf = TabFormerClassifier(**SMALL, validation_fraction=0.1)  # as the split below draws it
     _, held_out = train_test_split(np.arange(200), test_size=0.1, random_state=clf._split_seed(), stratify=y)
     weights = np.ones(200)
     weights[held_out] = 0.0

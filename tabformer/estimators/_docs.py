@@ -65,9 +65,11 @@ SHARED_PARAMS_DOC = """
         ``valid_loss`` for early stopping. Ignored when ``train_split`` is given.
         ``None`` or ``0`` trains on every row for ``max_epochs``. ``"auto"`` resolves
         (``resolved_params_["validation_fraction"]``) to 0.1 when early stopping is on
-        (``patience`` not None) and to ``None`` when it is off (text from scratch, an
-        image fused late): a holdout that decides nothing is data the model does not
-        learn from. Set a fraction to see validation scores in ``history_`` anyway.
+        (``patience`` not None; a table of under 3,000 rows holds out 300 rows, at most
+        30%, so that early stopping reads more than a few dozen rows) and to ``None``
+        when it is off (text from scratch, an image fused late): a holdout that decides
+        nothing is data the model does not learn from. Set a fraction to see validation
+        scores in ``history_`` anyway.
     patience : int, "auto" or None, default="auto"
         Stop after this many epochs without a better validation score, and restore the
         best weights. ``None`` disables early stopping. What is watched is the recipe's

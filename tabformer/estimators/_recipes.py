@@ -63,6 +63,7 @@ from ._image_recipes import (
 from ._precision import fuses_optimizer_step
 from ._probe import probe_recipe
 from ._routing import routed_kinds
+from ._split import DEFAULT_VALIDATION_FRACTION, auto_validation_fraction
 
 __all__ = [
     "AUTO",
@@ -75,8 +76,6 @@ __all__ = [
 ]
 
 AUTO = "auto"
-#: the holdout ``validation_fraction="auto"`` resolves to when the recipe stops early
-DEFAULT_VALIDATION_FRACTION = 0.1
 #: the estimator parameters that take "auto"
 TOP_LEVEL = ("lr", "max_epochs", "batch_size", "lr_schedule", "patience")
 
@@ -307,7 +306,7 @@ def resolve_recipe(estimator, tokenizer, X, n_rows: int, pretrained: bool) -> di
     fraction = estimator.validation_fraction
     if isinstance(fraction, str) and fraction == AUTO:
         # Without early stopping nothing is decided on the holdout: train on every row.
-        fraction = DEFAULT_VALIDATION_FRACTION if resolved["patience"] is not None else None
+        fraction = auto_validation_fraction(estimator, kind, n_rows) if resolved["patience"] is not None else None
     resolved["validation_fraction"] = fraction
     resolved["precision"] = estimator._resolve_precision_setting()
     if fuses_optimizer_step(estimator, user):
@@ -358,7 +357,8 @@ class RecipeMixin:
         if resolved is not None:
             resolved.update({name: value for name, value in given.items() if not (isinstance(value, str) and value == AUTO)})
             if given.get("validation_fraction") == AUTO:  # as resolve_recipe decides it
-                resolved["validation_fraction"] = DEFAULT_VALIDATION_FRACTION if resolved["patience"] is not None else None
+                auto = getattr(self, "_auto_validation_fraction", DEFAULT_VALIDATION_FRACTION)
+                resolved["validation_fraction"] = auto if resolved["patience"] is not None else None
         super().set_params(**params)
         if resolved is None or not getattr(self, "initialized_", False):
             return self

@@ -10,7 +10,24 @@ from torch.utils.data import Subset
 
 from ._weights import check_split_weights
 
-__all__ = ["HoldoutSplitMixin"]
+__all__ = ["DEFAULT_VALIDATION_FRACTION", "SMALL_TABLE_HOLDOUT_ROWS", "HoldoutSplitMixin", "auto_validation_fraction"]
+
+#: the holdout ``validation_fraction="auto"`` resolves to when the recipe stops early
+DEFAULT_VALIDATION_FRACTION = 0.1
+#: a table's early stopping reads at least this many held-out rows (at most 30% of them): stopping on
+#: 10% of 100-1,000 rows (10-100 rows) kept noisy epochs, log-loss 0.430 +- 0.116 on 300 Adult rows
+#: against 0.376 +- 0.015 on 30% (validation, 4 tables, docs/defaults.md "Tables of 100 to 2,000 rows")
+SMALL_TABLE_HOLDOUT_ROWS = 300
+
+
+def auto_validation_fraction(estimator, kind: str, n_rows: int) -> float:
+    """The holdout ``validation_fraction="auto"`` gives a recipe that stops early: 10%, or for a
+    table classifier or regressor of under 3,000 rows ``SMALL_TABLE_HOLDOUT_ROWS`` rows, at most 30%."""
+    fraction = DEFAULT_VALIDATION_FRACTION
+    if kind == "table" and estimator._recipe_role in ("classifier", "regressor") and n_rows > 0:
+        fraction = min(0.3, max(fraction, SMALL_TABLE_HOLDOUT_ROWS / n_rows))
+    estimator._auto_validation_fraction = fraction  # for set_params(validation_fraction="auto") after the fit
+    return fraction
 
 
 class HoldoutSplitMixin:
