@@ -371,10 +371,12 @@ class TabFormerTagger(FineTuningNet):
             raise ValueError("TabFormerTagger.score does not support sample_weight")
         check_is_fitted(self)
         X = _check_sentences(X)
+        # y read as fit reads it: a one-column DataFrame of tag lists was one "sentence", its column name.
+        tags = self._check_tags(X, y)
         predicted = self.predict(X)
         if all(is_bio_tag(tag) for tag in self.classes_):
-            return entity_f1(y, predicted)
-        truth = [str(tag) for row in self._check_tags(X, y) for tag in row]
+            return entity_f1(tags, predicted)
+        truth = [str(tag) for row in tags for tag in row]
         if not truth:
             raise ValueError("y holds no tags at all (every sentence is empty): there is nothing to score")
         return float(np.mean(np.asarray(truth, dtype=object) == np.asarray([t for row in predicted for t in row], dtype=object)))
