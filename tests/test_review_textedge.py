@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from tabformer import TabFormerTagger
+from tabformer import TabFormerClassifier, TabFormerTagger
 
 TINY = dict(
     encoder__d_model=16,
@@ -37,3 +37,33 @@ def test_tagger_scores_a_one_column_frame_of_tags_as_fit_reads_it(tagger):
     assert tagger.score(pd.DataFrame({"words": SENTENCES}), pd.DataFrame({"tags": TAGS})) == expected
     with pytest.raises(ValueError, match="sentence 0 has 3 words but 2 tags"):
         tagger.score(SENTENCES, [row[:2] for row in TAGS])
+
+
+def test_texts_cut_to_max_length_are_counted_in_a_warning_at_fit_and_predict():
+    # A text past tokenizer__max_length lost its end silently (the tagger warned of cut words, the
+    # classifier did not): here 3 of 12 texts kept 15 of their 401 sub-words.
+    texts = ["good film " * 200, "bad film", "good", "bad bad"] * 3
+    labels = [1, 0, 1, 0] * 3
+    with pytest.warns(UserWarning, match=r"3 of 12 texts are longer than max_length=16 sub-words .*the longest has 402"):
+        clf = TabFormerClassifier(**TINY, tokenizer__max_length=16).fit(texts, labels)
+    # predict reads its input in chunks: one warning for the whole input, not one per chunk.
+    clf.inference_chunk_rows = 4
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        clf.predict(texts)
+    cut = [str(w.message) for w in caught if "max_length=16" in str(w.message)]
+    assert len(cut) == 1 and cut[0].startswith("texts longer than max_length=16 sub-words"), cut
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clf.predict(texts[1:4])  # short texts: no warning
+    pairs = pd.DataFrame({"q": ["is it good"] * 4, "a": ["yes " * 20, "no", "yes", "no"]})
+    with pytest.warns(UserWarning, match=r"1 of 4 texts in column\(s\) \['q', 'a'\] are longer than max_length=16"):
+        TabFormerClassifier(**TINY, tokenizer__max_length=16).fit(pairs, [1, 0, 1, 0])
+
+
+def test_a_cut_sentence_is_counted_once_by_the_tagger_not_again_by_its_tokenizer(tagger):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tags = tagger.predict([["Alice"] + ["visits"] * 300])
+    assert len(tags[0]) == 301
+    assert [str(w.message)[:40] for w in caught] == ["1 of 1 sentences are longer than tokeniz"]

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 
+from .._warnings import user_stacklevel
+from ._columns import gathering_warnings, warn_once
 from .detect import is_missing
 
-__all__ = ["check_strings", "check_words"]
+__all__ = ["check_strings", "check_words", "warn_truncated"]
 
 
 def check_strings(values, where: str) -> list:
@@ -35,3 +39,26 @@ def check_words(values, where: str) -> list:
             raise ValueError(f"{where}: row {i} holds a non-str word {bad[0]!r}")
         out.append(words)
     return out
+
+
+def warn_truncated(needed, budget: int, max_length: int, columns=None) -> None:
+    """Warn when texts were cut to ``max_length``: their ends are never read (the tagger counts its words itself).
+
+    ``needed`` holds each row's full length without the CLS (its sub-words and [SEP]s), ``budget`` the room for them.
+    """
+    over = [n for n in needed if n > budget]
+    if over:
+        where = f" in column(s) {list(columns)}" if columns is not None else ""
+        if gathering_warnings() is not None:  # a predict in chunks: one warning for the whole input, not one per chunk
+            warn_once(
+                f"texts{where} longer than max_length={max_length} sub-words (CLS and [SEP] included) are truncated and "
+                "their ends are never read; raise tokenizer__max_length (up to the encoder's positions) or split long texts"
+            )
+            return
+        warnings.warn(
+            f"{len(over)} of {len(needed)} texts{where} are longer than max_length={max_length} sub-words (CLS and "
+            f"[SEP] included; the longest has {max(over) + 1}): they are truncated and their ends are never read; "
+            "raise tokenizer__max_length (up to the encoder's positions) or split long texts",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )

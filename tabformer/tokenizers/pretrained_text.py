@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import numbers
 import os
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -402,7 +403,9 @@ class SentenceTokenizer(WordPieceTokenizer):
         """
         batch = super().transform(X)
         check_is_fitted(self, "stem_state_")
-        stem = self._stem().transform(X)
+        with warnings.catch_warnings():  # the sub-words above warned of texts past max_length; once is enough
+            warnings.filterwarnings("ignore", message=".* are longer than max_length=", category=UserWarning)
+            stem = self._stem().transform(X)
         # One 3-D array: the host-side trim cuts 2-D arrays to the words' length, never this one.
         batch["stem_rows"] = np.stack([stem["input_ids"], stem["attention_mask"].astype(stem["input_ids"].dtype)], axis=1)
         return batch

@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from sklearn.utils.validation import check_is_fitted
 
-from ._texts import check_strings, check_words
+from ._texts import check_strings, check_words, warn_truncated
 from ._vocab import backend_from_json, bert_normalizer, canonical_vocab, continuing_pieces, read_vocab
 from .base import MASK, PAD, SEP, SPECIAL_TOKENS, UNK, BaseTokenizer, register_tokenizer
 from .detect import is_missing
@@ -42,8 +42,8 @@ class WordPieceTokenizer(BaseTokenizer):
     lowercase : bool, default=True
         Lower-case (and strip accents, unless ``strip_accents=False``) before splitting, as uncased BERT does.
     max_length : int, default=128
-        Longest sequence the encoder will see, counting its CLS and every [SEP]; longer texts are
-        truncated (pairs: the longer part first). Shorter data is padded to its longest row only.
+        Longest sequence the encoder will see, counting its CLS and every [SEP]; longer texts are truncated
+        (pairs: the longer part first), with a ``UserWarning`` counting them. Shorter data is padded to its longest row only.
     min_frequency : int, default=2
         Training: minimum count for a merge to enter the vocabulary.
     vocab_file : str or None, default=None
@@ -301,16 +301,17 @@ class WordPieceTokenizer(BaseTokenizer):
         if pretokenized:
             encodings = backend.encode_batch(first, is_pretokenized=True, add_special_tokens=False)
             rows = [(e.ids[: budget - 1] + [SEP], [0] * min(len(e.ids), budget - 1) + [0]) for e in encodings]
-            words = [[-1 if w is None else w for w in e.word_ids[: budget - 1]] + [-1] for e in encodings]
+            words, needed = [[-1 if w is None else w for w in e.word_ids[: budget - 1]] + [-1] for e in encodings], ()
         elif second is None:
             encodings = backend.encode_batch(first, add_special_tokens=False)
             rows = [(e.ids[: budget - 1] + [SEP], [0] * (min(len(e.ids), budget - 1) + 1)) for e in encodings]
-            words = None
+            words, needed = None, [len(e.ids) + 1 for e in encodings]
         else:
             ids_a = [e.ids for e in backend.encode_batch(first, add_special_tokens=False)]
             ids_b = [e.ids for e in backend.encode_batch(second, add_special_tokens=False)]
             rows = [_pair(a, b, budget - 2) for a, b in zip(ids_a, ids_b)]
-            words = None
+            words, needed = None, [len(a) + len(b) + 2 for a, b in zip(ids_a, ids_b)]
+        warn_truncated(needed, budget, self.max_length, getattr(self, "feature_names_in_", None))  # silent before
         length = max(len(ids) for ids, _ in rows)
         n = len(rows)
         input_ids = np.full((n, length), PAD, dtype=np.int64)
