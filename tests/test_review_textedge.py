@@ -67,3 +67,17 @@ def test_a_cut_sentence_is_counted_once_by_the_tagger_not_again_by_its_tokenizer
         tags = tagger.predict([["Alice"] + ["visits"] * 300])
     assert len(tags[0]) == 301
     assert [str(w.message)[:40] for w in caught] == ["1 of 1 sentences are longer than tokeniz"]
+
+
+def test_a_pretrained_tokenizer_refuses_a_pair_without_room_for_both_texts(tmp_path):
+    # WordPieceTokenizer refused max_length < 5 for pairs; a tokenizer.json read by PretrainedTextTokenizer
+    # encoded the pair at max_length=4 as "[SEP] yes [SEP]": the question was cut to nothing, silently.
+    from tabformer.tokenizers.pretrained_text import PretrainedTextTokenizer
+    from tabformer.tokenizers.text import WordPieceTokenizer
+
+    path = tmp_path / "tokenizer.json"
+    path.write_text(WordPieceTokenizer(vocab_size=80, min_frequency=1).fit(["is it good", "yes very good"]).tokenizer_json_)
+    pairs = pd.DataFrame({"q": ["is it good"], "a": ["yes very good"]})
+    with pytest.raises(ValueError, match="max_length must be an int >= 5 for pairs"):
+        PretrainedTextTokenizer(path, max_length=4).fit(pairs)
+    assert PretrainedTextTokenizer(path, max_length=4).fit(pairs["q"]).n_features_in_ == 1  # one text: 4 is room enough

@@ -232,7 +232,7 @@ class PretrainedTextTokenizer(WordPieceTokenizer):
         path = os.fspath(self.tokenizer_file)
         folder = path if os.path.isdir(path) else os.path.dirname(path)
         first, second, _ = self._parts(X, fitting=True)
-        self.n_features_in_ = 1 if second is None else 2
+        self._set_columns(second)  # a pair needs max_length >= 5 here too: at 4 the first text was cut to nothing
         spec = _read_spec(path)
         specials = self.special_tokens or special_tokens_of(folder, _full_vocab(spec))
         spec, self.source_ids_ = renumber_tokenizer_json(spec, specials)
