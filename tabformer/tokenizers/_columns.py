@@ -111,20 +111,20 @@ def warn_if_numbers_as_categories(values: pd.Series, column) -> None:
 
 
 def check_unseen_kind(values: pd.Series, codes: np.ndarray, categories: pd.Index, column, fitted_kind) -> None:
-    """Refuse a predict-time value that is no category because its type changed.
+    """Refuse a predict-time value that is no category because its type changed (5.0 is no other type than a fitted 5).
 
     ``True`` against fitted ``"True"``, or ``1`` against fitted ``"1"``, got the "unseen" id, silently. Each value
     is judged by its own type, not by its batch ("no value is a category" refused ``1`` alone and read it as
     unseen beside a fitted ``"2"``). New values of the fitted type stay fine (unseen ids)."""
     unseen = values.notna().to_numpy() & (codes < 0)
-    if fitted_kind is None or fitted_kind.startswith("mixed") or fitted_kind == "empty" or not unseen.any():
+    family = lambda kind: "number" if kind in _NUMBERS else kind  # noqa: E731 (an int column missing a cell holds floats)
+    if fitted_kind is None or family(fitted_kind).startswith("mixed") or fitted_kind == "empty" or not unseen.any():
         return
     new = values[unseen]
-    kind = value_kind(new)
-    example = new.iloc[0]
-    if kind.startswith("mixed"):  # new values of the fitted type beside others: find one of another type
-        kind, example = next(((one, v) for v in new if (one := value_kind([v])) != fitted_kind), (fitted_kind, None))
-    if kind != fitted_kind and kind != "empty":
+    kind, example = value_kind(new), new.iloc[0]
+    if family(kind).startswith("mixed"):  # new values of the fitted type beside others: find one of another type
+        kind, example = next(((k, v) for v in new if family(k := value_kind([v])) != family(fitted_kind)), (fitted_kind, 0))
+    if family(kind) != family(fitted_kind) and kind != "empty":
         fitted_example = f" (e.g. {categories[0]!r})" if len(categories) else ""
         raise ValueError(
             f"categorical column {column!r} held {fitted_kind} values at fit{fitted_example} and holds {kind} "
