@@ -35,3 +35,19 @@ def test_date_hint_reads_distinct_values_not_every_cell(monkeypatch):
     with pytest.warns(UserWarning, match="dates written as strings") as record:
         warn_odd_columns(frame, {"city": "categorical", "day": "categorical"})
     assert ["day" in str(w.message) for w in record] == [True]
+
+
+def test_a_tokenizer_fitted_before_durations_read_in_seconds_predicts_as_it_did():
+    # ea42ff5 reads a duration column in seconds; a tokenizer fitted before (a saved model) has its scaler fitted on
+    # counts of nanoseconds, and fed seconds its tokens moved, silently (a saved regressor's predictions moved by 5.6)
+    from sklearn.preprocessing import QuantileTransformer
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"d": pd.to_timedelta(rng.integers(0, 10**6, size=200), unit="s").astype("timedelta64[ns]")})
+    X["n"] = rng.normal(size=200)
+    new = TabularTokenizer(numeric_columns=["d", "n"]).fit(X)
+    old = TabularTokenizer(numeric_columns=["d", "n"]).fit(X)
+    old.__dict__.pop("duration_unit_", None)  # as fitted before ea42ff5, on counts of the dtype's unit
+    counts = np.c_[X["d"].to_numpy().astype(np.int64).astype(np.float64), X["n"].to_numpy()]
+    old.scaler_ = QuantileTransformer(n_quantiles=200, output_distribution="normal", subsample=10**9).fit(counts)
+    assert np.allclose(old.transform(X)["num_values"], new.transform(X)["num_values"], atol=1e-5)

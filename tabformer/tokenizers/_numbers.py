@@ -6,12 +6,21 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pandas as pd
 from sklearn.preprocessing import QuantileTransformer, StandardScaler
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 from ._columns import numeric_values
 
-__all__ = ["MIN_ROWS_PER_BIN", "RangeQuantileTransformer", "RangeStandardScaler", "fit_bin_edges", "fit_scaler", "numeric_block"]
+__all__ = [
+    "MIN_ROWS_PER_BIN",
+    "RangeQuantileTransformer",
+    "RangeStandardScaler",
+    "fit_bin_edges",
+    "fit_scaler",
+    "numeric_block",
+    "legacy_duration_units",
+]
 
 #: a bin the target chooses holds at least this many training rows (rtdl's ``compute_bins`` example)
 MIN_ROWS_PER_BIN = 64
@@ -19,7 +28,21 @@ MIN_ROWS_PER_BIN = 64
 MAX_TREE_ROWS = 100_000
 
 
-def numeric_block(frame, columns: list, named) -> np.ndarray:
+def legacy_duration_units(tokenizer) -> dict:
+    """For a tokenizer fitted before durations were read in seconds (ea42ff5; it has no ``duration_unit_``), each
+    duration column's seconds per count of its fitted dtype's unit: its scaler was fitted on those counts (of
+    nanoseconds), and read in seconds a saved model's predictions moved, silently."""
+    if hasattr(tokenizer, "duration_unit_"):
+        return {}
+    dtypes = getattr(tokenizer, "column_dtypes_", {})
+    return {
+        c: pd.Timedelta(1, unit=d[len("timedelta64[") : -1]).total_seconds()
+        for c, d in dtypes.items()
+        if d.startswith("timedelta64[")
+    }
+
+
+def numeric_block(frame, columns: list, named, units=None) -> np.ndarray:
     """The numeric ``columns`` of ``frame`` as one float64 block, NaN where missing.
 
     Parameters
@@ -28,6 +51,8 @@ def numeric_block(frame, columns: list, named) -> np.ndarray:
     columns : list of column names
     named : callable
         A column's name as the user labelled it, for messages.
+    units : dict of column to float, optional
+        Duration columns to read in counts of this many seconds (see :func:`legacy_duration_units`).
 
     Returns
     -------
@@ -41,6 +66,7 @@ def numeric_block(frame, columns: list, named) -> np.ndarray:
     block = np.empty((frame.shape[0], len(columns)), dtype=np.float64)
     for j, column in enumerate(columns):
         values = numeric_values(frame[column], named(column))
+        values = values / units[column] if units and column in units else values
         infinite = np.isinf(values)
         if infinite.any():
             row = int(np.argwhere(infinite)[0][0])

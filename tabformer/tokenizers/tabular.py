@@ -34,7 +34,7 @@ from ._columns import (
 )
 from ._datetimes import datetime_parts, expand_datetimes, is_tz_aware, part_owners
 from ._labels import check_listed, check_same_columns, internal_names
-from ._numbers import fit_bin_edges, fit_scaler, numeric_block
+from ._numbers import fit_bin_edges, fit_scaler, legacy_duration_units, numeric_block
 from .base import BaseTokenizer, register_tokenizer
 
 MISSING_ID, UNSEEN_ID, FIRST_CATEGORY_ID = 0, 1, 2
@@ -211,7 +211,7 @@ class TabularTokenizer(BaseTokenizer):
         elif hasattr(self, "feature_names_in_"):
             del self.feature_names_in_
         self.column_families_ = {c: _dtype_family(frame[c].dtype) for c in frame.columns}
-        self.column_dtypes_ = {c: str(frame[c].dtype) for c in frame.columns}
+        self.column_dtypes_, self.duration_unit_ = {c: str(frame[c].dtype) for c in frame.columns}, "s"  # durations in seconds
         # Non-str names are not feature names (sklearn's rule) but still identify columns.
         self.column_labels_ = list(X.columns) if isinstance(X, pd.DataFrame) and not had_names else None
         given = {"categorical_columns": self.categorical_columns, "numeric_columns": self.numeric_columns}
@@ -301,7 +301,7 @@ class TabularTokenizer(BaseTokenizer):
             ids[codes < 0] = UNSEEN_ID
             ids[values.isna().to_numpy()] = MISSING_ID
             cat_ids[:, j] = ids
-        raw = numeric_block(frame, self.numeric_columns_, self._named)
+        raw = numeric_block(frame, self.numeric_columns_, self._named, legacy_duration_units(self))
         missing = np.isnan(raw)
         numbers = raw if self.scaler_ is None else self.scaler_.transform(raw)
         with np.errstate(over="ignore", invalid="ignore"):  # named by the check below
