@@ -98,7 +98,10 @@ def _plain(value):
 
 def _warn_strings_and_numbers(present: pd.Series, column) -> None:
     """An object column of strings and numbers (CSVs concatenated, a code column read two ways): 1 and "1" are two categories."""
-    distinct = present.unique().tolist()  # a few categories, not every row
+    try:
+        distinct = present.unique().tolist()  # a few categories, not every row
+    except TypeError:  # unhashable cells (lists): the tokenizer names them next
+        return
     strings = [v for v in distinct if isinstance(v, str)]
     numbers = [v for v in distinct if isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))]
     if not (strings and numbers):
