@@ -51,3 +51,17 @@ def test_a_tokenizer_fitted_before_durations_read_in_seconds_predicts_as_it_did(
     counts = np.c_[X["d"].to_numpy().astype(np.int64).astype(np.float64), X["n"].to_numpy()]
     old.scaler_ = QuantileTransformer(n_quantiles=200, output_distribution="normal", subsample=10**9).fit(counts)
     assert np.allclose(old.transform(X)["num_values"], new.transform(X)["num_values"], atol=1e-5)
+
+
+def test_partial_fit_chunks_hold_out_the_usual_tenth_not_a_small_tables_thirty_percent():
+    # 64a5653 gives a table under 3,000 rows a 30% holdout; partial_fit's first chunk is no table, and its fraction
+    # stayed for every later chunk (500-row chunks trained on 350 rows each instead of 450)
+    from tabformer import TabFormerClassifier
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=500), "b": rng.normal(size=500)})
+    y = (X["a"] > 0).astype(int).to_numpy()
+    streamed = TabFormerClassifier(max_epochs=1, random_state=0, verbose=0).partial_fit(X, y, classes=[0, 1])
+    assert streamed.resolved_params_["validation_fraction"] == pytest.approx(0.1)
+    small = TabFormerClassifier(max_epochs=1, random_state=0, verbose=0).fit(X, y)
+    assert small.resolved_params_["validation_fraction"] == pytest.approx(0.3)
