@@ -65,3 +65,18 @@ def test_partial_fit_chunks_hold_out_the_usual_tenth_not_a_small_tables_thirty_p
     assert streamed.resolved_params_["validation_fraction"] == pytest.approx(0.1)
     small = TabFormerClassifier(max_epochs=1, random_state=0, verbose=0).fit(X, y)
     assert small.resolved_params_["validation_fraction"] == pytest.approx(0.3)
+
+
+def test_column_lists_given_as_an_index_under_auto_and_in_a_table_template():
+    # X.select_dtypes("object").columns is a pd.Index: 87bcf63's ``or ()`` in tokenizer="auto" (the estimators'
+    # default) raised "The truth value of a Index is ambiguous", as the mixed tokenizer's column hints did
+    from tabformer.tokenizers import MixedTokenizer
+    from tabformer.tokenizers.registry import make_tokenizer
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"c": rng.choice(list("xyz"), size=60), "d": rng.choice(list("uv"), size=60), "n": rng.normal(size=60)})
+    listed = X.select_dtypes("object").columns
+    assert make_tokenizer("auto", X, {"categorical_columns": listed}).fit(X).categorical_columns_ == ["c", "d"]
+    assert TabularTokenizer(categorical_columns=listed).fit(X).categorical_columns_ == ["c", "d"]
+    mixed = MixedTokenizer(table=TabularTokenizer(categorical_columns=listed)).fit(X)
+    assert mixed.column_kinds_ == {"c": "categorical", "d": "categorical", "n": "numeric"}

@@ -20,6 +20,7 @@ import pandas as pd
 from .._validation import is_numeric_dtype
 from .._warnings import user_stacklevel
 from ._columns import warn_if_numbers_as_categories
+from ._labels import column_list
 
 __all__ = ["ISO_DATE", "MIN_IDENTIFIER_ROWS", "listed_columns", "warn_odd_columns"]
 
@@ -176,4 +177,6 @@ def warn_odd_columns(frame: pd.DataFrame, kinds: dict, told=(), named=lambda col
 
 def listed_columns(table) -> list:
     """The columns a table tokenizer (or template) names the kind of: its ``categorical_columns`` and ``numeric_columns``."""
-    return [*(getattr(table, "categorical_columns", None) or ()), *(getattr(table, "numeric_columns", None) or ())]
+    # column_list: a pd.Index (X.select_dtypes(...).columns) has no truth value for ``or ()``
+    kinds = ("categorical", "numeric")
+    return [c for kind in kinds for c in column_list(f"table__{kind}_columns", getattr(table, f"{kind}_columns", None))]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pandas as pd
 from sklearn.base import clone
 
+from ._labels import column_list
 from .base import TOKENIZERS, BaseTokenizer
 from .detect import holds_images, infer_column_kind, is_word_lists, looks_like_images, looks_like_text
 from .image import PatchTokenizer
@@ -92,7 +93,7 @@ def _auto(X, params):
         return WordPieceTokenizer()
     # Columns named in categorical_columns/numeric_columns are the user's table columns, whatever
     # their strings look like: a zip code of 300 distinct values is not a text making X mixed.
-    told = [*(params.get("categorical_columns") or ()), *(params.get("numeric_columns") or ())]
+    told = [c for kind in ("categorical", "numeric") for c in column_list(f"{kind}_columns", params.get(f"{kind}_columns"))]
     if isinstance(X, pd.DataFrame) and told:
         X = X.drop(columns=[column for column in told if column in X.columns])
     if any(key.startswith(_MIXED_ONLY) for key in params) or _has_text_or_images(X, params.get("max_categories", 100)):
