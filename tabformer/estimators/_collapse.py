@@ -36,6 +36,7 @@ __all__ = [
     "early_stopping_advice",
     "rare_class_note",
     "PROBABILITY_SPREAD",
+    "RARE_SHARE",
     "class_rows",
     "is_constant",
     "kept_epoch_answers_vary",
@@ -53,6 +54,8 @@ PER_CLASS = 64
 FIRST_LOOK = 8
 #: a classifier whose predicted probabilities spread more than this (std) over the checked rows has learned something
 PROBABILITY_SPREAD = 0.01
+#: ...and a class under this share of an even one (1 / n_classes) is the rare class it may never predict
+RARE_SHARE = 0.5
 
 
 def is_constant(count: int, total: np.ndarray, squares: np.ndarray) -> bool:
@@ -228,12 +231,15 @@ def rare_class_note(net, data: dict, labels: np.ndarray) -> str | None:
     small-table review's find). That model has learned; "not learned beyond a constant
     answer" misled. Reads the check's full sample of training rows once more.
     """
+    counts = np.bincount(np.asarray(labels, dtype=np.int64), minlength=len(net.classes_))  # encoded class ids
+    if counts.min() / counts.sum() >= RARE_SHARE / len(counts):
+        return None  # no rare class: an untrained network's probabilities vary with its inputs too (43% / 57%, 1 epoch)
     *_, tokens = check_samples(data, labels)
     probabilities = net.collect(tokens, lambda inputs: torch.softmax(net.module_(**inputs).float(), -1).cpu().numpy(), trim=True)
-    spread = float(np.asarray(probabilities, dtype=np.float64).std(0).max())
-    if spread < PROBABILITY_SPREAD:
+    probabilities = np.asarray(probabilities, dtype=np.float64)
+    spread = float(probabilities.std(0).max())
+    if spread < PROBABILITY_SPREAD or probabilities[0].argmax() == counts.argmin():  # the rare class is the one answer
         return None
-    counts = np.bincount(np.asarray(labels, dtype=np.int64), minlength=len(net.classes_))  # encoded class ids
     rarest = np.asarray(net.classes_).tolist()[int(counts.argmin())]
     return (
         f"its probabilities vary (std {spread:.3f}), but no other class is ever the most probable "
