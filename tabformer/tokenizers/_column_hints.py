@@ -51,15 +51,16 @@ def _iso_dates(present: pd.Series) -> bool:
 def _identifier(present: pd.Series, kind: str) -> str | None:
     """Why the column looks like one value per row (an id or a row counter), or None."""
     n = len(present)
+    integers = pd.api.types.is_integer_dtype(present.dtype) and not pd.api.types.is_bool_dtype(present.dtype)
+    if n < MIN_IDENTIFIER_ROWS or (kind == "numeric" and not integers):
+        return None  # distinct floats are measurements; decided before nunique, which hashes every cell
     try:
         distinct = present.nunique()
     except TypeError:  # unhashable cells (lists): the tokenizer names them next
         return None
-    if n < MIN_IDENTIFIER_ROWS or distinct < IDENTIFIER_DISTINCT_SHARE * n:
+    if distinct < IDENTIFIER_DISTINCT_SHARE * n:
         return None
     if kind == "numeric":
-        if not (pd.api.types.is_integer_dtype(present.dtype) and not pd.api.types.is_bool_dtype(present.dtype)):
-            return None  # distinct floats are measurements
         low, high = int(present.min()), int(present.max())
         # A row counter, whole or a shuffled subset of it (train_test_split): its values fill their range.
         # Distinct integers spread thin (a census weight, an income) are measurements.
@@ -132,7 +133,7 @@ def _warn_odd_column(values: pd.Series, column, kind: str) -> None:
     if kind == "numeric":
         _warn_big_integers(values, column)
     present = values.dropna()
-    if kind in ("text", "categorical") and not is_numeric_dtype(values.dtype) and _iso_dates(present.astype(object)):
+    if kind in ("text", "categorical") and not is_numeric_dtype(values.dtype) and _iso_dates(present):
         example = present.iloc[0]
         silence = "" if kind == "text" else "; to keep categories and silence this, list it in categorical_columns"
         warnings.warn(
