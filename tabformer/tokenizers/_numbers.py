@@ -139,15 +139,23 @@ class _OnTrainingRange:
 
 
 class RangeQuantileTransformer(_OnTrainingRange, QuantileTransformer):
-    """sklearn's ``QuantileTransformer``, fitted in units of each column's smallest gap (see ``_OnTrainingRange``)."""
+    """sklearn's ``QuantileTransformer``, fitted in units of the gaps beside each column's smallest and
+    largest values (see ``_OnTrainingRange``)."""
 
     @staticmethod
     def _unit(column: np.ndarray) -> float:
-        """The smallest gap between two distinct training values, so that the absolute 1e-7 never
-        merges two of them (in units of the range it merged every value within 1e-7 of the range
-        of the minimum: a column of 0..300 with one 1e10 outlier became two tokens)."""
-        values = np.unique(column[np.isfinite(column)])
-        return float(np.diff(values).min()) if len(values) > 1 else 0.0
+        """The smaller of the gaps between the two smallest and the two largest distinct training values.
+
+        sklearn's absolute 1e-7 merges a value only with the training minimum or maximum, so in these
+        units it never merges two training values (in units of the range it merged every value within
+        1e-7 of the range of the minimum: a column of 0..300 with one 1e10 outlier became two tokens).
+        Two passes over the column, not a sort: ``np.unique`` doubled the fit on 1M rows.
+        """
+        values = column[np.isfinite(column)]
+        low, high = (values.min(), values.max()) if values.size else (0.0, 0.0)
+        if low == high:
+            return 0.0
+        return float(min(values[values > low].min() - low, high - values[values < high].max()))
 
 
 class RangeStandardScaler(_OnTrainingRange, StandardScaler):
