@@ -78,6 +78,8 @@ def _warn_big_integers(values: pd.Series, column) -> None:
     present = values.dropna()
     if not (len(present) and pd.api.types.is_integer_dtype(present.dtype)):
         return
+    if int(present.min()) >= -(2**53) and int(present.max()) <= 2**53:
+        return  # the usual case, decided without a Python int per cell
     exact = pd.Series(present.to_numpy(dtype=object))  # Python ints: int64 and uint64 without loss
     big = exact[exact.abs() > 2**53]
     if not len(big):
