@@ -38,6 +38,7 @@ from ._cli_input import CLIError, category_kinds, fit_text_columns, image_column
 from ._version import __version__
 from .estimators import TabFormerClassifier, TabFormerPretrainer, TabFormerRegressor
 from .persistence import CONFIG_FILE, PersistenceError, load
+from .tokenizers._column_hints import MIN_IDENTIFIER_ROWS
 
 __all__ = ["main", "read_data", "category_kinds", "parse_settings"]
 
@@ -107,6 +108,24 @@ def _summary(estimator) -> str:
     return f"{epochs} epoch{'' if epochs == 1 else 's'}" + (f", last epoch: {metrics}" if metrics else "")
 
 
+def _warn_saved_index(data: pd.DataFrame) -> None:
+    """Say so when a short file's column looks like the row index ``DataFrame.to_csv`` writes by default.
+
+    From ``MIN_IDENTIFIER_ROWS`` rows the library's identifier warning names it (saying it here too said it twice).
+    """
+    for column in data.columns:
+        values = data[column]
+        if len(values) >= MIN_IDENTIFIER_ROWS or not str(column).startswith("Unnamed: "):
+            continue
+        if pd.api.types.is_integer_dtype(values) and values.is_monotonic_increasing:
+            # Row order can carry the target (a file sorted by it); new files number their rows afresh.
+            print(
+                f"tabformer: column {column!r} holds {values.iloc[0]}, {values.iloc[min(1, len(values) - 1)]}, ... "
+                "(a DataFrame index saved by to_csv?): it trains as a feature; save the file with index=False",
+                file=sys.stderr,
+            )
+
+
 # ----------------------------------------------------------------------------- commands
 def cmd_fit(args):
     settings = parse_settings(args.set)
@@ -120,6 +139,7 @@ def cmd_fit(args):
         print(f"tabformer: dropping {int(missing.sum())} row(s) with no {args.target!r}", file=sys.stderr)
         data = data[~missing].reset_index(drop=True)
     y = data.pop(args.target)
+    _warn_saved_index(data)
     task = args.task
     if task == "auto":
         task = _task_of(y)

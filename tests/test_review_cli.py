@@ -122,3 +122,12 @@ def test_the_fit_summary_reads_one_epoch_in_the_singular(int_labels_with_blanks)
     from tabformer.cli import _summary
 
     assert _summary(load(int_labels_with_blanks / "m")).startswith("1 epoch, last epoch: train_loss")
+
+
+def test_a_short_files_saved_index_column_is_still_named_by_the_command(tmp_path, capsys):
+    # Under 50 rows the library's identifier warning says nothing, so the command's own note still does.
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.normal(size=30), "label": rng.choice(["a", "b"], 30)})
+    frame.to_csv(tmp_path / "train.csv")  # index included
+    assert main(["fit", str(tmp_path / "train.csv"), "--target", "label", "--out", str(tmp_path / "m"), *TINY]) == 0
+    assert "'Unnamed: 0' holds 0, 1, ... (a DataFrame index saved by to_csv?)" in capsys.readouterr().err
