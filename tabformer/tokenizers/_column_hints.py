@@ -35,6 +35,8 @@ IDENTIFIER_DISTINCT_SHARE = 0.95
 #: an integer column is a counter (not a measurement) when its distinct values fill at least this share of their range
 COUNTER_DENSITY = 0.5
 
+# Messages hold no count and no row's value: a CV fold's rows differ, and Python shows a warning again when its text does
+_DATE_LETTERS = "YYYY-MM-DD?hh:mm:ss"
 _HOW = {"text": "text (sub-word tokens)", "categorical": "categories", "numeric": "a number"}
 
 
@@ -66,11 +68,11 @@ def _identifier(present: pd.Series, kind: str) -> str | None:
         # Distinct integers spread thin (a census weight, an income) are measurements.
         if distinct < COUNTER_DENSITY * (high - low + 1):
             return None
-        return f"{distinct} distinct integers in {n} rows, filling {low}..{high} like a row counter"
+        return "a different integer in nearly every row, filling their range like a row counter"
     strings = present.map(lambda v: isinstance(v, str) and len(v.split()) == 1)
     if not bool(strings.all()):
         return None  # names, titles, sentences: distinct texts are the usual case
-    return f"{distinct} distinct single-word values in {n} rows"
+    return "a different single-word value in nearly every row"
 
 
 def _warn_big_integers(values: pd.Series, column) -> None:
@@ -88,12 +90,17 @@ def _warn_big_integers(values: pd.Series, column) -> None:
     if floats == exact.nunique():
         return  # large but still told apart: a measurement that large reads fine as a float
     warnings.warn(
-        f"numeric column {column!r} holds integers past 2**53 (e.g. {_plain(big.iloc[0])}), which float64 cannot hold "
-        f"exactly: its {exact.nunique()} distinct values read as {floats} numbers. If it is an identifier, drop it; "
+        f"numeric column {column!r} holds integers past 2**53, which float64 cannot hold exactly: distinct values read "
+        "as one number. If it is an identifier, drop it; "
         "to keep its values apart, list it in categorical_columns",
         UserWarning,
         stacklevel=user_stacklevel(),
     )
+
+
+def _date_shape(value: str) -> str:
+    """'2018-03-01 12:30' -> 'YYYY-MM-DD hh:mm': the same text in every CV fold, so the warning shows once."""
+    return "".join(_DATE_LETTERS[i] if c.isdigit() and i < len(_DATE_LETTERS) else c for i, c in enumerate(value))
 
 
 def _plain(value):
@@ -110,6 +117,7 @@ def _warn_strings_and_numbers(present: pd.Series, column) -> None:
     numbers = [v for v in distinct if isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))]
     if not (strings and numbers):
         return
+    strings, numbers = sorted(strings), sorted(numbers)  # examples of every fold alike
     spelled = set(strings)
     clash = next((n for n in numbers if str(_plain(n)) in spelled), None)
     both = (
@@ -136,10 +144,10 @@ def _warn_odd_column(values: pd.Series, column, kind: str) -> None:
         _warn_big_integers(values, column)
     present = values.dropna()
     if kind in ("text", "categorical") and not is_numeric_dtype(values.dtype) and _iso_dates(present):
-        example = present.iloc[0]
+        example = _date_shape(present.iloc[0])
         silence = "" if kind == "text" else "; to keep categories and silence this, list it in categorical_columns"
         warnings.warn(
-            f"column {column!r} holds dates written as strings (e.g. {example!r}), so it is read as {_HOW[kind]}, not as "
+            f"column {column!r} holds dates written as strings (as {example!r}), so it is read as {_HOW[kind]}, not as "
             f"dates. To read it as dates (elapsed time, month, weekday{', hour' if ' ' in example or 'T' in example else ''}), "
             f"convert it: X[{column!r}] = pd.to_datetime(X[{column!r}]), at fit and predict (tabformer fit does so for a "
             f"CSV's ISO 8601 columns){silence}",
@@ -151,7 +159,7 @@ def _warn_odd_column(values: pd.Series, column, kind: str) -> None:
     if why is not None:
         listed = "" if kind == "text" else f"; to keep it and silence this, list it in {kind}_columns"
         warnings.warn(
-            f"column {column!r} looks like an identifier ({why}, e.g. {_plain(present.iloc[0])!r}), read as {_HOW[kind]}: the "
+            f"column {column!r} looks like an identifier ({why}), read as {_HOW[kind]}: the "
             "model can learn each training row by it, and new rows carry values it never saw. Drop it from X unless it "
             f"carries meaning (an index saved by to_csv: save with index=False){listed}",
             UserWarning,
