@@ -360,3 +360,17 @@ def test_a_small_tables_early_stopping_reads_300_held_out_rows_at_most_30_percen
     assert valid_rows == 60
     clf.set_params(validation_fraction=0.2).set_params(validation_fraction="auto")
     assert clf.resolved_params_["validation_fraction"] == 0.3  # "auto" after a fit: what the fit resolved
+
+
+def test_set_params_auto_holdout_after_save_and_load_is_the_small_tables_fraction(tmp_path):
+    # The resolved "auto" fraction lived in a private attribute that save did not write: after load,
+    # set_params(validation_fraction="auto") gave 10% instead of the fit's 30%.
+    import tabformer
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=200), "b": rng.choice(list("xyz"), 200)})
+    clf = TabFormerClassifier(**SMALL).fit(X, (X["a"] > 0).astype(int))
+    clf.save(tmp_path / "m")
+    loaded = tabformer.load(tmp_path / "m")
+    loaded.set_params(validation_fraction=0.2).set_params(validation_fraction="auto")
+    assert loaded.resolved_params_["validation_fraction"] == 0.3

@@ -137,6 +137,9 @@ def save_estimator(estimator, path) -> None:
     output = getattr(estimator, "_sklearn_output_config", None)  # set_output(transform=...): no parameter; pickle keeps it
     if output:
         config["estimator"]["output"] = dict(output)
+    auto = getattr(estimator, "_auto_validation_fraction", None)  # a small table's holdout, for set_params("auto") later
+    if auto is not None:
+        config["estimator"]["auto_validation_fraction"] = float(auto)
     skipped = _RUNTIME | {f"{part}_" for part in estimator._modules + estimator._criteria + estimator._optimizers}
     fitted = {key: value for key, value in fitted_attributes(estimator).items() if key not in skipped}
     tokenizer = fitted.pop("tokenizer_")
@@ -248,6 +251,8 @@ def load_estimator(reader: Reader, config: dict, device=None):
         )
     params["device"] = _device(params.get("device", "cpu"), device)
     estimator = cls(**params)
+    if isinstance(config["estimator"].get("auto_validation_fraction"), float):
+        estimator._auto_validation_fraction = config["estimator"]["auto_validation_fraction"]
     if config["estimator"].get("output"):  # a pretrainer's transform answered a DataFrame before the save: it still does
         estimator.set_output(**config["estimator"]["output"])
     for key, value in decode(config["fitted"], name, reader, hooks).items():
