@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from sklearn.utils.validation import check_is_fitted
 
-from ._texts import check_strings, check_words, warn_truncated
+from ._texts import check_strings, check_words, warn_unread
 from ._vocab import backend_from_json, bert_normalizer, canonical_vocab, continuing_pieces, read_vocab
 from .base import MASK, PAD, SEP, SPECIAL_TOKENS, UNK, BaseTokenizer, register_tokenizer
 from .detect import is_missing
@@ -311,7 +311,7 @@ class WordPieceTokenizer(BaseTokenizer):
             ids_b = [e.ids for e in backend.encode_batch(second, add_special_tokens=False)]
             rows = [_pair(a, b, budget - 2) for a, b in zip(ids_a, ids_b)]
             words, needed = None, [len(a) + len(b) + 2 for a, b in zip(ids_a, ids_b)]
-        warn_truncated(needed, budget, self.max_length, getattr(self, "feature_names_in_", None))  # silent before
+        warn_unread(needed, rows, budget, self.max_length, getattr(self, "feature_names_in_", None))  # silent before
         length = max(len(ids) for ids, _ in rows)
         n = len(rows)
         input_ids = np.full((n, length), PAD, dtype=np.int64)
