@@ -25,6 +25,7 @@ from sklearn.model_selection import train_test_split  # noqa: E402
 
 from tabformer import TabFormerClassifier  # noqa: E402
 from tabformer.datasets import load_rotten_tomatoes  # noqa: E402
+from tabformer.inspection import aggregate_subwords  # noqa: E402
 
 # bench_text.py's from-scratch recipe (docs/text.md: chosen on validation accuracy).
 RECIPE = dict(
@@ -82,9 +83,9 @@ def main(argv=None):
     print(f"test accuracy  TF-IDF + logistic regression: {tfidf.score(X_test, y_test):.4f}")
     print(f"test accuracy  tabformer from scratch:       {clf.score(X_test, y_test):.4f}")
 
-    # Where does CLS attend in the last layer? (explain: one row per token)
+    # Where does CLS attend in the last layer? (explain: one row per sub-word; aggregate_subwords joins them into words)
     examples = X_test[:3]
-    attention = clf.explain(examples, layer=-1)
+    attention = aggregate_subwords(clf.explain(examples, layer=-1))
     for row, (text, label) in enumerate(zip(examples, clf.predict(examples))):
         top = attention[attention["row"] == row].nlargest(4, "attention")
         words = ", ".join(f"{t} {a:.2f}" for t, a in zip(top["label"], top["attention"]))

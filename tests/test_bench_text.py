@@ -113,4 +113,6 @@ def test_text_sentiment_example_runs_on_a_slice(capsys):
     clf = example.main(["--quick", "--max-train", "300", "--epochs", "1"])
     out = capsys.readouterr().out
     assert "tabformer from scratch" in out and "most attended" in out
+    attended = [line.split("most attended: ")[1] for line in out.splitlines() if "most attended" in line]
+    assert attended and not any("##" in line for line in attended)  # whole words, as it says, not sub-words
     assert clf.get_params()["tokenizer__vocab_size"] == 30000 and clf.module_.encoder.n_layers == 1
