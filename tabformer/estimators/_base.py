@@ -40,6 +40,7 @@ from ._collapse import ValidationAnswerSpread
 from ._distributed import DistributedMixin
 from ._epoch import EpochMixin
 from ._inference import POOLINGS, InferenceMixin
+from ._input_kind import check_input_kind
 from ._params import (
     SHARED_CONSTRAINTS,
     DeferredCallbacksMixin,
@@ -283,6 +284,7 @@ class TabFormerNet(
         if isinstance(X, (Dataset, dict)):
             # Already tokens: skorch's scoring callbacks predict on the tokenized validation set.
             return X
+        check_input_kind(self.tokenizer_, X, type(self).__name__)
         return self.tokenizer_.transform(X)
 
     # -------------------------------------------------------------- fit
