@@ -417,7 +417,8 @@ class TabFormerNet(
         return batch, self._encode_target(check_target(y, n_rows, numeric=self._numeric_target))
 
     def _seeded(self, continued: bool = False):
-        """Fork the global torch RNG and seed it: a reproducible fit that leaves the caller's RNG alone.
+        """Fork the global torch RNG and seed it: a reproducible fit that leaves the caller's RNG alone
+        (``random_state=None``: no fork; the fit draws from the global RNG and moves it on).
         ``continued``: a continued fit, seeded by ``_continued_seed`` so that it does not replay the first."""
         fork = torch.random.fork_rng(devices=[])
         if isinstance(self.random_state, np.random.RandomState):

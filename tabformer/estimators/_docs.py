@@ -82,7 +82,9 @@ SHARED_PARAMS_DOC = """
         new seed at every ``fit``, as in scikit-learn). With an int, CPU fits repeat exactly,
         except that a WordPiece vocabulary trained in ``fit`` can differ in a few tokens
         between fits (an upstream ``tokenizers`` issue; ``tokenizer__vocab_file`` with a
-        vocabulary saved by ``save_vocabulary`` is exact).
+        vocabulary saved by ``save_vocabulary`` is exact). An int leaves the global torch
+        RNG as it was; ``None`` draws from the global torch and NumPy RNGs and moves them on,
+        so that every fit differs (``torch.manual_seed`` before ``fit`` repeats one).
     train_split : "auto", callable or None, default="auto"
         skorch's ``train_split``; ``"auto"`` uses ``validation_fraction``.
     device : str or torch.device, default="auto"

@@ -56,13 +56,18 @@ _SEEDED_FIT = threading.RLock()
 
 @contextlib.contextmanager
 def seeded_torch(fork, seed):
-    """Inside ``fork`` (a forked torch RNG state), seed torch with ``seed`` unless it is None.
+    """Inside ``fork`` (a forked torch RNG state), seed torch with ``seed``; with None, no fork.
 
     A seeded fit holds :data:`_SEEDED_FIT`: seeded fits in threads of one process take turns.
+    Unseeded (``random_state=None``), the fit draws from the global torch RNG and moves it on,
+    as scikit-learn's ``None`` does: forked and restored, every unseeded fit started from the
+    same state, and fits without a validation split (an ensemble, repeated runs) came out identical.
     """
-    with _SEEDED_FIT if seed is not None else contextlib.nullcontext(), fork:
-        if seed is not None:
-            torch.manual_seed(seed)
+    if seed is None:
+        yield
+        return
+    with _SEEDED_FIT, fork:
+        torch.manual_seed(seed)
         yield
 
 
