@@ -15,3 +15,29 @@ def test_random_state_none_fits_differ_without_a_validation_split():
     second = TabFormerClassifier(**settings).fit(X, y).predict_proba(X)
     assert not np.allclose(first, second)
 
+
+def test_precision_set_after_fit_is_the_one_prediction_runs_in():
+    # Prediction read resolved_params_["precision"] (what the fit ran): set_params(precision="fp32")
+    # after a bf16 fit was silently ignored.
+    X, y = make_table(n=64)
+    clf = TabFormerClassifier(**dict(TINY, max_epochs=1, random_state=0, precision="bf16")).fit(X, y)
+    in_bf16 = clf.predict_proba(X)
+    in_fp32 = clf.set_params(precision="fp32").predict_proba(X)
+    assert not np.array_equal(in_bf16, in_fp32) and in_fp32.dtype == np.float64
+    np.testing.assert_array_equal(clf.set_params(precision="bf16").predict_proba(X), in_bf16)
+
+
+def test_an_auto_model_trained_in_bf16_predicts_in_fp32_on_the_cpu(monkeypatch):
+    # precision="auto" resolved to bf16 on a GPU; moved to the CPU (load(..., device="cpu")) the model
+    # kept predicting under CPU bf16 autocast, which "auto" never picks there.
+    from tabformer.estimators import _precision
+
+    X, y = make_table(n=64)
+    settings = dict(TINY, max_epochs=1, random_state=0)
+    with monkeypatch.context() as patch:
+        patch.setattr(_precision, "resolve_precision", lambda precision, device: "bf16")
+        clf = TabFormerClassifier(**settings).fit(X, y)
+    assert clf.resolved_params_["precision"] == "bf16"
+    in_fp32 = clf.predict_proba(X)
+    np.testing.assert_array_equal(in_fp32, clf.set_params(precision="fp32").predict_proba(X))
+    assert not np.array_equal(in_fp32, clf.set_params(precision="bf16").predict_proba(X))

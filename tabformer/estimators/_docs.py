@@ -96,6 +96,8 @@ SHARED_PARAMS_DOC = """
         optimizer stay float32, and fp16 scales the loss with a ``GradScaler``.
         ``"auto"``: bf16 on a GPU that supports it, fp32 otherwise (CPU autocast is
         slower than fp32 without AMX). ``resolved_params_["precision"]`` says which ran.
+        Prediction reads the setting as it is then: ``set_params(precision="fp32")`` after
+        ``fit`` predicts in fp32, and ``"auto"`` resolves for the device the model is on.
     distributed : "auto", bool, dict, accelerate.Accelerator or None, default="auto"
         Multi-process training through Hugging Face Accelerate (docs/scale.md).
         ``"auto"``: on when the script was launched by ``torchrun``/``accelerate launch``

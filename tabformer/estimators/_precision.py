@@ -99,8 +99,10 @@ class PrecisionMixin:
     # ----------------------------------------------------------- precision
     @property
     def _precision(self) -> str:
-        resolved = getattr(self, "resolved_params_", None) or {}
-        return resolved.get("precision") or self._resolve_precision_setting()
+        # The setting as it is now, not resolved_params_ (what the fit ran): read from there,
+        # set_params(precision="fp32") after fit was ignored, and an "auto" model trained in bf16
+        # on a GPU kept predicting under bf16 autocast once loaded onto the CPU.
+        return self._resolve_precision_setting()
 
     def _resolve_precision_setting(self) -> str:
         return resolve_precision(self.precision, self.device)
