@@ -247,6 +247,7 @@ def _finite_norms(grads: list, order: float) -> torch.Tensor:
 def _scales_losses(net) -> bool:
     # Under fp16 loss scaling an overflowing gradient is expected now and then: the
     # scaler skips that step and lowers the scale, so it is no failure.
-    scaler = getattr(net, "grad_scaler_", None)
+    # _scaler(): the one this step scales with (an fp16 fit continued in fp32 keeps an enabled grad_scaler_)
+    scaler = net._scaler() if hasattr(net, "_scaler") else getattr(net, "grad_scaler_", None)
     accelerator = getattr(net, "accelerator_", None)
     return bool(scaler is not None and scaler.is_enabled()) or getattr(accelerator, "scaler", None) is not None

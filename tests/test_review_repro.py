@@ -41,3 +41,24 @@ def test_an_auto_model_trained_in_bf16_predicts_in_fp32_on_the_cpu(monkeypatch):
     in_fp32 = clf.predict_proba(X)
     np.testing.assert_array_equal(in_fp32, clf.set_params(precision="fp32").predict_proba(X))
     assert not np.array_equal(in_fp32, clf.set_params(precision="bf16").predict_proba(X))
+
+
+def test_a_fit_continued_in_fp16_scales_its_loss(monkeypatch):
+    # initialize built the GradScaler for the first fit's precision: set_params(precision="fp16")
+    # before partial_fit ran fp16 autocast without loss scaling, so small gradients underflowed.
+    from tabformer.estimators import _precision
+
+    X, y = make_table(n=64)
+    clf = TabFormerClassifier(**dict(TINY, max_epochs=1, random_state=0, precision="bf16")).fit(X, y)
+    scaled = []
+    real_backward = _precision.PrecisionMixin._backward
+    monkeypatch.setattr(
+        _precision.PrecisionMixin,
+        "_backward",
+        lambda net, loss: (scaled.append(net._scaler() is not None), real_backward(net, loss))[1],
+    )
+    clf.set_params(precision="fp16").partial_fit(X, y)
+    assert scaled and all(scaled) and clf.grad_scaler_.is_enabled()
+    scaled.clear()
+    clf.set_params(precision="fp32").partial_fit(X, y)
+    assert scaled and not any(scaled)

@@ -124,8 +124,14 @@ class PrecisionMixin:
         return self
 
     def _scaler(self):
+        if self._precision != "fp16" or self.__dict__.get("accelerator_") is not None:
+            return None
         scaler = getattr(self, "grad_scaler_", None)
-        return scaler if scaler is not None and scaler.is_enabled() else None
+        if scaler is None or not scaler.is_enabled():
+            # set_params(precision="fp16") before partial_fit: initialize built this one disabled,
+            # and the continued fit would have run fp16 autocast without loss scaling.
+            scaler = self.grad_scaler_ = torch.amp.GradScaler(torch.device(self.device).type)
+        return scaler
 
     def train_step_single(self, batch, **fit_params):
         """Forward and loss under autocast; ``backward`` outside it, on the scaled loss for fp16.
