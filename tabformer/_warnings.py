@@ -16,8 +16,9 @@ import sys
 __all__ = ["user_stacklevel"]
 
 #: libraries whose frames sit between the user's call and a tabformer warning (skorch's fit
-#: loop, scikit-learn's wrappers and pipelines, torch's module calls)
-_LIBRARIES = ("skorch", "sklearn", "torch")
+#: loop, scikit-learn's wrappers and pipelines, torch's module calls, joblib's ``Parallel``,
+#: through which cross_val_score and the searches call fit and score even with n_jobs=None)
+_LIBRARIES = ("skorch", "sklearn", "torch", "joblib")
 
 
 def _internal_prefixes() -> tuple:
@@ -30,8 +31,8 @@ def _internal_prefixes() -> tuple:
 def user_stacklevel() -> int:
     """The ``stacklevel`` that makes the caller's ``warnings.warn`` point at the first frame outside tabformer.
 
-    Frames of skorch, scikit-learn, torch and ``contextlib`` are skipped too: they only
-    relay the user's call (``Pipeline.predict``, skorch's training loop).
+    Frames of skorch, scikit-learn, torch, joblib and ``contextlib`` are skipped too: they only
+    relay the user's call (``Pipeline.predict``, skorch's training loop, ``cross_val_score``).
 
     Returns
     -------
