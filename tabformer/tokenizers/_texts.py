@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import warnings
 
 import numpy as np
@@ -12,7 +13,11 @@ from ._columns import gathering_warnings, warn_once
 from .base import SEP, UNK
 from .detect import is_missing
 
-__all__ = ["UNKNOWN_SHARE", "check_strings", "check_words", "warn_truncated", "warn_unread"]
+__all__ = ["UNKNOWN_SHARE", "check_strings", "check_words", "in_text_columns", "warn_truncated", "warn_unread"]
+
+#: the DataFrame column(s) MixedTokenizer is tokenizing: its text tokenizer is handed a bare list, so without this the
+#: warnings named no column, and advised tokenizer__max_length, which MixedTokenizer refuses (it is text__max_length)
+_COLUMNS = contextvars.ContextVar("tabformer_text_columns", default=None)
 
 #: warn when more than this share of the sub-words are [UNK]: English tweets with emoji read 1-5% under MiniLM's
 #: vocabulary, Thai or Arabic under an English one 60-100% (each word or character outside it is one [UNK])
@@ -46,6 +51,15 @@ def check_words(values, where: str) -> list:
     return out
 
 
+def in_text_columns(columns, call):
+    """``call()``, with the text warnings it raises naming ``columns`` and the setting ``tokenizer__text__max_length``."""
+    token = _COLUMNS.set(list(columns))
+    try:
+        return call()
+    finally:
+        _COLUMNS.reset(token)
+
+
 def warn_truncated(needed, budget: int, max_length: int, columns=None) -> None:
     """Warn when texts were cut to ``max_length``: their ends are never read (the tagger counts its words itself).
 
@@ -53,17 +67,20 @@ def warn_truncated(needed, budget: int, max_length: int, columns=None) -> None:
     """
     over = [n for n in needed if n > budget]
     if over:
+        framed = _COLUMNS.get()
+        columns = framed if framed is not None else columns
+        setting = "tokenizer__text__max_length" if framed is not None else "tokenizer__max_length"
         where = f" in column(s) {list(columns)}" if columns is not None else ""
         if gathering_warnings() is not None:  # a predict in chunks: one warning for the whole input, not one per chunk
             warn_once(
                 f"texts{where} longer than max_length={max_length} sub-words (CLS and [SEP] included) are truncated and "
-                "their ends are never read; raise tokenizer__max_length (up to the encoder's positions) or split long texts"
+                "their ends are never read; raise {setting} (up to the encoder's positions) or split long texts"
             )
             return
         warnings.warn(
             f"{len(over)} of {len(needed)} texts{where} are longer than max_length={max_length} sub-words (CLS and "
             f"[SEP] included; the longest has {max(over) + 1}): they are truncated and their ends are never read; "
-            "raise tokenizer__max_length (up to the encoder's positions) or split long texts",
+            f"raise {setting} (up to the encoder's positions) or split long texts",
             UserWarning,
             stacklevel=user_stacklevel(),
         )
@@ -80,6 +97,7 @@ def warn_unread(needed, rows, budget: int, max_length: int, columns=None) -> Non
     pieces = np.array([len(ids) - ids.count(SEP) for ids, _ in rows])
     if not pieces.sum() or unknown.sum() <= UNKNOWN_SHARE * pieces.sum():
         return
+    columns = _COLUMNS.get() if _COLUMNS.get() is not None else columns
     where = f" in column(s) {list(columns)}" if columns is not None else ""
     advice = (
         "the model cannot tell them apart. Are the texts in a language or script the vocabulary was not built for? "

@@ -37,6 +37,7 @@ from ._columns import warn_rows_without_input
 from ._labels import column_list
 from ._mixed_cells import missing_placeholder
 from ._mixed_templates import route_pairs, routes_for, template, templates_for
+from ._texts import in_text_columns
 from .base import TOKENIZERS, BaseTokenizer, fit_with_target, register_tokenizer
 from .detect import infer_column_kinds, is_missing
 
@@ -310,11 +311,10 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
     @staticmethod
     def _with_column_context(columns, call):
         try:
-            return call()
+            return in_text_columns(columns, call)
         except ValueError as error:
             raise ValueError(f"column(s) {columns}: {error}") from None
 
-    # ------------------------------------------------------------ transform
     def transform(self, X) -> dict:
         """Tokenize every segment.
 
