@@ -26,9 +26,16 @@ def _shown(X) -> str:
     shape = getattr(X, "shape", None)
     if isinstance(X, pd.DataFrame):
         return f"a DataFrame with columns {list(X.columns)[:8]}"
+    if isinstance(X, pd.Series):
+        return f"a Series of {len(X)} images"
     if shape is not None:
         return f"an array of shape {tuple(shape)}"
     return f"a {type(X).__name__} of {len(X)} images"
+
+
+def _all_str(X) -> bool:
+    values = X.tolist() if hasattr(X, "tolist") else X  # a Series or object array, as looks_like_images reads it
+    return isinstance(values, (list, tuple)) and all(isinstance(value, str) for value in values)
 
 
 def check_input_kind(tokenizer, X, owner: str) -> None:
@@ -53,5 +60,7 @@ def check_input_kind(tokenizer, X, owner: str) -> None:
         return
     # A 2-D array to an image model is left to the tokenizer, whose message says how to reshape flat pixel rows.
     mismatch = looks_like_images(X) if fitted != "images" else isinstance(X, pd.DataFrame)
+    if mismatch and fitted == "texts" and _all_str(X):
+        return  # str ending in .jpg are texts to a text model ("nice pic.jpg", file names): it reads them as at fit
     if mismatch:
         raise ValueError(f"this {owner} was fitted on {fitted}, but X is {_shown(X)}: pass the same kind of input as to fit")

@@ -36,7 +36,6 @@ IDENTIFIER_DISTINCT_SHARE = 0.95
 COUNTER_DENSITY = 0.5
 
 # Messages hold no count and no row's value: a CV fold's rows differ, and Python shows a warning again when its text does
-_DATE_LETTERS = "YYYY-MM-DD?hh:mm:ss"
 _HOW = {"text": "text (sub-word tokens)", "categorical": "categories", "numeric": "a number"}
 
 
@@ -100,7 +99,13 @@ def _warn_big_integers(values: pd.Series, column) -> None:
 
 def _date_shape(value: str) -> str:
     """'2018-03-01 12:30' -> 'YYYY-MM-DD hh:mm': the same text in every CV fold, so the warning shows once."""
-    return "".join(_DATE_LETTERS[i] if c.isdigit() and i < len(_DATE_LETTERS) else c for i, c in enumerate(value))
+    # By ISO_DATE's parts, not by position: an offset after hh:mm read "+ss00", and a fraction or offset kept its digits
+    parts = re.match(ISO_DATE, value)
+    if parts is None:
+        return "YYYY-MM-DD"
+    time, seconds, fraction, zone = parts.groups()
+    shape = "YYYY-MM-DD" + (f"{time[0]}hh:mm" if time else "") + (":ss" if seconds else "") + (".fff" if fraction else "")
+    return shape + ("" if not zone else "Z" if zone == "Z" else "\u00b1hh:mm" if ":" in zone else "\u00b1hhmm")
 
 
 def _plain(value):

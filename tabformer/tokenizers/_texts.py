@@ -15,8 +15,8 @@ from .detect import is_missing
 
 __all__ = ["UNKNOWN_SHARE", "check_strings", "check_words", "in_text_columns", "warn_truncated", "warn_unread"]
 
-#: the DataFrame column(s) MixedTokenizer is tokenizing: its text tokenizer is handed a bare list, so without this the
-#: warnings named no column, and advised tokenizer__max_length, which MixedTokenizer refuses (it is text__max_length)
+#: ``(columns, routing name)`` MixedTokenizer is tokenizing: its text tokenizer is handed a bare list, so without this the
+#: warnings named no column, and advised tokenizer__max_length, which MixedTokenizer refuses (it is <name>__max_length)
 _COLUMNS = contextvars.ContextVar("tabformer_text_columns", default=None)
 
 #: warn when more than this share of the sub-words are [UNK]: English tweets with emoji read 1-5% under MiniLM's
@@ -51,9 +51,12 @@ def check_words(values, where: str) -> list:
     return out
 
 
-def in_text_columns(columns, call):
-    """``call()``, with the text warnings it raises naming ``columns`` and the setting ``tokenizer__text__max_length``."""
-    token = _COLUMNS.set(list(columns))
+def in_text_columns(columns, call, name="text"):
+    """``call()``, with the text warnings it raises naming ``columns`` and the setting ``tokenizer__<name>__max_length``.
+
+    ``name`` is the routing's: ``"text"`` under detection, the user's own under ``transformers=[(name, ...)]``.
+    """
+    token = _COLUMNS.set((list(columns), name))
     try:
         return call()
     finally:
@@ -68,13 +71,13 @@ def warn_truncated(needed, budget: int, max_length: int, columns=None) -> None:
     over = [n for n in needed if n > budget]
     if over:
         framed = _COLUMNS.get()
-        columns = framed if framed is not None else columns
-        setting = "tokenizer__text__max_length" if framed is not None else "tokenizer__max_length"
+        columns = framed[0] if framed is not None else columns
+        setting = f"tokenizer__{framed[1]}__max_length" if framed is not None else "tokenizer__max_length"
         where = f" in column(s) {list(columns)}" if columns is not None else ""
         if gathering_warnings() is not None:  # a predict in chunks: one warning for the whole input, not one per chunk
             warn_once(
                 f"texts{where} longer than max_length={max_length} sub-words (CLS and [SEP] included) are truncated and "
-                "their ends are never read; raise {setting} (up to the encoder's positions) or split long texts"
+                f"their ends are never read; raise {setting} (up to the encoder's positions) or split long texts"
             )
             return
         warnings.warn(
@@ -86,22 +89,29 @@ def warn_truncated(needed, budget: int, max_length: int, columns=None) -> None:
         )
 
 
-def warn_unread(needed, rows, budget: int, max_length: int, columns=None) -> None:
+def warn_unread(needed, rows, budget: int, max_length: int, columns=None, trained: bool = False) -> None:
     """Warn about what the model will not read: texts past ``max_length`` (:func:`warn_truncated`) and [UNK] sub-words.
 
     ``rows`` holds each row's ``(ids, segment ids)`` as encoded; a vocabulary that does not hold the texts' script or
     language reads them as [UNK] (one per unknown word), which the model cannot tell apart, silently before.
+    ``trained``: the vocabulary was learned from fit's texts, so the advice is to fit on such texts, not to learn one.
     """
     warn_truncated(needed, budget, max_length, columns)
     unknown = np.array([ids.count(UNK) for ids, _ in rows])
     pieces = np.array([len(ids) - ids.count(SEP) for ids, _ in rows])
     if not pieces.sum() or unknown.sum() <= UNKNOWN_SHARE * pieces.sum():
         return
-    columns = _COLUMNS.get() if _COLUMNS.get() is not None else columns
+    columns = _COLUMNS.get()[0] if _COLUMNS.get() is not None else columns
     where = f" in column(s) {list(columns)}" if columns is not None else ""
+    # A vocabulary already learned from fit's texts (tokenizer='wordpiece'): advising that setting changed nothing
+    build = (
+        "or fit on texts of that language or script too: the vocabulary (tokenizer='wordpiece') was learned from fit's texts"
+        if trained
+        else "or tokenizer='wordpiece' to build a vocabulary from these texts"
+    )
     advice = (
         "the model cannot tell them apart. Are the texts in a language or script the vocabulary was not built for? "
-        "Use weights trained on it (from_pretrained), or tokenizer='wordpiece' to build a vocabulary from these texts"
+        f"Use weights trained on it (from_pretrained), {build}"
     )
     if gathering_warnings() is not None:  # a predict in chunks: one warning for the whole input
         share = f"more than {UNKNOWN_SHARE:.0%}"

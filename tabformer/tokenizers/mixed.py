@@ -309,9 +309,9 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         return values
 
     @staticmethod
-    def _with_column_context(columns, call):
+    def _with_column_context(columns, call, name="text"):
         try:
-            return in_text_columns(columns, call)
+            return in_text_columns(columns, call, name)
         except ValueError as error:
             raise ValueError(f"column(s) {columns}: {error}") from None
 
@@ -344,7 +344,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
                 f"Fitted columns: {list(self.feature_names_in_)}"
             )
         batch, segments = {}, iter(self.segments_)
-        for _name, tokenizer, columns in self.transformers_:
+        for name, tokenizer, columns in self.transformers_:
             kind = self.segment_kind(tokenizer)
             if kind == "table":
                 key, _, _ = next(segments)
@@ -356,7 +356,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
                 values = self._column_values(frame, column, kind)
                 present = np.array([v is not None for v in values])
                 values = [v if v is not None else missing_placeholder(tokenizer, kind) for v in values]
-                out = self._with_column_context([column], lambda tokenizer=tokenizer, values=values: tokenizer.transform(values))
+                out = self._with_column_context([column], lambda t=tokenizer, v=values: t.transform(v), name)
                 batch.update({f"{key}{SEPARATOR}{k}": v for k, v in out.items()})
                 batch[f"{key}{SEPARATOR}present"] = present
         if not any(self.segment_kind(tokenizer) == "table" for _, tokenizer, _ in self.transformers_):

@@ -311,7 +311,7 @@ class WordPieceTokenizer(BaseTokenizer):
             ids_b = [e.ids for e in backend.encode_batch(second, add_special_tokens=False)]
             rows = [_pair(a, b, budget - 2) for a, b in zip(ids_a, ids_b)]
             words, needed = None, [len(a) + len(b) + 2 for a, b in zip(ids_a, ids_b)]
-        warn_unread(needed, rows, budget, self.max_length, getattr(self, "feature_names_in_", None))  # silent before
+        warn_unread(needed, rows, budget, self.max_length, getattr(self, "feature_names_in_", None), self.source_ids_ is None)
         length = max(len(ids) for ids, _ in rows)
         n = len(rows)
         input_ids = np.full((n, length), PAD, dtype=np.int64)
