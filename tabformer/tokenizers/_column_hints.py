@@ -122,13 +122,14 @@ def _warn_strings_and_numbers(present: pd.Series, column) -> None:
     numbers = [v for v in distinct if isinstance(v, (int, float, np.number)) and not isinstance(v, (bool, np.bool_))]
     if not (strings and numbers):
         return
-    strings, numbers = sorted(strings), sorted(numbers)  # examples of every fold alike
+    # The smallest of each (by text: complex numbers do not order) names the same example in every fold, without a sort
     spelled = set(strings)
-    clash = next((n for n in numbers if str(_plain(n)) in spelled), None)
+    clashes = [n for n in numbers if str(_plain(n)) in spelled]
+    clash = min(clashes, key=str) if clashes else None
     both = (
         f"{_plain(clash)!r} and {str(_plain(clash))!r} are both present, as two different categories"
         if clash is not None
-        else (f"e.g. {strings[0]!r} and {_plain(numbers[0])!r}; 1 and '1' would be two different categories")
+        else (f"e.g. {min(strings)!r} and {_plain(min(numbers, key=str))!r}; 1 and '1' would be two different categories")
     )
     warnings.warn(
         f"categorical column {column!r} mixes strings and numbers ({both}). Convert it to one type "
