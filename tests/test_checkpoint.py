@@ -105,7 +105,7 @@ def test_a_finished_checkpoint_loads_the_final_model_without_training(tmp_path):
 def test_a_checkpoint_of_another_configuration_or_data_is_refused(tmp_path):
     X, y = _data()
     _make(tmp_path / "run", max_epochs=2).fit(X, y)
-    with pytest.raises(ValueError, match=r"other parameters \(lr: 'auto' -> 0.01; resolved:lr: 0.001 -> 0.01"):
+    with pytest.raises(ValueError, match=r"other parameters \(lr: 'auto' -> 0.01; resolved:lr: 0.0005 -> 0.01"):
         _make(tmp_path / "run", max_epochs=2, lr=0.01).fit(X, y)
     with pytest.raises(ValueError, match=r"other data .*'y': \[120\]} against this fit's .*'y': \[100\]}"):
         _make(tmp_path / "run", max_epochs=2).fit(X.iloc[:100], y[:100])

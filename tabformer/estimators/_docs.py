@@ -149,7 +149,9 @@ RECIPES_NOTES_DOC = """
                                                                                 tables: 4 heads,
                                                                                 ReLU, numbers
                                                                                 piecewise, bins
-                                                                                chosen on y
+                                                                                chosen on y;
+                                                                                classifier, batch
+                                                                                <= 32: lr 5e-4
     image + other, late     3e-4, warmup_linear    15 (no stop)  32 steps/ep    d_model 256, 2
                                                                                 layers, weight
                                                                                 decay 0.05
