@@ -34,7 +34,6 @@ from suites import _hgb, _one_hot_linear, _rdata  # noqa: E402
 from tabformer import TabFormerClassifier, TabFormerRegressor  # noqa: E402
 from tabformer.datasets import load_adult, load_diamonds  # noqa: E402
 
-
 _MORE_CLASSIFIERS = {
     "churn": ("modeldata", "mlc_churn", "churn"),
     "arrests": ("carData", "Arrests", "released"),
