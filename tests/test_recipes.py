@@ -383,5 +383,6 @@ def test_a_small_tables_classifier_steps_at_half_the_rate_its_regressor_and_larg
     X, y = table
     assert TabFormerClassifier(**SMALL).fit(X, y).resolved_params_["lr"] == 5e-4
     assert TabFormerClassifier(**dict(SMALL, batch_size=64)).fit(X, y).resolved_params_["lr"] == 1e-3
+    assert TabFormerClassifier(**dict(SMALL, batch_size=-1)).fit(X, y).resolved_params_["lr"] == 1e-3  # all rows at once
     assert TabFormerClassifier(**dict(SMALL, lr=2e-3)).fit(X, y).resolved_params_["lr"] == 2e-3  # yours wins
     assert TabFormerRegressor(**SMALL).fit(X, np.arange(len(X), dtype=float)).resolved_params_["lr"] == 1e-3

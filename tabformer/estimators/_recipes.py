@@ -290,7 +290,8 @@ def resolve_recipe(estimator, tokenizer, X, n_rows: int, pretrained: bool) -> di
     if "batch_size" not in recipe:
         recipe["batch_size"] = auto_batch_size(n_rows)
     if kind == "table" and not pretrained and estimator._recipe_role == "classifier":
-        recipe["lr"] = SMALL_BATCH_TABLE_LR if _resolved(estimator, recipe, "batch_size") <= SMALL_BATCH else recipe["lr"]
+        small = 0 < _resolved(estimator, recipe, "batch_size") <= SMALL_BATCH  # -1 (skorch: one batch of all rows) is large
+        recipe["lr"] = SMALL_BATCH_TABLE_LR if small else recipe["lr"]
     if pretrained and kind == "text" and estimator._recipe_role in ("classifier", "regressor"):
         recipe["max_epochs"] = pretrained_text_epochs(n_rows, _resolved(estimator, recipe, "batch_size"))
     recipe.update(probe_recipe(estimator, "text" if all_text else kind, pretrained))  # a frozen encoder's head
