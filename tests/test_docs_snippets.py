@@ -48,7 +48,7 @@ PLACEHOLDERS = {
 }
 #: page -> the block indices run here, in order (each page's blocks share one namespace)
 RUN = {
-    "docs/getting-started.md": (0, 2, 3),
+    "docs/getting-started.md": (0, 2, 3, 4),
     "docs/images.md": (0,),
     "docs/defaults.md": (0,),
 }
@@ -175,6 +175,8 @@ def test_getting_started_runs_as_written(small_and_short, tmp_path):
     assert scope["warm"].initialized_ and (tmp_path / "encoder.pt").exists() and (tmp_path / "adult.onnx").exists()
     frame = clf.explain(X_test[:1])
     assert list(frame.columns) == ["row", "layer", "token", "column", "label", "attention"]
+    seeds = scope["seeds"]  # the small-table tip: five seeds, soft vote
+    assert len(seeds.estimators_) == 5 and seeds.predict_proba(X_test[:3]).shape == (3, 2)
 
 
 def test_images_page_runs_as_written(small_and_short):
