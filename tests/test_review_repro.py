@@ -62,3 +62,21 @@ def test_a_fit_continued_in_fp16_scales_its_loss(monkeypatch):
     scaled.clear()
     clf.set_params(precision="fp32").partial_fit(X, y)
     assert scaled and not any(scaled)
+
+
+def test_resolved_precision_follows_set_params_after_a_fit():
+    # resolved_params_["precision"] kept the first fit's value after set_params(precision=...), which the next
+    # partial_fit and predict run in since the precision fix (a review's note)
+    import numpy as np
+    import pandas as pd
+
+    from tabformer import TabFormerClassifier
+
+    X = pd.DataFrame({"a": np.arange(60.0), "b": list("xyz") * 20})
+    clf = TabFormerClassifier(max_epochs=1, verbose=0, encoder__d_model=16, encoder__n_layers=1, encoder__n_heads=2)
+    clf.fit(X, np.arange(60) % 2)
+    assert clf.resolved_params_["precision"] == "fp32"
+    clf.set_params(precision="bf16")
+    assert clf.resolved_params_["precision"] == "bf16"
+    clf.partial_fit(X, np.arange(60) % 2)
+    assert clf.resolved_params_["precision"] == "bf16" and np.isfinite(clf.predict_proba(X)).all()

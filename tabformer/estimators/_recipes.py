@@ -367,6 +367,9 @@ class RecipeMixin:
                 auto = getattr(self, "_auto_validation_fraction", DEFAULT_VALIDATION_FRACTION)
                 resolved["validation_fraction"] = auto if resolved["patience"] is not None else None
         super().set_params(**params)
+        if resolved is not None and "precision" in params:  # what the next partial_fit (and predict) runs in
+            with contextlib.suppress(ValueError):  # a precision an Accelerator contradicts: predict and fit name it
+                resolved["precision"] = self._resolve_precision_setting()
         if resolved is None or not getattr(self, "initialized_", False):
             return self
         if "lr" in given and getattr(self, "optimizer_", None) is not None:

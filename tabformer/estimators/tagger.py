@@ -300,8 +300,9 @@ class TabFormerTagger(FineTuningNet):
 
         Returns
         -------
-        proba : ndarray of shape (n_samples, T, n_tags)
-            0 at padding positions (``batch["attention_mask"] == 0``).
+        proba : ndarray of float32, shape (n_samples, T, n_tags)
+            0 at padding positions (``batch["attention_mask"] == 0``); float32, not the classifiers'
+            float64: one row per sub-word of every sentence is T times a classifier's output.
         batch : dict from the tokenizer (its ``word_ids`` map positions to words)
         """
         check_is_fitted(self)
