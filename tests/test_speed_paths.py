@@ -143,15 +143,20 @@ def test_text_is_batched_by_length_at_inference_and_outputs_keep_row_order(monke
     assert widths != sorted(widths)  # unsorted, the widths follow the rows
 
 
-def test_import_tabformer_is_lazy():
+def _run_fresh(code: str, *args: str) -> None:
+    """``code`` in a fresh interpreter (what a new process imports), failing the test if it fails."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    subprocess.run([sys.executable, "-W", "ignore", "-c", code, *args], check=True, env=env)
+
+
+def test_import_tabformer_is_lazy():
     code = (
         "import sys, tabformer; assert 'torch' not in sys.modules, 'torch imported'; "
         "assert tabformer.TabFormerClassifier.__name__ == 'TabFormerClassifier'; "
         "assert callable(tabformer.datasets.load_adult); "
         "assert 'TabFormerClassifier' in dir(tabformer)"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+    _run_fresh(code)
     import tabformer
 
     with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
@@ -161,7 +166,6 @@ def test_import_tabformer_is_lazy():
 def test_a_table_model_fits_saves_and_loads_without_importing_torchvision(tmp_path):
     # Only images need torchvision (seconds to import); tabformer.load of a table model imported it
     # through the pretrainers' SimCLR views.
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     code = (
         "import sys, numpy as np, pandas as pd, tabformer\n"
         "X = pd.DataFrame({'a': np.arange(40.0), 'b': list('xy') * 20})\n"
@@ -169,7 +173,7 @@ def test_a_table_model_fits_saves_and_loads_without_importing_torchvision(tmp_pa
         "tabformer.load(sys.argv[1]).predict(X)\n"
         "assert 'torchvision' not in sys.modules, 'torchvision imported'\n"
     )
-    subprocess.run([sys.executable, "-W", "ignore", "-c", code, str(tmp_path / "model")], check=True, env=env)
+    _run_fresh(code, str(tmp_path / "model"))
 
 
 def test_table_recipe_has_no_attention_dropout():

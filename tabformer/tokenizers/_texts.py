@@ -63,6 +63,14 @@ def in_text_columns(columns, call, name="text"):
         _COLUMNS.reset(token)
 
 
+def _where(columns) -> tuple[str, str]:
+    """`` in column(s) [...]`` (those of :func:`in_text_columns` first) and the setting that raises ``max_length``."""
+    framed = _COLUMNS.get()
+    columns = framed[0] if framed is not None else columns
+    setting = f"tokenizer__{framed[1]}__max_length" if framed is not None else "tokenizer__max_length"
+    return (f" in column(s) {list(columns)}" if columns is not None else ""), setting
+
+
 def warn_truncated(needed, budget: int, max_length: int, columns=None) -> None:
     """Warn when texts were cut to ``max_length``: their ends are never read (the tagger counts its words itself).
 
@@ -70,10 +78,7 @@ def warn_truncated(needed, budget: int, max_length: int, columns=None) -> None:
     """
     over = [n for n in needed if n > budget]
     if over:
-        framed = _COLUMNS.get()
-        columns = framed[0] if framed is not None else columns
-        setting = f"tokenizer__{framed[1]}__max_length" if framed is not None else "tokenizer__max_length"
-        where = f" in column(s) {list(columns)}" if columns is not None else ""
+        where, setting = _where(columns)
         if gathering_warnings() is not None:  # a predict in chunks: one warning for the whole input, not one per chunk
             warn_once(
                 f"texts{where} longer than max_length={max_length} sub-words (CLS and [SEP] included) are truncated and "
@@ -101,8 +106,7 @@ def warn_unread(needed, rows, budget: int, max_length: int, columns=None, traine
     pieces = np.array([len(ids) - ids.count(SEP) for ids, _ in rows])
     if not pieces.sum() or unknown.sum() <= UNKNOWN_SHARE * pieces.sum():
         return
-    columns = _COLUMNS.get()[0] if _COLUMNS.get() is not None else columns
-    where = f" in column(s) {list(columns)}" if columns is not None else ""
+    where, _ = _where(columns)
     # A vocabulary already learned from fit's texts (tokenizer='wordpiece'): advising that setting changed nothing
     build = (
         "or fit on texts of that language or script too: the vocabulary (tokenizer='wordpiece') was learned from fit's texts"
