@@ -77,7 +77,7 @@ def main(argv=None):
     if args.rows:
         X_train, y_train = X_train.iloc[: args.rows], y_train.iloc[: args.rows]
     extra = {} if args.dropout is None else {"encoder__attention_dropout": args.dropout}
-    net = TabFormerClassifier(random_state=0, max_epochs=1, validation_fraction=None, verbose=0, **extra)
+    net = TabFormerClassifier(random_state=0, max_epochs=1, validation_fraction=None, verbose=0, ensemble_size=1, **extra)
     net.fit(X_train, y_train)  # fits the tokenizer, builds the module, warms up
     batch = net.tokenize(X_train)
     y = net._encode_target(np.asarray(y_train))

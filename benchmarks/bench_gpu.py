@@ -139,6 +139,7 @@ def run(workload, args, rng):
     name, X, params = workload(args.rows, rng)
     y = rng.integers(0, 2, size=len(X))
     clf = TabFormerClassifier(
+        ensemble_size=1,  # one model, as the plain loop trains
         device=args.device,
         precision=args.precision,
         max_epochs=args.epochs,

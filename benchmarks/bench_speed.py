@@ -166,7 +166,9 @@ class TableWork:
         from tabformer import TabFormerClassifier
 
         self.X, self.y, self.X_test = _adult(n)
-        self.make = lambda: TabFormerClassifier(max_epochs=1, validation_fraction=None, random_state=0, verbose=0)
+        self.make = lambda: TabFormerClassifier(
+            max_epochs=1, validation_fraction=None, random_state=0, verbose=0, ensemble_size=1
+        )
         self.net = self.make().fit(self.X, self.y)
         self.batch_size = self.net.resolved_params_["batch_size"]
         self.inputs = {k: torch.as_tensor(v) for k, v in self.net.tokenize(self.X).items()}
@@ -205,7 +207,7 @@ class TableWork:
     def compiled_epochs(self):
         """One more epoch (``partial_fit``) of a compiled and of an eager estimator; compiling
         (tens of seconds on the CPU, once per process and shape) happens here, untimed."""
-        settings = dict(max_epochs=1, validation_fraction=None, random_state=0, verbose=0)
+        settings = dict(max_epochs=1, validation_fraction=None, random_state=0, verbose=0, ensemble_size=1)
         from tabformer import TabFormerClassifier
 
         compiled = TabFormerClassifier(compile=True, **settings).fit(self.X, self.y)

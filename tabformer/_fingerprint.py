@@ -12,6 +12,8 @@ import numpy as np
 import torch
 from torch.utils.data import Subset
 
+from .nn.ensemble import FOLD
+
 #: Parameters a resumed fit may change: they do not change what is trained.
 FREE_PARAMS = frozenset({"verbose", "device", "warm_start", "memory_limit"})
 #: resolved settings that follow a free parameter (the fused optimizer step follows the device)
@@ -110,7 +112,11 @@ def _split_hash(dataset):
     if dataset is None:
         return None
     indices = np.asarray(dataset.indices) if isinstance(dataset, Subset) else np.arange(len(dataset))
-    return hashlib.sha256(np.ascontiguousarray(indices, dtype=np.int64).tobytes()).hexdigest()
+    hasher = hashlib.sha256(np.ascontiguousarray(indices, dtype=np.int64).tobytes())
+    folds = getattr(dataset, "X", {}).get(FOLD) if isinstance(getattr(dataset, "X", None), dict) else None
+    if folds is not None:  # an ensemble's members train and validate on folds: those are the split
+        hasher.update(np.ascontiguousarray(np.asarray(folds), dtype=np.int64).tobytes())
+    return hasher.hexdigest()
 
 
 def _path_digest(path) -> str:

@@ -47,6 +47,17 @@ def _scratch_text_unless_weights_tested(request, monkeypatch):
         monkeypatch.setattr(_text_recipes, "text_weights_available", lambda: False)
 
 
+@pytest.fixture(autouse=True)
+def _one_model_unless_ensembles_tested(request, monkeypatch):
+    """A table of under 2,048 rows trains five members by default (``ensemble_size``): five
+    times a fit, and most tests fit small tables (the suite took 1.6x as long). Unit tests of
+    everything else keep one model; tests marked ``small_table_ensemble`` check the default itself."""
+    if request.node.get_closest_marker("small_table_ensemble") is None:
+        from tabformer.estimators import _ensemble
+
+        monkeypatch.setattr(_ensemble, "SMALL_TABLE_MEMBERS", 1)
+
+
 _CUDA_IS_AVAILABLE = torch.cuda.is_available
 
 

@@ -29,6 +29,8 @@ import tabformer.datasets.images
 from tabformer.datasets import MissingDatasetError
 from tabformer.estimators._recipes import RecipeMixin
 
+pytestmark = pytest.mark.small_table_ensemble  # the default five members of a small table, as users get them
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PAGES = [
     "docs/getting-started.md",
@@ -175,8 +177,8 @@ def test_getting_started_runs_as_written(small_and_short, tmp_path):
     assert scope["warm"].initialized_ and (tmp_path / "encoder.pt").exists() and (tmp_path / "adult.onnx").exists()
     frame = clf.explain(X_test[:1])
     assert list(frame.columns) == ["row", "layer", "token", "column", "label", "attention"]
-    seeds = scope["seeds"]  # the small-table tip: five seeds, soft vote
-    assert len(seeds.estimators_) == 5 and seeds.predict_proba(X_test[:3]).shape == (3, 2)
+    small = scope["small"]  # the small-table tip: five members, their mean probability
+    assert small.resolved_params_["ensemble_size"] == 5 and small.predict_proba(X_test[:3]).shape == (3, 2)
 
 
 def test_images_page_runs_as_written(small_and_short):

@@ -296,9 +296,9 @@ def test_validation_accuracy_reuses_the_validation_pass(table, tiny):
 
     X, y = table
     recompute = Recompute()
-    clf = TabFormerClassifier(callbacks=[("recompute", recompute)], **tiny).fit(X, y)
+    clf = TabFormerClassifier(ensemble_size=1, callbacks=[("recompute", recompute)], **tiny).fit(X, y)
     assert clf.history[:, "valid_acc"] == pytest.approx(recompute.scores)
-    plain, rows = TabFormerClassifier(**tiny).fit(X, y), []
+    plain, rows = TabFormerClassifier(ensemble_size=1, **tiny).fit(X, y), []
     plain.module_.register_forward_hook(lambda module, args, out: rows.append(len(out)))
     plain.partial_fit(X, y)
     assert sum(rows) == plain.resolved_params_["max_epochs"] * len(X)  # each row once per epoch

@@ -15,7 +15,7 @@ def fitted():
     X, y = make_table(70)
     tiny = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, max_epochs=2)
     tiny.update(batch_size=8, iterator_valid__batch_size=8)
-    return TabFormerClassifier(verbose=0, random_state=0, **tiny).fit(X, y), X
+    return TabFormerClassifier(verbose=0, random_state=0, ensemble_size=1, **tiny).fit(X, y), X
 
 
 def test_batch_outputs_are_released_as_soon_as_they_are_copied(fitted):

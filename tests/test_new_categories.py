@@ -66,7 +66,7 @@ def test_the_embedder_grows_each_column_and_copies_old_rows_to_their_new_offsets
 # --------------------------------------------------------------- the estimator
 def test_growing_keeps_old_predictions_and_the_optimizer_state_of_old_rows():
     X, y = make_table()
-    clf = TabFormerClassifier(**TINY, random_state=0, new_categories="grow").fit(X, y)
+    clf = TabFormerClassifier(**TINY, random_state=0, new_categories="grow", ensemble_size=1).fit(X, y)
     proba = clf.predict_proba(X)
     old_param = clf.module_.embedder.category_embedding.weight
     old_moment = clf.optimizer_.state[old_param]["exp_avg"].clone()
@@ -88,7 +88,7 @@ def test_a_warm_refit_with_grow_learns_the_new_category():
     X, y = make_table()
     at_begin = TableAtTrainBegin()
     clf = TabFormerClassifier(
-        **TINY, warm_start=True, random_state=0, new_categories="grow", callbacks=[("at_begin", at_begin)]
+        **TINY, warm_start=True, random_state=0, new_categories="grow", ensemble_size=1, callbacks=[("at_begin", at_begin)]
     ).fit(X, y)
     n_rows = clf.module_.embedder.category_embedding.num_embeddings
     new = with_lima(X)

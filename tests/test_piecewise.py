@@ -158,7 +158,7 @@ def test_the_estimators_holdout_is_cut_from_a_user_tokenizers_supervised_fit():
             return super().fit(X)
 
     X, y = _step_table(200)
-    TabFormerClassifier(tokenizer=Supervised(), validation_fraction=0.2, **dict(TINY, max_epochs=1)).fit(X, y)
+    TabFormerClassifier(ensemble_size=1, tokenizer=Supervised(), validation_fraction=0.2, **dict(TINY, max_epochs=1)).fit(X, y)
     assert seen["rows"] == 160
 
 

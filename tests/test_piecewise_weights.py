@@ -69,19 +69,19 @@ def _regression_table(n=1500, seed=0):
 def test_the_holdouts_targets_do_not_move_the_bins():
     X, y = _regression_table()
     settings = dict(TINY, max_epochs=1, random_state=0, validation_fraction=0.2, tokenizer__numeric_embedding="piecewise")
-    first = TabFormerRegressor(**settings).fit(X, y)
+    first = TabFormerRegressor(ensemble_size=1, **settings).fit(X, y)
     # A regressor's holdout does not depend on y: replace the holdout's targets only.
-    seen = TabFormerRegressor(**settings)
+    seen = TabFormerRegressor(ensemble_size=1, **settings)
     seen.resolved_params_ = first.resolved_params_
     _, valid_idx = seen._holdout_split(len(X), y)
     noisy = y.copy()
     noisy[valid_idx] = np.random.default_rng(1).normal(size=len(valid_idx)) * 10
-    second = TabFormerRegressor(**settings).fit(X, noisy)
+    second = TabFormerRegressor(ensemble_size=1, **settings).fit(X, noisy)
     np.testing.assert_allclose(first.tokenizer_.bin_edges_, second.tokenizer_.bin_edges_)
     # while the training rows' targets do choose them
     changed = y.copy()
     changed[np.setdiff1d(np.arange(len(X)), valid_idx)[:600]] *= -1
-    third = TabFormerRegressor(**settings).fit(X, changed)
+    third = TabFormerRegressor(ensemble_size=1, **settings).fit(X, changed)
     assert not np.allclose(first.tokenizer_.bin_edges_, third.tokenizer_.bin_edges_)
 
 
@@ -105,7 +105,7 @@ def test_the_rows_left_out_of_the_bins_are_the_rows_validated_on(monkeypatch, ra
     monkeypatch.setattr("tabformer.tokenizers.tabular.fit_bin_edges", spy_fit)
     monkeypatch.setattr(TabFormerClassifier, "get_split_datasets", spy_split)
     settings = dict(TINY, max_epochs=1, validation_fraction=0.25, tokenizer__numeric_embedding="piecewise")
-    TabFormerClassifier(**settings, random_state=random_state).fit(X, y, sample_weight=sample_weight)
+    TabFormerClassifier(ensemble_size=1, **settings, random_state=random_state).fit(X, y, sample_weight=sample_weight)
     weights = handed["weights"]
     assert np.flatnonzero(weights == 0).tolist() == sorted(split["valid"].tolist())
     kept = weights > 0

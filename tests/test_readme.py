@@ -9,6 +9,8 @@ import re
 
 import pytest
 
+pytestmark = pytest.mark.small_table_ensemble  # the default five members of a small table, as users get them
+
 README = pathlib.Path(__file__).resolve().parents[1] / "README.md"
 
 

@@ -66,6 +66,7 @@ def test_warn_mode_keeps_a_model_with_the_last_good_weights():
     batches_per_epoch = -(-rows_per_epoch // TINY["batch_size"])
     recorder = EpochWeights()
     clf = TabFormerClassifier(
+        ensemble_size=1,
         **{**TINY, "max_epochs": 4},
         criterion=NaNAfter,
         criterion__after=batches_per_epoch + 1,  # the 2nd batch of epoch 2 goes NaN
@@ -169,6 +170,7 @@ def test_keyboard_interrupt_leaves_a_usable_model_with_the_best_weights(caplog):
     batches_per_epoch = -(-int(len(X) * 0.9) // TINY["batch_size"])
     recorder = EpochWeights()
     clf = TabFormerClassifier(
+        ensemble_size=1,
         **{**TINY, "max_epochs": 10},
         criterion=InterruptAfter,
         criterion__after=4 * batches_per_epoch + 1,  # in epoch 5
@@ -217,7 +219,7 @@ def test_predict_reads_a_parquet_dataset_batch_by_batch(tmp_path, tiny):
     import pyarrow.parquet as pq
 
     X, y = make_table(90)
-    clf = TabFormerClassifier(**tiny).fit(X, y)
+    clf = TabFormerClassifier(ensemble_size=1, **tiny).fit(X, y)
     pq.write_table(pa.Table.from_pandas(X, preserve_index=False), tmp_path / "rows.parquet", row_group_size=25)
     dataset = ds.dataset(tmp_path / "rows.parquet", format="parquet")
     clf.inference_chunk_rows = 20  # record batches of at most 20 rows: never the whole file

@@ -59,7 +59,7 @@ def test_history_marks_the_epoch_the_model_kept():
     # dotted line at the lowest valid_loss (epoch 5 here) as if that epoch's model had been kept.
     X, y = make_table(n=200)
     settings = {**TINY, "max_epochs": 6, "validation_fraction": 0.25, "lr": 5e-2, "random_state": 1}
-    clf = TabFormerClassifier(**settings, patience=None).fit(X, y)
+    clf = TabFormerClassifier(ensemble_size=1, **settings, patience=None).fit(X, y)
     losses = clf.history_[:, "valid_loss"]
     assert int(np.argmin(losses)) != len(losses) - 1  # the best validation epoch is not the last one
     fig, ax = plt.subplots()

@@ -21,7 +21,7 @@ def test_a_collapse_that_early_stopping_kept_names_early_stopping_not_more_epoch
     X, y = _no_signal()
     target = y if estimator is TabFormerClassifier else (y == "b").astype(float)
     with pytest.warns(ConvergenceWarning) as caught:
-        model = estimator(max_epochs=40, patience=1, lr=1e-2, **FAST).fit(X, target)
+        model = estimator(max_epochs=40, patience=1, lr=1e-2, ensemble_size=1, **FAST).fit(X, target)
     ran = len(model.history)
     message = str(next(w.message for w in caught if issubclass(w.category, ConvergenceWarning)))
     assert ran < 40, "the fit did not stop early: the test needs a fit that early stopping ended"

@@ -17,7 +17,7 @@ def _table(n=200, seed=0):
 def test_a_failed_fit_leaves_no_planned_holdout_for_a_later_partial_fit(monkeypatch):
     X, y = _table()
     settings = dict(TINY, max_epochs=1, random_state=0, validation_fraction=0.25)
-    clf = TabFormerClassifier(**settings).fit(X, y)
+    clf = TabFormerClassifier(ensemble_size=1, **settings).fit(X, y)
     clf.set_params(memory_limit=1e-9)
     with pytest.raises(MemoryError):
         clf.fit(X, y)  # fails after the tokenizer's fit planned its holdout
@@ -34,7 +34,7 @@ def test_a_failed_fit_leaves_no_planned_holdout_for_a_later_partial_fit(monkeypa
     monkeypatch.setattr(TabFormerClassifier, "get_split_datasets", spy_split)
     X2, y2 = X.iloc[::-1].reset_index(drop=True), y[::-1].copy()  # as many rows, other labels per row
     clf.partial_fit(X2, y2)
-    fresh = TabFormerClassifier(**settings).fit(X, y).partial_fit(X2, y2)
+    fresh = TabFormerClassifier(ensemble_size=1, **settings).fit(X, y).partial_fit(X2, y2)
     assert fresh is not None and len(seen) == 3
     np.testing.assert_array_equal(np.sort(seen[0]), np.sort(seen[2]))  # the seeded split of X2, not the failed fit's
 

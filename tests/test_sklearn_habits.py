@@ -138,7 +138,7 @@ def test_predict_proba_is_float64_and_keeps_confident_rows_apart():
     # float32 rounds 1 - p to 0 past a logit margin of ~17: confident rows all read 1.0 and
     # tie for roc_auc. scikit-learn's classifiers answer float64.
     X, y = make_table(n=80)
-    clf = TabFormerClassifier(random_state=0, **TINY).fit(X, y)
+    clf = TabFormerClassifier(ensemble_size=1, random_state=0, **TINY).fit(X, y)
     proba = clf.predict_proba(X)
     assert proba.dtype == np.float64 and clf.predict_log_proba(X).dtype == np.float64
     np.testing.assert_allclose(proba.sum(axis=1), 1.0, atol=1e-12)

@@ -33,8 +33,8 @@ def test_streamed_fit_equals_the_in_memory_fit_without_shuffling(parquet):
     path, X, y = parquet
     frame = pd.read_parquet(path)  # the dtypes Parquet gives, for both fits
     settings = dict(SETTINGS, validation_fraction=None, iterator_train__shuffle=False, fit_sample_size=10_000)
-    in_memory = TabFormerClassifier(**settings).fit(frame.drop(columns="label"), frame["label"])
-    streamed = TabFormerClassifier(**settings).fit(path, "label")
+    in_memory = TabFormerClassifier(ensemble_size=1, **settings).fit(frame.drop(columns="label"), frame["label"])
+    streamed = TabFormerClassifier(ensemble_size=1, **settings).fit(path, "label")
     assert streamed.history[:, "train_loss"] == pytest.approx(in_memory.history[:, "train_loss"], abs=1e-6)
     np.testing.assert_allclose(streamed.predict_proba(X), in_memory.predict_proba(X), atol=1e-6)
     assert list(streamed.feature_names_in_) == list(X.columns)  # the target column is no feature

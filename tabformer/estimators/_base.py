@@ -336,6 +336,7 @@ class TabFormerNet(
         if self.text_stem_weights_:
             tokenizer.set_params(text=text_stem_tokenizer(self.text_stem_weights_))
         self.resolved_params_ = resolve_recipe(self, tokenizer, X, n_rows or num_samples(X), pretrained is not None)
+        self._after_recipe(tokenizer, n_rows or num_samples(X), streamed=n_rows is not None)
         if pretrained is None:
             check_resolved_heads(self)
             recipe = {key: value for key, value in self.get_params_for("tokenizer").items() if key not in user}
@@ -348,6 +349,9 @@ class TabFormerNet(
         if n_rows is not None:
             return None
         return self.tokenizer_.transform(X) if pretrained is None else pretrained_tokens(self.tokenizer_, X)
+
+    def _after_recipe(self, tokenizer, n_rows: int, streamed: bool) -> None:
+        """Resolve what a subclass adds to ``resolved_params_`` (its ``"auto"`` settings) once the recipe is."""
 
     def _train_new_module(self, data, y, **fit_params):
         """Build a fresh module for the fitted tokenizer and train it on ``data`` (tokens or a dataset)."""

@@ -197,18 +197,20 @@ def grow_for_new_categories(estimator, X) -> dict:
     {'city': ['c']}
     """
     tokenizer = estimator.tokenizer_
-    embedder = getattr(estimator.module_, "embedder", None)
-    if type(tokenizer) is not TabularTokenizer or not isinstance(embedder, TabularEmbedder):
+    members = getattr(estimator.module_, "members", [estimator.module_])  # an ensemble grows every member's embedder
+    embedders = [getattr(member, "embedder", None) for member in members]
+    if type(tokenizer) is not TabularTokenizer or not all(isinstance(embedder, TabularEmbedder) for embedder in embedders):
         raise ValueError(
             f"new_categories='grow' learns new categories of table inputs (TabularTokenizer); this model's tokenizer "
             f"is {type(tokenizer).__name__}. Refit with warm_start=False, or use new_categories='error'"
         )
     if getattr(estimator.module_, "freeze_embedder", False):
         _refuse_frozen_growth(copy.deepcopy(tokenizer).add_categories(X))  # before the tokenizer changes
-    old = embedder.category_embedding.weight
+    olds = [embedder.category_embedding.weight for embedder in embedders]
     added = tokenizer.add_categories(X)
-    positions = embedder.grow_categories(tokenizer.embedder_spec()["cardinalities"])
-    _replace_in_optimizer(estimator.optimizer_, old, embedder.category_embedding.weight, positions)
+    for old, embedder in zip(olds, embedders):
+        positions = embedder.grow_categories(tokenizer.embedder_spec()["cardinalities"])
+        _replace_in_optimizer(estimator.optimizer_, old, embedder.category_embedding.weight, positions)
     return added
 
 

@@ -1,5 +1,5 @@
 """The base of the classifier and the regressor: ``fusion``, streamed fits, ``new_categories``,
-the collapse check's answers."""
+``ensemble_size``, the collapse check's answers."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._categories import NEW_CATEGORIES_CONSTRAINT
 from ._collapse import check_samples, early_stopping_advice, is_constant
+from ._ensemble import ENSEMBLE_CONSTRAINT, EnsembleMixin
 from ._finetuning import FineTuningNet
 from ._params import FINE_TUNING_CONSTRAINTS
 from ._recipes import late_fusion_suits
@@ -18,23 +19,34 @@ from ._streaming import StreamingMixin
 __all__ = ["CLSHeadNet"]
 
 
-class CLSHeadNet(StreamingMixin, FineTuningNet):
-    """What the classifier and regressor share: ``fusion``, streamed fits, ``new_categories``, the target check."""
+class CLSHeadNet(EnsembleMixin, StreamingMixin, FineTuningNet):
+    """What the classifier and regressor share: ``fusion``, streamed fits, ``new_categories``,
+    ``ensemble_size``, the target check."""
 
     _parameter_constraints = {
         **FINE_TUNING_CONSTRAINTS,
         "fusion": [StrOptions({"auto", "early", "late"}), Interval(Integral, 0, None, closed="left")],
         "fit_sample_size": [StrOptions({"auto"}), Interval(Integral, 1, None, closed="left")],
         "new_categories": NEW_CATEGORIES_CONSTRAINT,
+        "ensemble_size": ENSEMBLE_CONSTRAINT,
     }
 
     def __init__(
-        self, tokenizer="auto", encoder=None, *, fusion="auto", fit_sample_size="auto", new_categories="error", **kwargs
+        self,
+        tokenizer="auto",
+        encoder=None,
+        *,
+        fusion="auto",
+        fit_sample_size="auto",
+        new_categories="error",
+        ensemble_size="auto",
+        **kwargs,
     ):
         super().__init__(tokenizer, encoder, **kwargs)
         self.fusion = fusion
         self.fit_sample_size = fit_sample_size
         self.new_categories = new_categories
+        self.ensemble_size = ensemble_size
 
     def _collapse_advice(self) -> str:
         return early_stopping_advice(self) or (

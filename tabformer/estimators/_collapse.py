@@ -214,9 +214,10 @@ def early_stopping_advice(net) -> str | None:
     if callback is None or not len(net.history) or callback.best_epoch_ >= net.history[-1, "epoch"]:
         return None
     rows = sum(batch.get("valid_batch_size", 0) for batch in net.history[-1, "batches"])
+    judged = f"the out-of-fold predictions of {rows} rows" if getattr(net, "_out_of_fold", bool)() else f"{rows} held-out rows"
     return (
         f"early stopping kept epoch {callback.best_epoch_} of the {net.history[-1, 'epoch']} it ran, judged on "
-        f"{rows} held-out rows: try a larger patience (resolved: {net._setting('patience')}) or validation_fraction "
+        f"{judged}: try a larger patience (resolved: {net._setting('patience')}) or validation_fraction "
         f"(resolved: {net._setting('validation_fraction')}), or patience=None to train every epoch on every row; "
         "or check that the features carry signal"
     )
@@ -263,6 +264,8 @@ def kept_epoch_answers_vary(net) -> bool:
     -------
     bool
     """
+    if getattr(net, "_out_of_fold", bool)():  # each row answered by its fold's member: members differ, a mean may not
+        return False
     spread = dict(getattr(net, "callbacks_", ())).get("collapse")
     epoch = _kept_epoch(net)
     if not isinstance(spread, ValidationAnswerSpread) or epoch is None or epoch not in spread.sums_:

@@ -151,7 +151,11 @@ RECIPES_NOTES_DOC = """
                                                                                 piecewise, bins
                                                                                 chosen on y;
                                                                                 classifier, batch
-                                                                                <= 32: lr 5e-4
+                                                                                <= 32: lr 5e-4;
+                                                                                a table under
+                                                                                2,048 rows: 5
+                                                                                members on folds
+                                                                                (ensemble_size)
     image + other, late     3e-4, warmup_linear    15 (no stop)  32 steps/ep    d_model 256, 2
                                                                                 layers, weight
                                                                                 decay 0.05

@@ -54,10 +54,10 @@ class FineTuningNet(TabFormerNet):
         super().set_params(**params)
         module = self.__dict__.get("module_")
         if {"freeze_encoder", "freeze_embedder"} & set(params) and getattr(self, "initialized_", False) and module is not None:
-            if not hasattr(module, "encoder") or self._freezes_random_weights():
+            if not hasattr(module, "encoder") or hasattr(module, "members") or self._freezes_random_weights():
                 raise ValueError(
-                    "freezing needs one pretrained encoder (fusion='early' and `encoder`); this model was built without "
-                    "one, so freezing would fix randomly initialised weights: fit a new model instead"
+                    "freezing needs one pretrained encoder (fusion='early', `encoder`, ensemble_size=1); this model was built "
+                    "without one, so freezing would fix randomly initialised weights: fit a new model instead"
                 )
             module.freeze_encoder, module.freeze_embedder = bool(self.freeze_encoder), bool(self.freeze_embedder)
             module.encoder.requires_grad_(not self.freeze_encoder)

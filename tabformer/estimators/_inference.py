@@ -220,7 +220,9 @@ class InferenceMixin:
 
         Returns
         -------
-        ndarray of shape (n_samples, d_model), or (n_samples, 2 * d_model) for ``"cls+mean"``
+        ndarray of shape (n_samples, d_model), or (n_samples, 2 * d_model) for ``"cls+mean"``;
+        an ensemble's (``ensemble_size`` > 1) members side by side, ``ensemble_size`` times as wide,
+        and its attention maps the members' mean
         """
         check_is_fitted(self, "tokenizer_")
         if pooling not in POOLINGS:

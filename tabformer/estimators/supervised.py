@@ -36,6 +36,7 @@ from ._docs import (
     RESOLVED_ATTRIBUTES_DOC,
     SHARED_PARAMS_DOC,
 )
+from ._ensemble import ENSEMBLE_PARAM_DOC
 from ._params import (
     CLASS_WEIGHT_CONSTRAINT,
 )
@@ -46,7 +47,13 @@ from ._weights import class_weights_of
 __all__ = ["TabFormerClassifier", "TabFormerRegressor"]
 
 _PARAMS_DOC = (
-    SHARED_PARAMS_DOC + FINE_TUNING_PARAMS_DOC + FUSION_PARAM_DOC + STREAMING_PARAM_DOC + NEW_CATEGORIES_PARAM_DOC + CRITERION_DOC
+    SHARED_PARAMS_DOC
+    + FINE_TUNING_PARAMS_DOC
+    + FUSION_PARAM_DOC
+    + STREAMING_PARAM_DOC
+    + NEW_CATEGORIES_PARAM_DOC
+    + ENSEMBLE_PARAM_DOC
+    + CRITERION_DOC
 )
 
 

@@ -2,6 +2,7 @@
 the models that compose them. It imports only torch and numpy (timm for backbones)."""
 
 from .encoder import EncoderLayer, FeedForward, TransformerEncoder
+from .ensemble import EnsembleModel
 from .heads import ClassificationHead, RegressionHead, TokenClassificationHead
 from .models import LateFusionModel, PretrainedEncoder, TabFormerModel
 
@@ -14,5 +15,6 @@ __all__ = [
     "TokenClassificationHead",
     "TabFormerModel",
     "LateFusionModel",
+    "EnsembleModel",
     "PretrainedEncoder",
 ]

@@ -18,6 +18,7 @@ from safetensors.torch import load_file
 
 from ..nn.embedders import build_embedder
 from ..nn.encoder import TransformerEncoder
+from ..nn.ensemble import EnsembleModel
 from ..nn.models import FOLDER_IO, LateFusionModel, PretrainedEncoder
 from ._files import Reader, Writer
 from ._format import CONFIG_FILE, WEIGHTS_FILE, PersistenceError, header, qualified_name
@@ -65,7 +66,7 @@ def _renamed_stem_keys(state: dict, expected: dict) -> dict:
     return out
 
 
-def load_weights(module: torch.nn.Module, reader: Reader, select: str | tuple | None = None) -> None:
+def load_weights(module: torch.nn.Module, reader: Reader, select: str | tuple | None = None, member: str = "") -> None:
     """Load ``model.safetensors`` into ``module`` strictly; errors name the tensor.
 
     Parameters
@@ -73,12 +74,16 @@ def load_weights(module: torch.nn.Module, reader: Reader, select: str | tuple | 
     select : str or tuple of str, optional
         Only the tensors whose names start with these prefixes (an encoder read out of a
         whole model's file).
+    member : str, default=""
+        A prefix read before ``select`` and dropped: ``"members.0."``, an ensemble's first member.
     """
     path = reader.path(WEIGHTS_FILE)
     try:
         state = load_file(str(path), device="cpu")
     except Exception as error:  # safetensors raises its own error types
         raise PersistenceError(f"{path} is not a readable safetensors file ({str(error)[:200]}); it was not loaded") from None
+    if member:
+        state = {key[len(member) :]: value for key, value in state.items() if key.startswith(member)}
     if select is not None:
         state = {key: value for key, value in state.items() if key.startswith(select)}
     expected = {key: tuple(value.shape) for key, value in module.state_dict().items()}
@@ -132,11 +137,14 @@ def encoder_from_folder(reader: Reader, config: dict, kind: str):
         encoder = TransformerEncoder(**config["encoder"])
         load_weights(encoder, reader)
         return encoder.eval()
+    member = ""
     if kind == "pretrained_encoder":
         tokenizer_state, spec, encoder_config = config["tokenizer"], config["embedder"], config["encoder"]
     elif kind == "estimator":
         module = config["module"]
-        if module["class"] == qualified_name(LateFusionModel, "module") or len(module["encoders"]) != 1:
+        # An ensemble (``ensemble_size``) warm-starts from its first member, as one model would.
+        member = "members.0." if module["class"] == qualified_name(EnsembleModel, "module") else ""
+        if module["class"] == qualified_name(LateFusionModel, "module") or (len(module["encoders"]) != 1 and not member):
             raise PersistenceError(
                 f"{reader.folder} holds a late-fusion model (one encoder per modality); only a model with one encoder "
                 "(fusion='early' or mid fusion) can warm-start another as its encoder"
@@ -148,7 +156,7 @@ def encoder_from_folder(reader: Reader, config: dict, kind: str):
     encoder = TransformerEncoder(**encoder_config)
     embedder = build_embedder(offline_spec(spec), encoder.embedding_size)
     pretrained = PretrainedEncoder(tokenizer, embedder, encoder)
-    load_weights(pretrained, reader, select=("embedder.", "encoder."))
+    load_weights(pretrained, reader, select=("embedder.", "encoder."), member=member)
     return pretrained.eval()
 
 
