@@ -117,8 +117,9 @@ class EnsembleMixin:
         k = self._ensemble_members()
         if n_rows < 2 * k:
             raise ValueError(
-                f"ensemble_size={k} trains each member on k-1 folds of the rows and stops on the last; {n_rows} rows "
-                f"are too few: pass ensemble_size=1, or validation_fraction=None to train every member on every row"
+                f"ensemble_size={k} splits the rows in {k} folds (each member trains on all but its own, and early stopping "
+                f"reads each row out of fold); {n_rows} rows are too few: pass ensemble_size=1, or validation_fraction=None "
+                "to train every member on every row without early stopping"
             )
         labels = self._stratify_labels(y)
         if labels is not None and np.unique(np.asarray(labels), return_counts=True)[1].min() >= k:

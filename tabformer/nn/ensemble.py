@@ -93,7 +93,16 @@ class EnsembleModel(nn.Module):
         return torch.stack(full).sum(dim=0).float()  # each row is filled by its fold's member alone
 
     def combined(self, outputs: torch.Tensor) -> torch.Tensor:
-        """One prediction from the members' stacked outputs ``(k, B, ...)``, in float32."""
+        """One prediction from the members' stacked outputs, in float32.
+
+        Parameters
+        ----------
+        outputs : Tensor of shape (k, B, ...)
+
+        Returns
+        -------
+        Tensor of shape (B, ...)
+        """
         outputs = outputs.float()
         log_k = math.log(len(outputs))
         if self.combine == "softmax":
@@ -129,6 +138,13 @@ class EnsembleModel(nn.Module):
         """The members' encoder outputs side by side, and their mean attention, as
         :meth:`TabFormerModel.encode <tabformer.nn.models.TabFormerModel.encode>`.
 
+        Parameters
+        ----------
+        return_attention : bool, default=False
+            Also return the members' mean attention maps.
+        **batch : Tensor
+            A tokenized batch, each tensor of shape (B, ...).
+
         Returns
         -------
         out : Tensor of shape (B, 1+T, k * D), or ``(hidden, attention)`` if ``return_attention``;
@@ -139,7 +155,20 @@ class EnsembleModel(nn.Module):
         return _side_by_side([out for out, _ in results], return_attention), results[0][1]
 
     def forward_features(self, return_attention: bool = False, **batch):
-        """The members' features side by side: (B, 1+T, k * D) (and their mean attention maps)."""
+        """The members' features side by side (and their mean attention maps).
+
+        Parameters
+        ----------
+        return_attention : bool, default=False
+            Also return the members' mean attention maps.
+        **batch : Tensor
+            A tokenized batch, each tensor of shape (B, ...).
+
+        Returns
+        -------
+        hidden : Tensor of shape (B, 1+T, k * D)
+        attention : list of Tensor of shape (B, H, 1+T, 1+T), only if ``return_attention``
+        """
         outputs = [member.forward_features(return_attention, **batch) for member in self.members]
         return _side_by_side(outputs, return_attention)
 
