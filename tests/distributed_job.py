@@ -14,6 +14,7 @@ import numpy as np
 from tabformer import TabFormerClassifier
 
 SETTINGS = dict(
+    ensemble_size=1,  # the launched processes do not see the conftest's one-model fixture; the test's own fit does
     encoder__d_model=16,
     encoder__n_heads=2,
     encoder__n_layers=1,

@@ -31,7 +31,18 @@ def _data(n=120):
     return X, y
 
 
-SMALL = dict(max_epochs=5, batch_size=32, random_state=0, verbose=0, encoder__d_model=8, encoder__n_layers=1, encoder__n_heads=2)
+# One model: a killed run resumes in a fresh interpreter, which the conftest's one-model fixture does not reach
+# (tests/test_ensemble.py checkpoints an ensemble).
+SMALL = dict(
+    max_epochs=5,
+    batch_size=32,
+    random_state=0,
+    verbose=0,
+    encoder__d_model=8,
+    encoder__n_layers=1,
+    encoder__n_heads=2,
+    ensemble_size=1,
+)
 
 
 def _make(folder, *extra, cls=TabFormerClassifier, **params):

@@ -209,3 +209,26 @@ def test_an_ensemble_exports_to_onnx_with_its_mean_probability(tmp_path):
     clf.export_onnx(tmp_path / "m.onnx")
     session = ort.InferenceSession(str(tmp_path / "m.onnx"), providers=["CPUExecutionProvider"])
     np.testing.assert_allclose(session.run(None, onnx_inputs(clf, X[:13]))[0], clf.predict_proba(X[:13]), atol=1e-4)
+
+
+def test_a_checkpointed_ensemble_refuses_to_resume_on_other_folds(tmp_path):
+    # The folds are the ensemble's split: a random_state=None fit draws others, and resuming would leak rows.
+    from test_checkpoint import Crash, _data
+
+    from tabformer.callbacks import TrainingCheckpoint
+
+    X, y = _data()
+
+    def make(*extra):
+        checkpoint = ("checkpoint", TrainingCheckpoint(tmp_path / "run"))
+        return TabFormerClassifier(ensemble_size=3, random_state=None, callbacks=[checkpoint, *extra], **TINY)
+
+    with pytest.raises(RuntimeError):
+        make(("crash", Crash(2))).fit(X, y)
+    for _ in range(3):  # one draw in 3 could repeat the folds by chance; three in a row cannot (practically)
+        try:
+            make().fit(X, y)
+        except ValueError as error:
+            assert "another train/validation split" in str(error)
+            return
+    pytest.fail("other folds were accepted")

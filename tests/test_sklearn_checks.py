@@ -95,8 +95,6 @@ EXPECTED_FAILURES = {
     "TabFormerClassifier": {
         "check_no_attributes_set_in_init": _SKORCH_INIT,
         "check_sample_weight_equivalence_on_dense_data": _WEIGHTS_VS_REPEATS,
-        # Since the checks' small tables train five members (ensemble_size), one row in 80 differs by 1.7e-7.
-        "check_methods_sample_order_invariance": _BATCH_FLOATS,
     },
     "TabFormerRegressor": {
         "check_no_attributes_set_in_init": _SKORCH_INIT,
