@@ -113,7 +113,8 @@ def _split_hash(dataset):
         return None
     indices = np.asarray(dataset.indices) if isinstance(dataset, Subset) else np.arange(len(dataset))
     hasher = hashlib.sha256(np.ascontiguousarray(indices, dtype=np.int64).tobytes())
-    folds = getattr(dataset, "X", {}).get(FOLD) if isinstance(getattr(dataset, "X", None), dict) else None
+    data = getattr(dataset, "X", None)
+    folds = data.get(FOLD) if isinstance(data, dict) else None
     if folds is not None:  # an ensemble's members train and validate on folds: those are the split
         hasher.update(np.ascontiguousarray(np.asarray(folds), dtype=np.int64).tobytes())
     return hasher.hexdigest()

@@ -162,12 +162,13 @@ class EnsembleMixin:
             return super().get_loss(y_pred, y_true, X=X, training=training)
         fold = X.get(FOLD) if isinstance(X, dict) else None
         base = X.get(SAMPLE_WEIGHT) if isinstance(X, dict) else None
-        losses = []
-        for member, output in enumerate(y_pred):
-            if fold is None:
-                losses.append(super().get_loss(output, y_true, X=X, training=training))
-                continue
-            weights = (fold != member).to(output.device, torch.float32)
-            weights = weights if base is None else weights * base.to(output.device, torch.float32)
-            losses.append(weighted_loss(self.criterion_, output, to_tensor(y_true, output.device), weights))
+        if fold is None:
+            parent = super()  # taken here: a comprehension has its own scope, where super() fails
+            return torch.stack([parent.get_loss(output, y_true, X=X, training=training) for output in y_pred]).mean()
+        target = to_tensor(y_true, y_pred.device)
+        base = torch.ones_like(fold, dtype=torch.float32) if base is None else base.to(torch.float32)
+        losses = [
+            weighted_loss(self.criterion_, output, target, ((fold != member) * base).to(output.device))
+            for member, output in enumerate(y_pred)
+        ]
         return torch.stack(losses).mean()

@@ -84,13 +84,16 @@ class EnsembleModel(nn.Module):
         ]
         outputs = [member(**{key: value[rows] for key, value in batch.items()}) if len(rows) else None for member, rows in parts]
         template = next(out for out in outputs if out is not None)
-        full = []
-        for (_, rows), out in zip(parts, outputs):
-            placed = template.new_zeros((len(fold), *template.shape[1:]))
-            full.append(placed if out is None else placed.index_copy(0, rows, out.to(placed.dtype)))
-        if self.training:
-            return torch.stack(full)  # rows outside a member's training folds hold 0 there, and weigh 0 in its loss
-        return torch.stack(full).sum(dim=0).float()  # each row is filled by its fold's member alone
+        empty = template.new_zeros((len(fold), *template.shape[1:]))
+        if not self.training:  # each row is filled by its fold's member alone
+            for (_, rows), out in zip(parts, outputs):
+                if out is not None:
+                    empty = empty.index_copy(0, rows, out.to(empty.dtype))
+            return empty.float()
+        # rows outside a member's training folds hold 0 there, and weigh 0 in its loss
+        return torch.stack(
+            [empty if out is None else empty.index_copy(0, rows, out.to(empty.dtype)) for (_, rows), out in zip(parts, outputs)]
+        )
 
     def combined(self, outputs: torch.Tensor) -> torch.Tensor:
         """One prediction from the members' stacked outputs, in float32.
