@@ -74,6 +74,17 @@ def test_distributed_auto_stays_off_in_one_process_and_bad_values_are_refused():
         ).fit(X, y)
 
 
+def test_the_users_precision_applies_to_predictions_after_an_accelerated_fit():
+    X, y = distributed_job.data("table")
+    clf = distributed_job.TabFormerClassifier(distributed=dict(mixed_precision="no"), **distributed_job.SETTINGS).fit(X, y)
+    fp32 = clf.predict_proba(X)
+    clf.set_params(precision="bf16")
+    bf16 = clf.predict_proba(X)  # raised "contradicts the accelerator" before
+    assert 0 < np.abs(bf16 - fp32).max() < 0.05  # bf16 autocast ran, and the predictions are still the model's
+    with pytest.raises(ValueError, match="contradicts the accelerator"):  # training steps still follow the accelerator
+        clf.partial_fit(X, y)
+
+
 def test_without_a_seed_every_process_validates_on_the_main_processs_holdout_and_bins(tmp_path):
     # Each process drew its own holdout, so their validation losses (and piecewise bins, which
     # leave the holdout out) differed, and so did what early stopping kept.

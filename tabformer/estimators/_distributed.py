@@ -114,6 +114,11 @@ class DistributedMixin:
             return super()._resolve_precision_setting()
         ran = {value: key for key, value in _MIXED_PRECISION.items()}[str(accelerator.mixed_precision)]
         if self.precision not in ("auto", ran):
+            if not torch.is_grad_enabled():
+                # A prediction (after the fit, or set_params(precision=...) since): the accelerator's mixed precision
+                # governs training steps only, so the user's setting applies, as in one process. Raised here, it
+                # refused every prediction of a model trained in a launched job once its precision was changed.
+                return super()._resolve_precision_setting()
             raise ValueError(
                 f"precision={self.precision!r} contradicts the accelerator's mixed_precision="
                 f"{accelerator.mixed_precision!r}; leave precision='auto' or build the Accelerator to match"
