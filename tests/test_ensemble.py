@@ -232,3 +232,13 @@ def test_a_checkpointed_ensemble_refuses_to_resume_on_other_folds(tmp_path):
             assert "another train/validation split" in str(error)
             return
     pytest.fail("other folds were accepted")
+
+
+def test_the_memory_check_counts_every_member(monkeypatch):
+    from tabformer.estimators import _params
+
+    monkeypatch.setattr(_params, "training_bytes", lambda settings, n_tokens, batch_size: 2.0**30)  # 1 GiB a model
+    X, y = make_table(n=60)
+    TabFormerClassifier(**FEW, ensemble_size=2, memory_limit=3).fit(X, y)
+    with pytest.raises(MemoryError, match=r"training 5 members of an encoder .* about 5\.0 GiB, over the memory_limit of 3\.0"):
+        TabFormerClassifier(**FEW, ensemble_size=5, memory_limit=3).fit(X, y)

@@ -259,12 +259,14 @@ def check_training_memory(estimator, data) -> None:
     batch_size = estimator._setting("batch_size")
     if batch_size == -1:
         batch_size = len(next(iter(data.values()))) if isinstance(data, dict) else len(data)
+    # An ensemble's members each keep their weights, optimizer moments and activations (ensemble_size)
+    members = int((getattr(estimator, "resolved_params_", None) or {}).get("ensemble_size", 1))
     what = (
-        f"training an encoder of d_model={settings['d_model']}, n_layers={settings['n_layers']}, "
-        f"n_heads={settings['n_heads']}, d_ff={settings.get('d_ff') or 4 * settings['d_model']} on "
-        f"{n_tokens} tokens per row, {batch_size} rows per batch"
+        f"training {f'{members} members of ' if members > 1 else ''}an encoder of d_model={settings['d_model']}, "
+        f"n_layers={settings['n_layers']}, n_heads={settings['n_heads']}, "
+        f"d_ff={settings.get('d_ff') or 4 * settings['d_model']} on {n_tokens} tokens per row, {batch_size} rows per batch"
     )
-    check_memory(estimator, training_bytes(settings, int(n_tokens), int(batch_size)), what)
+    check_memory(estimator, members * training_bytes(settings, int(n_tokens), int(batch_size)), what)
 
 
 def training_bytes(settings: dict, n_tokens: int, batch_size: int) -> float:
