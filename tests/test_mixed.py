@@ -243,6 +243,15 @@ def test_late_fusion_has_one_encoder_per_modality(mixed):
     assert clf.score(X, y) > 0.9
 
 
+def test_mean_pooled_features_of_late_fusion_are_refused_by_name_also_in_an_ensemble(mixed):
+    X, y = mixed
+    for size in (1, 2):
+        clf = TabFormerClassifier(fusion="late", ensemble_size=size, **TINY).fit(X, y)
+        assert clf.forward_features(X.iloc[:3]).shape == (3, size * TINY["encoder__d_model"])
+        with pytest.raises(ValueError, match="pooling='mean' needs a single token sequence; LateFusionModel has none"):
+            clf.forward_features(X.iloc[:3], pooling="mean")
+
+
 def test_late_fusion_explains_each_encoders_attention_in_the_sequence_layout(mixed):
     X, y = mixed
     clf = TabFormerClassifier(fusion="late", **TINY).fit(X, y)

@@ -227,8 +227,9 @@ class InferenceMixin:
         check_is_fitted(self, "tokenizer_")
         if pooling not in POOLINGS:
             raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
-        if pooling != "cls" and not hasattr(self.module_, "encode"):
-            raise ValueError(f"pooling={pooling!r} needs a single token sequence; {type(self.module_).__name__} has none")
+        model = getattr(self.module_, "members", [self.module_])[0]  # an ensemble's members share one architecture
+        if pooling != "cls" and not hasattr(model, "encode"):
+            raise ValueError(f"pooling={pooling!r} needs a single token sequence; {type(model).__name__} has none")
 
         def features(inputs):
             if pooling == "cls":
