@@ -258,3 +258,18 @@ def test_cuda_graphs_keep_every_batch_loss_of_the_phase():
     losses = [row["train_loss"] for row in clf.history[-1]["batches"]]
     assert len(losses) > 1 and all(type(value) is float and np.isfinite(value) for value in losses)
     assert len(set(losses)) == len(losses)  # each batch's own loss, not the last one repeated
+
+
+@needs_cuda
+@pytest.mark.cuda
+def test_a_seeded_fit_leaves_every_devices_rng_as_it_found_it(digits, tiny):
+    X, y = digits
+    torch.cuda.init()
+    torch.cuda.manual_seed(123)
+    cpu, cuda = torch.get_rng_state(), torch.cuda.get_rng_state()
+    for device in ("cuda", "cpu"):  # torch.manual_seed inside a CPU-only fork left CUDA's RNG at the fit's seed
+        TabFormerClassifier(tokenizer="patch", device=device, random_state=0, **dict(tiny, max_epochs=1)).fit(X, y)
+        assert torch.equal(torch.get_rng_state(), cpu) and torch.equal(torch.cuda.get_rng_state(), cuda)
+    first = TabFormerClassifier(tokenizer="patch", device="cuda", random_state=0, **dict(tiny, max_epochs=1)).fit(X, y)
+    again = TabFormerClassifier(tokenizer="patch", device="cuda", random_state=0, **dict(tiny, max_epochs=1)).fit(X, y)
+    np.testing.assert_allclose(first.predict_proba(X), again.predict_proba(X), atol=1e-5)  # still seeded on the GPU

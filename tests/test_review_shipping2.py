@@ -182,3 +182,19 @@ def test_predict_leaves_the_global_torch_rng_alone():
     state = torch.get_rng_state()
     clf.predict_proba(X)
     assert torch.equal(state, torch.get_rng_state())
+
+
+def test_a_seeded_cpu_fit_seeds_no_cuda_rng(monkeypatch):
+    # torch.manual_seed also (lazily) seeds CUDA, outside the CPU-only fork: after the fit, a caller's
+    # GPU work drew from the fit's seed. A CPU fit now seeds the CPU generator alone.
+    X, y = make_table(n=64)
+    from tabformer import TabFormerClassifier
+
+    def refuse(seed):
+        raise AssertionError(f"a CPU fit seeded CUDA with {seed}")
+
+    monkeypatch.setattr(torch.cuda, "manual_seed_all", refuse)
+    monkeypatch.setattr(torch.cuda, "manual_seed", refuse)
+    first = TabFormerClassifier(**dict(TINY, max_epochs=1, random_state=0)).fit(X, y).predict_proba(X)
+    again = TabFormerClassifier(**dict(TINY, max_epochs=1, random_state=0)).fit(X, y).predict_proba(X)
+    np.testing.assert_array_equal(first, again)

@@ -424,13 +424,12 @@ class TabFormerNet(
         """Fork the global torch RNG and seed it: a reproducible fit that leaves the caller's RNG alone
         (``random_state=None``: no fork; the fit draws from the global RNG and moves it on).
         ``continued``: a continued fit, seeded by ``_continued_seed`` so that it does not replay the first."""
-        fork = torch.random.fork_rng(devices=[])
         if isinstance(self.random_state, np.random.RandomState):
             # As in scikit-learn: a RandomState instance gives every fit a new draw.
             self._drawn_seed = int(self.random_state.randint(0, 2**31 - 1))
         elif self.random_state is None:
             self._drawn_seed = self._shared_seed()  # None outside a launched job: the global RNGs decide, as ever
-        return seeded_torch(fork, self._continued_seed() if continued else self._fit_seed())
+        return seeded_torch(self._continued_seed() if continued else self._fit_seed(), self._resolved_device())
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "tokenizer_") and bool(getattr(self, "initialized_", False)) and hasattr(self, "module_")

@@ -55,19 +55,28 @@ _SEEDED_FIT = threading.RLock()
 
 
 @contextlib.contextmanager
-def seeded_torch(fork, seed):
-    """Inside ``fork`` (a forked torch RNG state), seed torch with ``seed``; with None, no fork.
+def seeded_torch(seed, device="cpu"):
+    """Seed torch with ``seed`` inside a fork of its RNGs, restored afterwards; with None, no fork.
 
     A seeded fit holds :data:`_SEEDED_FIT`: seeded fits in threads of one process take turns.
     Unseeded (``random_state=None``), the fit draws from the global torch RNG and moves it on,
     as scikit-learn's ``None`` does: forked and restored, every unseeded fit started from the
     same state, and fits without a validation split (an ensemble, repeated runs) came out identical.
+
+    A fit on ``device`` "cuda" also forks and seeds every CUDA device's RNG; a CPU fit seeds the CPU's
+    alone. ``torch.manual_seed`` inside a CPU-only fork left CUDA's RNGs at the fit's seed afterwards.
     """
     if seed is None:
         yield
         return
-    with _SEEDED_FIT, fork:
-        torch.manual_seed(seed)
+    cuda = torch.device(device).type == "cuda"
+    if cuda:
+        torch.cuda.init()  # now, not lazily inside the fit: the fork saves each device's state only once it exists
+    with _SEEDED_FIT, torch.random.fork_rng(devices=list(range(torch.cuda.device_count())) if cuda else []):
+        if cuda:
+            torch.manual_seed(seed)
+        else:
+            torch.default_generator.manual_seed(seed)
         yield
 
 

@@ -155,7 +155,7 @@ class TwoViewDataset(Dataset):
     def __getitems__(self, indices):
         seed = int(self.seeds.integers(2**63 - 1))
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
+            torch.default_generator.manual_seed(seed)  # the CPU transforms' RNG; CUDA's stays the fit's
             return [({f"{view}{SEPARATOR}pixels": self.transform(self.pixels[i]) for view in VIEWS}, 0.0) for i in indices]
 
 
@@ -306,7 +306,7 @@ class MixedTwoViewDataset(TensorDictDataset):
         generator = torch.Generator()
         generator.manual_seed(seed)
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)  # torchvision's transforms draw from the global RNG
+            torch.default_generator.manual_seed(seed)  # torchvision's transforms draw from the global CPU RNG
             views = [self._view(X, generator) for _ in VIEWS]
         return {f"{name}{SEPARATOR}{k}": v for name, view in zip(VIEWS, views) for k, v in view.items()}, y
 
