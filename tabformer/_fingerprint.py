@@ -16,8 +16,9 @@ from .nn.ensemble import FOLD
 
 #: Parameters a resumed fit may change: they do not change what is trained.
 FREE_PARAMS = frozenset({"verbose", "device", "warm_start", "memory_limit"})
-#: resolved settings that follow a free parameter (the fused optimizer step follows the device)
-FREE_RESOLVED = frozenset({"optimizer__fused"})
+#: resolved settings that follow a free parameter (the fused optimizer step follows the device), or that the split check
+#: compares in its own words (an ensemble's fold seed: its folds are part of the split hash)
+FREE_RESOLVED = frozenset({"optimizer__fused", "fold_seed"})
 
 
 def _describe(value):

@@ -242,3 +242,57 @@ def test_the_memory_check_counts_every_member(monkeypatch):
     TabFormerClassifier(**FEW, ensemble_size=2, memory_limit=3).fit(X, y)
     with pytest.raises(MemoryError, match=r"training 5 members of an encoder .* about 5\.0 GiB, over the memory_limit of 3\.0"):
         TabFormerClassifier(**FEW, ensemble_size=5, memory_limit=3).fit(X, y)
+
+
+def test_a_late_fused_ensemble_saves_and_loads(tmp_path):
+    X, y = make_table(n=80)
+    words = np.array(["good", "bad", "film", "plot", "the", "was", "very", "dull", "fine", "cast"])
+    X = X.assign(note=[" ".join(row) for row in np.random.default_rng(0).choice(words, (80, 6))])
+    clf = TabFormerClassifier(ensemble_size=2, fusion="late", random_state=0, **FEW).fit(X, y)
+    assert len(clf.module_.encoders) == 2 * 2  # a table and a text encoder per member
+    clf.save(tmp_path / "late")  # raised: a late-fused member has no `encoder`
+    np.testing.assert_allclose(load(tmp_path / "late").predict_proba(X), clf.predict_proba(X), atol=1e-6)
+
+
+def test_partial_fit_reads_a_chunk_as_one_model_and_a_short_chunk_continues_an_ensemble():
+    X, y = make_table(n=120)
+    streamed = TabFormerClassifier(random_state=0, **FEW).partial_fit(X[:100], y[:100], classes=["no", "yes"])
+    assert streamed.resolved_params_["ensemble_size"] == 1  # a chunk of a stream, not the table
+    clf = TabFormerClassifier(random_state=0, **FEW).fit(X[:100], y[:100])
+    assert clf.resolved_params_["ensemble_size"] == SMALL_TABLE_MEMBERS
+    epochs = len(clf.history)
+    clf.partial_fit(X[100:107], y[100:107])  # 7 rows: too few for five folds, refused before
+    assert len(clf.history) == epochs + FEW["max_epochs"] and np.isfinite(clf.history[-1, "valid_loss"])
+
+
+def test_a_poisson_ensemble_averages_the_members_counts_not_their_log_rates():
+    X, _ = make_table(n=100)
+    counts = np.random.default_rng(0).poisson(np.exp(1 + (X["city"] == "rome")), 100).astype(float)
+    reg = TabFormerRegressor(
+        ensemble_size=3, criterion=torch.nn.PoissonNLLLoss, standardize_target=False, random_state=0, **FEW
+    ).fit(X, counts)
+    batch = {key: torch.as_tensor(value) for key, value in reg.tokenize(X).items()}
+    with torch.no_grad():
+        rates = torch.stack([member.eval()(**batch).exp() for member in reg.module_.members]).mean(0)
+    np.testing.assert_allclose(reg.predict(X), rates.squeeze(-1).double().numpy(), rtol=1e-5)
+
+
+def test_folds_are_stratified_whatever_the_holdout_fraction():
+    X, _ = make_table(n=100)
+    y = np.repeat(np.arange(20), 5)
+    for fraction in (0.1, 0.3):
+        clf = TabFormerClassifier(ensemble_size=5, validation_fraction=fraction, random_state=0, **FEW).fit(X, y)
+        folds = clf._folds(len(y), clf._encode_target(y))
+        assert all(sorted(y[folds == fold]) == list(range(20)) for fold in range(5))  # one row of each class a fold
+
+
+@pytest.mark.parametrize("random_state", [None, np.random.RandomState(0)])
+def test_a_continued_fit_keeps_the_folds_of_the_fit(random_state):
+    X, y = make_table(n=100)
+    clf = TabFormerClassifier(ensemble_size=3, random_state=random_state, **FEW).fit(X, y)
+    encoded = clf._encode_target(y)
+    before = clf._folds(len(y), encoded)
+    clf.partial_fit(X, y)  # drew new folds before: most rows were then scored by a member that had trained on them
+    np.testing.assert_array_equal(clf._folds(len(y), encoded), before)
+    again = TabFormerClassifier(ensemble_size=3, random_state=random_state, **FEW).fit(X, y)
+    assert not np.array_equal(again._folds(len(y), encoded), before)  # a new fit draws new folds

@@ -16,6 +16,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from skorch.utils import to_tensor
 
 from ..nn.ensemble import FOLD, EnsembleModel
+from ._regression import poisson_log_link
 from ._weights import SAMPLE_WEIGHT, weighted_loss
 
 __all__ = ["ENSEMBLE_CONSTRAINT", "ENSEMBLE_PARAM_DOC", "EnsembleMixin", "auto_ensemble_size"]
@@ -34,15 +35,20 @@ ENSEMBLE_PARAM_DOC = f"""    ensemble_size : "auto" or int >= 1, default="auto"
         early stopping every member trains on every row. ``"auto"`` resolves at ``fit``
         (``resolved_params_["ensemble_size"]``) to {SMALL_TABLE_MEMBERS} for a table from scratch of
         {2 * SMALL_TABLE_MEMBERS} to {SMALL_TABLE_ROWS - 1:,} rows (a fit takes about {SMALL_TABLE_MEMBERS} times as long;
-        docs/defaults.md) and to 1 otherwise; ``resolved_params_["out_of_fold"]`` says whether
-        the members trained on folds. With several members ``forward_features`` returns their
-        embeddings side by side and ``explain`` their mean attention.
+        docs/defaults.md) and to 1 otherwise, also on ``partial_fit``'s first call (a chunk of a
+        stream); ``resolved_params_["out_of_fold"]`` says whether the members trained on folds.
+        With several members ``forward_features`` returns their embeddings side by side and
+        ``explain`` their mean attention.
 """
 
 
 def auto_ensemble_size(estimator, tokenizer, n_rows: int, streamed: bool) -> int:
     """What ``ensemble_size="auto"`` resolves to for ``tokenizer`` and ``n_rows`` training rows."""
     from_scratch = estimator.encoder is None and estimator._pretrained() is None
+    # partial_fit's first call reads a chunk of a stream, not the table (as auto_validation_fraction does): 500-row
+    # chunks of a large table would each train five members, and a short last chunk could not be split in folds
+    if "_classes_for_fit" in vars(estimator):
+        return 1
     # Under two rows a fold, members could not train and stop on folds: one model, as before.
     small_table = getattr(tokenizer, "kind", None) == "table" and 2 * SMALL_TABLE_MEMBERS <= n_rows < SMALL_TABLE_ROWS
     return SMALL_TABLE_MEMBERS if from_scratch and small_table and not streamed else 1
@@ -66,7 +72,7 @@ class EnsembleMixin:
     def _ensemble_combine(self) -> str:
         """How the members' outputs combine (``EnsembleModel``'s ``combine``): mean probability, or mean value."""
         if self._recipe_role == "regressor":
-            return "mean"
+            return "logmeanexp" if poisson_log_link(self) else "mean"
         return "sigmoid" if getattr(self, "multilabel_", False) else "softmax"
 
     def _ensemble_members(self) -> int:
@@ -83,6 +89,12 @@ class EnsembleMixin:
         # Decided once: members trained on every row (no early stopping) would score rows they saw, were a later
         # partial_fit to switch to folds; it validates on a shared holdout instead.
         self.resolved_params_["out_of_fold"] = int(size) > 1 and not streamed and self._out_of_fold(assume=True)
+        if self.resolved_params_["out_of_fold"]:
+            # Drawn once a fit: a continued fit (partial_fit, warm_start) on the same rows keeps each member's fold
+            # unseen. Redrawn (random_state=None, or a RandomState's new draw), most rows were then scored by a member
+            # that had trained on them, and early stopping read an optimistic loss.
+            seed = self._split_seed()
+            self.resolved_params_["fold_seed"] = int(np.random.SeedSequence().generate_state(1)[0] >> 1) if seed is None else seed
 
     def _out_of_fold(self, assume: bool = False) -> bool:
         """Whether members train on folds and stop on the out-of-fold prediction (else on a shared holdout).
@@ -100,6 +112,10 @@ class EnsembleMixin:
         (``FOLD``) travelling with its tokens as weights do."""
         if not (self._out_of_fold() and isinstance(X, dict)):
             return super().get_split_datasets(X, y, **fit_params)
+        if len(y) < 2 * self._ensemble_members() and len(self.history_):
+            # A continued fit on a chunk too short for the folds (partial_fit's last rows): every member trains on the
+            # chunk and validates on a shared holdout of it, as one model would, rather than refusing the chunk.
+            return super().get_split_datasets(X, y, **fit_params)
         folds = self._folds(len(y), y)
         weights = X.get(SAMPLE_WEIGHT)
         for member in range(self._ensemble_members()):
@@ -113,7 +129,9 @@ class EnsembleMixin:
         return dataset, dataset
 
     def _folds(self, n_rows: int, y) -> np.ndarray:
-        """Each row's fold, 0 to k-1: stratified on a classifier's labels where every class has k rows."""
+        """Each row's fold, 0 to k-1: stratified on a classifier's labels where every class has k rows.
+
+        Seeded by ``resolved_params_["fold_seed"]``, so continued fits on the same rows draw the same folds."""
         k = self._ensemble_members()
         if n_rows < 2 * k:
             raise ValueError(
@@ -121,11 +139,14 @@ class EnsembleMixin:
                 f"reads each row out of fold); {n_rows} rows are too few: pass ensemble_size=1, or validation_fraction=None "
                 "to train every member on every row without early stopping"
             )
-        labels = self._stratify_labels(y)
-        if labels is not None and np.unique(np.asarray(labels), return_counts=True)[1].min() >= k:
-            splitter = StratifiedKFold(k, shuffle=True, random_state=self._split_seed())
+        # Not _stratify_labels: it also asks the holdout to fit every class, which folds do not need (at
+        # validation_fraction=0.1, 20 classes of 5 rows went unstratified, up to 4 of a class in one fold)
+        labels = np.asarray(y) if self._ensemble_combine() == "softmax" else None
+        seed = (self.__dict__.get("resolved_params_") or {}).get("fold_seed", self._split_seed())
+        if labels is not None and np.unique(labels, return_counts=True)[1].min() >= k:
+            splitter = StratifiedKFold(k, shuffle=True, random_state=seed)
         else:
-            splitter, labels = KFold(k, shuffle=True, random_state=self._split_seed()), None
+            splitter, labels = KFold(k, shuffle=True, random_state=seed), None
         folds = np.empty(n_rows, dtype=np.int64)
         for fold, (_, rows) in enumerate(splitter.split(np.zeros(n_rows), labels)):
             folds[rows] = fold

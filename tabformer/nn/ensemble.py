@@ -12,8 +12,9 @@ __all__ = ["EnsembleModel", "COMBINES", "FOLD"]
 #: the batch key of each row's fold: in eval mode the row's prediction is then its fold member's alone
 FOLD = "ensemble_fold"
 
-#: how member outputs become one prediction: mean probability (softmax or sigmoid outputs), or mean value
-COMBINES = ("softmax", "sigmoid", "mean")
+#: how member outputs become one prediction: mean probability (softmax or sigmoid outputs), mean value, or the log of
+#: the mean of exp (log-rates: the members' mean rate)
+COMBINES = ("softmax", "sigmoid", "mean", "logmeanexp")
 
 
 class EnsembleModel(nn.Module):
@@ -30,11 +31,13 @@ class EnsembleModel(nn.Module):
     ----------
     members : list of nn.Module
         Models of one architecture, each ``member(**batch) -> Tensor (B, ...)``.
-    combine : {"softmax", "sigmoid", "mean"}
+    combine : {"softmax", "sigmoid", "mean", "logmeanexp"}
         ``"softmax"``: members give logits of one label; the ensemble returns the logarithm of
         the mean probability, so a softmax of its output is the members' mean probability.
         ``"sigmoid"``: independent logits (multi-label); the ensemble returns the logit of the
-        mean probability. ``"mean"``: the mean output (regression).
+        mean probability. ``"mean"``: the mean output (regression). ``"logmeanexp"``: members
+        give log-rates (a Poisson regressor's log link); the ensemble returns the log of their
+        mean rate, so its exp is the members' mean prediction, not their geometric mean.
 
     Attributes
     ----------
@@ -110,6 +113,8 @@ class EnsembleModel(nn.Module):
         log_k = math.log(len(outputs))
         if self.combine == "softmax":
             return torch.logsumexp(torch.log_softmax(outputs, dim=-1), dim=0) - log_k
+        if self.combine == "logmeanexp":
+            return torch.logsumexp(outputs, dim=0) - log_k
         if self.combine == "sigmoid":
             log_p = torch.logsumexp(nn.functional.logsigmoid(outputs), dim=0)
             log_not_p = torch.logsumexp(nn.functional.logsigmoid(-outputs), dim=0)
@@ -135,7 +140,10 @@ class EnsembleModel(nn.Module):
     @property
     def encoders(self) -> list:
         """Every member's encoder(s), in member order."""
-        return [encoder for member in self.members for encoder in getattr(member, "encoders", [member.encoder])]
+        # Not getattr(member, "encoders", [member.encoder]): its default is evaluated first, and a late-fused member has
+        # no `encoder`, so the property raised and saving the ensemble failed
+        own = [member.encoders if hasattr(member, "encoders") else [member.encoder] for member in self.members]
+        return [encoder for encoders in own for encoder in encoders]
 
     def encode(self, return_attention: bool = False, **batch):
         """The members' encoder outputs side by side, and their mean attention, as
