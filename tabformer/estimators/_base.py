@@ -61,6 +61,7 @@ from ._text_recipes import (
     wants_text_weights,
 )
 from ._util import adopt_pretrained_tokenizer, construct, num_samples, seeded_torch
+from ._weighted_scores import weighted_callbacks
 from ._weights import WeightedLossMixin, check_sample_weight, with_weights
 
 __all__ = ["TabFormerNet", "construct", "num_samples", "POOLINGS"]
@@ -235,8 +236,8 @@ class TabFormerNet(
         return self.tokenizer_.build_embedder(d_model)
 
     def get_default_callbacks(self):
-        """skorch's callbacks, the non-finite guard, the resolved ``lr_schedule``'s scheduler and early stopping."""
-        callbacks = list(super().get_default_callbacks())
+        """skorch's callbacks (losses, ``valid_acc`` weighted), the non-finite guard, the ``lr_schedule``, early stopping."""
+        callbacks = weighted_callbacks(super().get_default_callbacks())
         callbacks += [("nonfinite", NonFiniteGuard()), ("collapse", ValidationAnswerSpread())]
         lr_schedule, max_epochs, patience = (self._setting(name) for name in ("lr_schedule", "max_epochs", "patience"))
         if lr_schedule == "cosine" and max_epochs != AUTO:

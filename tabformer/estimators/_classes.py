@@ -59,15 +59,16 @@ def check_same_classes(declared, classes_) -> None:
         )
 
 
-def check_weighted_classes(y_encoded: np.ndarray, sample_weight, classes_) -> None:
-    """Refuse weights that leave fewer than 2 classes any weight: the model could learn one class only."""
+def check_weighted_classes(y_encoded: np.ndarray, sample_weight, classes_, source: str = "sample_weight") -> None:
+    """Refuse weights that leave fewer than 2 classes any weight: the model could learn one class only.
+    ``source``: the parameter(s) the weights come from, for the message."""
     if sample_weight is None:
         return
     weighted = np.unique(y_encoded[np.asarray(sample_weight) > 0])
     if len(weighted) < 2:
         kept = f"only class {np.asarray(classes_)[weighted].tolist()[0]!r}" if len(weighted) else "no class"
         raise ValueError(
-            f"sample_weight leaves {kept} with any weight (every row of the others weighs 0); a classifier needs "
+            f"{source} leaves {kept} with any weight (every row of the others weighs 0); a classifier needs "
             "at least 2 classes with weight"
         )
 

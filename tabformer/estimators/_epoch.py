@@ -25,6 +25,7 @@ from torch.utils.data import Subset
 
 from .._data import LengthGroupedBatchSampler, TensorDictDataset, collate_batched, collate_trimmed, sequence_lengths
 from ..callbacks import NonFiniteGuard
+from ._weighted_scores import batch_weight
 
 __all__ = ["EpochMixin"]
 
@@ -66,6 +67,9 @@ class EpochMixin:
                 self.history.record_batch(
                     prefix + "_batch_size", get_len(batch[0]) if isinstance(batch, (tuple, list)) else get_len(batch)
                 )
+                weight = batch_weight(batch)
+                if weight is not None:  # the epoch's loss averages the batches by it (WeightedPassthroughScoring)
+                    self.history.record_batch(prefix + "_batch_weight", weight)
                 self.notify("on_batch_end", batch=batch, training=training, **step)
                 batch_count += 1
         finally:

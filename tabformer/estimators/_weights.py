@@ -80,7 +80,12 @@ def class_weights_of(class_weight, classes, y_encoded) -> np.ndarray:
     unknown = set(class_weight) - set(classes.tolist())
     if unknown:
         raise ValueError(f"class_weight names label(s) {sorted(unknown, key=str)} not in y; classes are {list(classes)}")
-    return np.array([float(class_weight.get(classes[i], 1.0)) for i in ids])
+    weights = np.array([float(class_weight.get(classes[i], 1.0)) for i in ids])
+    labels = np.asarray(classes).tolist()  # 'no', not np.str_('no'), in the message
+    bad = {labels[i]: class_weight[labels[i]] for i in ids if not (np.isfinite(weights[i]) and weights[i] >= 0)}
+    if bad:  # else "sample_weight must be finite", a NonFiniteTrainingError, or "the holdout weighs 0"
+        raise ValueError(f"class_weight must be finite and non-negative; got {bad}")
+    return weights
 
 
 def with_weights(tokens: dict, weights) -> dict:

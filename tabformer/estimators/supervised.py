@@ -126,14 +126,19 @@ class TabFormerClassifier(CLSHeadNet, NeuralNetClassifier):
         return self
 
     def _row_weights(self, y_encoded, sample_weight):
-        if not self._multilabel:
-            check_weighted_classes(y_encoded, sample_weight, self.classes_)
-        if self.class_weight is None:
-            return sample_weight
-        if self._multilabel:
-            raise ValueError("class_weight is not supported with a multi-label y; pass sample_weight instead")
-        weights = class_weights_of(self.class_weight, self.classes_, y_encoded)[y_encoded]
-        return weights if sample_weight is None else weights * sample_weight
+        weights, source = sample_weight, "sample_weight"
+        if self.class_weight is not None:
+            if self._multilabel:
+                raise ValueError("class_weight is not supported with a multi-label y; pass sample_weight instead")
+            weights = class_weights_of(self.class_weight, self.classes_, y_encoded)[y_encoded]
+            weights, source = (
+                (weights, "class_weight")
+                if sample_weight is None
+                else (weights * sample_weight, "sample_weight with class_weight")
+            )
+        if not self._multilabel:  # class_weight={0: 0} weighed a class out unchecked, as sample_weight may not
+            check_weighted_classes(y_encoded, weights, self.classes_, source)
+        return weights
 
     def _collapse_answers(self, outputs: torch.Tensor) -> torch.Tensor:
         """What the collapse check compares across rows: one-hot predicted classes, or 0/1 labels (multi-label)."""
