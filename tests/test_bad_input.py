@@ -298,3 +298,25 @@ def test_a_valid_optimizer_setting_of_another_optimizer_is_accepted():
     X, y = make_table(n=40)
     clf = TabFormerClassifier(**TINY, optimizer=torch.optim.SGD, optimizer__momentum=0.9, optimizer__nesterov=True)
     assert clf.fit(X, y).optimizer_.param_groups[0]["momentum"] == 0.9
+
+
+def test_fit_params_skorch_would_drop_or_fail_late_on_are_refused_first():
+    X, y = make_table(n=60)
+    clf = TabFormerClassifier(**TINY, ensemble_size=1)
+    with pytest.raises(TypeError, match=r"TabFormerClassifier.fit\(\) takes no classes=: it reads the classes from y"):
+        clf.fit(X, y, classes=["no", "yes", "maybe"])  # dropped without a word before
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'sample_weights'; did you mean sample_weight\?"):
+        clf.fit(X, y, sample_weights=np.ones(60))  # failed after the tokenizer's fit, naming an embedder's forward
+    assert not hasattr(clf, "tokenizer_")
+    clf.fit(X, y)
+    with pytest.raises(TypeError, match=r"partial_fit\(\) got an unexpected keyword argument 'sampleweight'"):
+        clf.partial_fit(X, y, sampleweight=np.ones(60))
+
+
+def test_classes_of_a_single_label_y_are_refused_for_a_multilabel_y():
+    X, _ = make_table(n=60)
+    Y = np.random.default_rng(0).integers(0, 2, (60, 3))
+    with pytest.raises(ValueError, match=r"classes=\['a', 'b', 'c'\] lists the labels of a single-label y; .* 3 indicator"):
+        TabFormerClassifier(**TINY, ensemble_size=1).partial_fit(X, Y, classes=["a", "b", "c"])
+    with pytest.raises(ValueError, match="lists the labels of a single-label y"):
+        TabFormerClassifier(**TINY, ensemble_size=1, classes=["a", "b", "c"]).fit(X, Y)

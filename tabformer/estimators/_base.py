@@ -44,6 +44,7 @@ from ._input_kind import check_input_kind
 from ._params import (
     SHARED_CONSTRAINTS,
     DeferredCallbacksMixin,
+    check_fit_params,
     check_memory,
     check_params,
     check_resolved_heads,
@@ -308,6 +309,7 @@ class TabFormerNet(
         self
         """
         check_params(self)
+        check_fit_params(self, fit_params)
         if self._continues():
             return self.partial_fit(X, y, sample_weight=sample_weight, **fit_params)
         self._start_accelerator()
@@ -388,6 +390,7 @@ class TabFormerNet(
         ``classes`` (classifiers) on the first call fixes ``classes_``, as scikit-learn's
         incremental learners take it, so a batch may lack classes later ones bring.
         """
+        check_fit_params(self, fit_params, "partial_fit")
         if not hasattr(self, "tokenizer_") or not self.initialized_:
             self._classes_for_fit = classes  # the first call's classes= fixes classes_ (the classifier's)
             try:

@@ -41,6 +41,7 @@ __all__ = [
     "check_params",
     "check_resolved_heads",
     "check_memory",
+    "check_fit_params",
     "check_training_memory",
     "DeferredCallbacksMixin",
 ]
@@ -244,6 +245,31 @@ def check_memory(estimator, n_bytes: float, what: str) -> None:
             f"{limit / 2**30:,.1f} GiB ({'the device memory' if estimator.memory_limit == 'auto' else 'yours'}); "
             "choose smaller settings, or set memory_limit (GiB, None: no check) if the estimate is wrong"
         )
+
+
+def check_fit_params(estimator, fit_params: dict, method: str = "fit") -> None:
+    """Refuse, before anything is fitted, the fit parameters that skorch would drop or pass on to fail late.
+
+    skorch hands ``**fit_params`` to the module's forward: ``classes`` in ``fit`` was dropped without a
+    word (its ``partial_fit`` takes it), and a misspelt ``sample_weights`` failed after the tokenizer's fit,
+    naming an embedder's ``forward``. Other names still reach the module (a custom ``module=`` may take them).
+
+    Parameters
+    ----------
+    estimator : TabFormerNet
+    fit_params : dict
+        The extra keyword arguments of ``fit`` or ``partial_fit``.
+    method : str, default="fit"
+    """
+    name = f"{type(estimator).__name__}.{method}()"
+    if "classes" in fit_params:
+        raise TypeError(
+            f"{name} takes no classes=: it reads the classes from y. Declare them with the constructor's classes= "
+            "or partial_fit's first call"
+        )
+    for key in fit_params:
+        if difflib.get_close_matches(key, ["sample_weight"], n=1, cutoff=0.75):
+            raise TypeError(f"{name} got an unexpected keyword argument {key!r}; did you mean sample_weight?")
 
 
 def check_training_memory(estimator, data) -> None:

@@ -16,7 +16,7 @@ from .._data import collate_batched
 from .._stream import RowSource, StreamedRows, _is_arrow_dataset, concat, is_image_paths, open_source, parquet_dataset
 from .._validation import check_target
 from ._classes import check_same_classes
-from ._params import check_params
+from ._params import check_fit_params, check_params
 from ._weights import SAMPLE_WEIGHT, as_float32_weights, check_sample_weight, check_split_weights
 
 __all__ = ["StreamingMixin", "STREAMING_PARAM_DOC", "SAMPLE_SIZES"]
@@ -78,6 +78,7 @@ class StreamingMixin:
         if source is None:
             return super().fit(X, y, sample_weight=sample_weight, **fit_params)
         check_params(self)
+        check_fit_params(self, fit_params)
         # The source is open and y resolved (a target column's name is a column no more): go on from
         # here, not through fit/partial_fit again, which would read the target column as a feature.
         if self._continues():
@@ -113,6 +114,7 @@ class StreamingMixin:
         source, y = self._open_stream(X, y)
         if source is None:
             return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight, **fit_params)
+        check_fit_params(self, fit_params, "partial_fit")
         if not hasattr(self, "tokenizer_") or not self.initialized_:
             check_params(self)
             self._classes_for_fit = classes  # the first call's classes= fixes classes_ (the classifier's)

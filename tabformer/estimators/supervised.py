@@ -176,12 +176,18 @@ class TabFormerClassifier(CLSHeadNet, NeuralNetClassifier):
             y = y.toarray()
         y = check_target(y, n_samples, numeric=False)
         self.multilabel_ = type_of_target(y) == "multilabel-indicator"
+        declared = self.__dict__.get("_classes_for_fit")  # partial_fit's classes=, over the constructor's
+        declared = self.classes if declared is None else declared
         if self._multilabel:
+            if declared is not None:  # ignored before: classes_ stayed the column numbers whatever it listed
+                raise ValueError(
+                    f"classes={np.asarray(declared).tolist()} lists the labels of a single-label y; a multi-label y's "
+                    f"classes are its {y.shape[1]} indicator columns (classes_ is 0 to {y.shape[1] - 1}): drop classes="
+                )
             self.label_encoder_ = LabelEncoder().fit(np.arange(y.shape[1]))
             return self._encode_target(y)
         y = fitted_label_vector(y)
-        declared = self.__dict__.get("_classes_for_fit")  # partial_fit's classes=, over the constructor's
-        self.label_encoder_ = fit_label_encoder(y, self.classes if declared is None else declared)
+        self.label_encoder_ = fit_label_encoder(y, declared)
         return self._encode_target(y)
 
     def _encode_target(self, y):

@@ -33,6 +33,7 @@ from ._docs import (
 from ._finetuning import FineTuningNet
 from ._params import (
     CLASS_WEIGHT_CONSTRAINT,
+    check_fit_params,
     check_params,
 )
 from ._weights import check_sample_weight, class_weights_of, with_weights
@@ -190,6 +191,7 @@ class TabFormerTagger(FineTuningNet):
         self
         """
         check_params(self)
+        check_fit_params(self, fit_params)
         if self._continues():
             return self.partial_fit(X, y, sample_weight=sample_weight, **fit_params)
         X = _check_sentences(X)
