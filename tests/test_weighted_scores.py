@@ -75,3 +75,19 @@ def test_bad_class_weights_are_named(class_weight, message):
     X, y = make_table(n=60)
     with pytest.raises(ValueError, match=message):
         TabFormerClassifier(**SETTINGS, class_weight=class_weight).fit(X, y)
+
+
+def test_balanced_class_weights_are_the_fits_and_continued_fits_keep_them():
+    from sklearn.utils.class_weight import compute_class_weight
+
+    X, y = make_table(n=200)
+    clf = TabFormerClassifier(**SETTINGS, class_weight="balanced").fit(X, y)
+    expected = compute_class_weight("balanced", classes=clf.classes_, y=y)
+    np.testing.assert_allclose(clf.class_weight_, expected)
+    chunk = np.flatnonzero(y == "yes")[:10].tolist() + np.flatnonzero(y == "no")[:40].tolist()  # another balance
+    clf.partial_fit(X.iloc[chunk], y[chunk])  # recomputed from the chunk before: its own counts
+    np.testing.assert_allclose(clf.class_weight_, expected)
+    clf.set_params(class_weight={"yes": 3.0}).partial_fit(X.iloc[chunk], y[chunk])  # a dict is read afresh
+    np.testing.assert_allclose(clf.class_weight_, [1.0, 3.0])
+    refit = clf.set_params(class_weight="balanced").fit(X.iloc[chunk], y[chunk])  # a new fit weighs its own y
+    np.testing.assert_allclose(refit.class_weight_, compute_class_weight("balanced", classes=clf.classes_, y=y[chunk]))

@@ -407,7 +407,7 @@ class TabFormerNet(
             group["lr"] = group.get("initial_lr", group["lr"])
         weights = check_sample_weight(sample_weight, num_samples(X))
         if isinstance(data, dict):
-            data = with_weights(data, self._row_weights(y_encoded, weights))
+            data = with_weights(data, self._row_weights(y_encoded, weights, continued=True))
         elif weights is not None:
             raise ValueError(f"{type(self).__name__} does not support sample_weight")
         with self._seeded(continued=True), self._schedule_from_the_peak():

@@ -274,5 +274,7 @@ CRITERION_DOC = """    criterion : torch.nn.Module class
 CLASS_WEIGHT_DOC = """    class_weight : "balanced", dict or None, default=None
         Weights of the classes in the loss (multiplied with ``fit``'s ``sample_weight``).
         ``"balanced"``: ``n_samples / (n_classes * np.bincount(y))`` as in scikit-learn; a
-        dict ``{label: weight}`` (labels it omits weigh 1). Not for multi-label ``y``.
+        dict ``{label: weight}`` (labels it omits weigh 1). Not for multi-label ``y``. The
+        weights in use are ``class_weight_`` (one per class of ``classes_``); ``partial_fit`` on a
+        fitted model keeps the fit's ``"balanced"`` weights rather than weighing each chunk's counts.
 """

@@ -129,7 +129,7 @@ class StreamingMixin:
         check_same_classes(classes, getattr(self, "classes_", classes))
         self._resume_accelerator()
         y_encoded = self._encode_target(check_target(y, source.n_rows, numeric=self._numeric_target))
-        weights = self._row_weights(y_encoded, check_sample_weight(sample_weight, source.n_rows))
+        weights = self._row_weights(y_encoded, check_sample_weight(sample_weight, source.n_rows), continued=True)
         for group in self.optimizer_.param_groups:
             group["lr"] = group.get("initial_lr", group["lr"])
         with self._seeded(continued=True), self._schedule_from_the_peak():

@@ -42,7 +42,6 @@ from ._params import (
 )
 from ._regression import original_scale, standardized, target_scaling
 from ._streaming import STREAMING_PARAM_DOC
-from ._weights import class_weights_of
 
 __all__ = ["TabFormerClassifier", "TabFormerRegressor"]
 
@@ -76,6 +75,8 @@ class TabFormerClassifier(CLSHeadNet, NeuralNetClassifier):
         The labels; multi-label: the label columns ``0 .. n_labels - 1``.
     multilabel_ : bool
         Whether ``y`` was a multi-label indicator matrix.
+    class_weight_ : ndarray of shape (n_classes,)
+        The class weights of the loss, in ``classes_`` order; only with ``class_weight``.
     tokenizer_ : fitted tokenizer
     module_ : TabFormerModel (LateFusionModel with ``fusion="late"``)
     history_ : skorch History (per-epoch losses, timings)
@@ -125,12 +126,12 @@ class TabFormerClassifier(CLSHeadNet, NeuralNetClassifier):
             self.criterion_ = torch.nn.BCEWithLogitsLoss().to(self.device)
         return self
 
-    def _row_weights(self, y_encoded, sample_weight):
+    def _row_weights(self, y_encoded, sample_weight, continued=False):
         weights, source = sample_weight, "sample_weight"
         if self.class_weight is not None:
             if self._multilabel:
                 raise ValueError("class_weight is not supported with a multi-label y; pass sample_weight instead")
-            weights = class_weights_of(self.class_weight, self.classes_, y_encoded)[y_encoded]
+            weights = self._class_weights(self.class_weight, y_encoded, continued)[y_encoded]
             weights, source = (
                 (weights, "class_weight")
                 if sample_weight is None

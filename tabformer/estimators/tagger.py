@@ -36,7 +36,7 @@ from ._params import (
     check_fit_params,
     check_params,
 )
-from ._weights import check_sample_weight, class_weights_of, with_weights
+from ._weights import check_sample_weight, with_weights
 
 __all__ = ["TabFormerTagger"]
 
@@ -273,7 +273,7 @@ class TabFormerTagger(FineTuningNet):
             classes = np.unique(np.asarray(list(classes), dtype=object).astype(str))
         return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight, **fit_params)
 
-    def _row_weights(self, labels, sample_weight):
+    def _row_weights(self, labels, sample_weight, continued=False):
         """Per sub-word weights (n, T): the sentence's weight times its tag's, 0 where no tag is read."""
         if sample_weight is None and self.class_weight is None:
             return None
@@ -282,7 +282,7 @@ class TabFormerTagger(FineTuningNet):
         if self.class_weight is not None:
             # classes_ are the tags' str, so a dict keyed by the tags as given ({1: 2.0}) is read the same way
             given = self.class_weight if isinstance(self.class_weight, str) else {str(k): w for k, w in self.class_weight.items()}
-            per_tag = class_weights_of(given, self.classes_, labels[labelled])
+            per_tag = self._class_weights(given, labels[labelled], continued)
             weights = weights * np.where(labelled, per_tag[np.where(labelled, labels, 0)], 0.0)
         return weights
 
