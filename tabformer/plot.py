@@ -111,6 +111,9 @@ def attention(estimator, X_row, layer="mean", ax=None, cmap="Reds"):
     if kind == "text":
         return _text(frame, _axes(ax), cmap, where)
     columns = frame.groupby(["layer", "column"], sort=False)["attention"].sum().groupby(level="column", sort=False).mean()
+    # The table's column order: the tokens come numbers first, then categories
+    names = [name for name in np.asarray(getattr(estimator, "feature_names_in_", [])).tolist() if name in columns.index]
+    columns = columns.reindex(names + [name for name in columns.index if name not in names])
     ax = _axes(ax, bars=len(columns))
     bars = ax.barh(np.arange(len(columns)), columns.to_numpy(), color=colormaps[cmap](0.6))
     ax.set_yticks(np.arange(len(columns)), [str(c) for c in columns.index])
@@ -172,6 +175,8 @@ def _mark_kept_epoch(estimator, rows, epochs, ax) -> None:
     if not all(isinstance(row.get(monitor), (int, float)) for row in rows):
         monitor, lower = "valid_loss", True
     if not all(monitor in row for row in rows):
+        # No validation (patience=None, or no holdout): the fit ends with its last epoch's weights
+        ax.axvline(epochs[-1], color="grey", linestyle=":", label=f"last epoch, kept (epoch {epochs[-1]})")
         return
     if stopping is None or not getattr(stopping, "load_best", False):
         ax.axvline(epochs[-1], color="grey", linestyle=":", label=f"last epoch, kept (epoch {epochs[-1]})")
@@ -224,7 +229,8 @@ def history(estimator, ax=None):
     if all(isinstance(row.get("valid_acc"), (int, float)) for row in rows):
         twin = ax.twinx()
         lines += twin.plot(epochs, [row["valid_acc"] for row in rows], color="tab:green", linestyle="--", label="valid_acc")
-        twin.set_ylabel("validation accuracy")
+        # a multi-label model's accuracy is the share of rows with every label right
+        twin.set_ylabel("validation subset accuracy" if getattr(estimator, "multilabel_", False) else "validation accuracy")
     handles = lines + [line for line in ax.get_lines() if line not in lines]
     ax.legend(handles=handles, labels=[h.get_label() for h in handles], loc="best")
     ax.set_title(f"{type(estimator).__name__} training")

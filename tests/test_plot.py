@@ -28,7 +28,7 @@ def test_table_attention_is_one_bar_per_column():
     clf = TabFormerClassifier(**TINY).fit(X, y)
     ax = plot.attention(clf, X.iloc[[3]])
     labels = [tick.get_text() for tick in ax.get_yticklabels()]
-    assert sorted(labels) == sorted(X.columns) and len(ax.patches) == 4
+    assert labels == list(X.columns) and len(ax.patches) == 4  # the table's order, top down (numbers came first)
     widths = {label: patch.get_width() for label, patch in zip(labels, ax.patches)}
     column = clf.explain(X.iloc[[3]], level="column").groupby("column")["attention"].mean()
     for name, width in widths.items():
@@ -78,3 +78,13 @@ def test_history_draws_losses_best_epoch_and_accuracy():
     legend = [text.get_text() for text in ax.get_legend().get_texts()]
     assert "valid_acc" in legend  # on the twin axis
     assert len(fig.axes) == 2
+
+
+def test_history_without_validation_marks_the_last_epoch_and_multilabel_accuracy_is_named():
+    X, y = make_table(n=80)
+    clf = TabFormerClassifier(**{**TINY, "validation_fraction": None}).fit(X, y)
+    labels = [line.get_label() for line in plot.history(clf).get_lines()]
+    assert "last epoch, kept (epoch 3)" in labels  # promised by the docstring, drawn only with a holdout before
+    Y = np.random.default_rng(0).integers(0, 2, (80, 3))
+    multi = TabFormerClassifier(**{**TINY, "validation_fraction": 0.25}).fit(X, Y)
+    assert plot.history(multi).figure.axes[-1].get_ylabel() == "validation subset accuracy"
