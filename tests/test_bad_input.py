@@ -320,3 +320,12 @@ def test_classes_of_a_single_label_y_are_refused_for_a_multilabel_y():
         TabFormerClassifier(**TINY, ensemble_size=1).partial_fit(X, Y, classes=["a", "b", "c"])
     with pytest.raises(ValueError, match="lists the labels of a single-label y"):
         TabFormerClassifier(**TINY, ensemble_size=1, classes=["a", "b", "c"]).fit(X, Y)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the check is for a machine without a GPU")
+def test_device_cuda_without_a_gpu_is_refused_by_name_first():
+    X, y = make_table(n=60)
+    clf = TabFormerClassifier(**TINY, device="cuda")
+    with pytest.raises(ValueError, match=r"device='cuda', but torch sees no CUDA GPU .* device='auto'"):
+        clf.fit(X, y)
+    assert not hasattr(clf, "tokenizer_")

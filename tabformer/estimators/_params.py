@@ -107,6 +107,13 @@ def check_params(estimator) -> None:
             "(encoder=pretrainer.encoder_) or the folder its save wrote (encoder='folder/')"
         )
     validate_parameter_constraints(estimator._parameter_constraints, params, caller_name=type(estimator).__name__)
+    device = params.get("device", "auto")
+    cuda = not (isinstance(device, str) and device == "auto") and torch.device(device).type == "cuda"
+    if cuda and not torch.cuda.is_available():  # else torch's "Found no NVIDIA driver", after the tokenizer's fit
+        raise ValueError(
+            f"device={str(device)!r}, but torch sees no CUDA GPU (torch.cuda.is_available() is False); pass "
+            "device='auto' (a GPU when one is visible, else the CPU) or device='cpu'"
+        )
     # Routed encoder settings: named with their prefix, so the message says encoder__d_model.
     routed = {f"encoder__{key}": value for key, value in NeuralNet.get_params_for(estimator, "encoder").items()}
     constraints = {f"encoder__{key}": rule for key, rule in ENCODER_CONSTRAINTS.items() if f"encoder__{key}" in routed}
