@@ -402,3 +402,23 @@ def test_a_loaded_model_has_no_accelerator_as_an_unpickled_one(classifier, tmp_p
     # docs/scale.md's save guard reads `clf.accelerator_ is None`: on a loaded model it raised AttributeError.
     loaded = round_trip(classifier, tmp_path / "m")
     assert loaded.accelerator_ is None and pickle.loads(pickle.dumps(classifier)).accelerator_ is None
+
+
+def test_a_model_whose_architecture_settings_changed_after_fit_refuses_to_save(tmp_path):
+    # The folder saved and could not be loaded: load builds the module from the saved settings.
+    X, y = make_table(n=60)
+    for key, value in (("encoder__n_layers", 2), ("head__hidden", 8), ("fusion", "late")):
+        clf = TabFormerClassifier(**TINY, ensemble_size=1, random_state=0).fit(X, y)
+        original = clf.get_params().get(key)
+        clf.set_params(**{key: value})
+        with pytest.raises(PersistenceError, match=rf"{key}={value!r} \(the module was built with .*\) was set after fit"):
+            clf.save(tmp_path / "stale")
+        assert not (tmp_path / "stale").exists()
+        if original is not None:  # set back: the module matches its settings again
+            clf.set_params(**{key: original})
+            assert clf.stale_module_settings() == {}
+            clf.save(tmp_path / key)
+    clf = TabFormerClassifier(**TINY, ensemble_size=1, random_state=0).fit(X, y)
+    clf.set_params(encoder__n_layers=2).fit(X, y)  # a new fit builds the module from it
+    clf.save(tmp_path / "refit")
+    np.testing.assert_allclose(tabformer.load(tmp_path / "refit").predict_proba(X), clf.predict_proba(X), atol=1e-6)

@@ -354,10 +354,33 @@ CLASS_WEIGHT_CONSTRAINT = [StrOptions({"balanced"}), dict, None]
 
 #: routed prefixes a fitted net reads when it next needs them, so ``set_params`` only stores them
 _READ_LATER = ("iterator_train", "iterator_valid", "dataset", "tokenizer", "encoder", "head", "objective")
+#: settings the module is built from (a fitted module keeps its own until the next fit rebuilds it)
+_BUILDS_MODULE = ("encoder", "head", "fusion")
+_UNSET = object()
 
 
 class DeferredCallbacksMixin:
     """For a skorch net: before the first ``fit``, ``set_params`` only stores callback settings."""
+
+    def initialize(self):
+        """skorch's ``initialize``: the module is built now, from the settings as they are."""
+        self.__dict__.pop("_module_built_with", None)
+        return super().initialize()
+
+    def stale_module_settings(self) -> dict:
+        """Settings changed since the fitted module was built, ``{name: (built with, now)}``.
+
+        ``set_params(encoder__n_layers=2)`` on a fitted model is read at the next fit; until then
+        the module keeps its layers, and a folder saved with the new setting could not be loaded
+        (``load`` builds the module from the saved settings).
+
+        Returns
+        -------
+        dict
+        """
+        built = self.__dict__.get("_module_built_with") or {}
+        now = {key: vars(self).get(key, _UNSET) for key in built}
+        return {key: (value, now[key]) for key, value in built.items() if not _same(value, now[key])}
 
     def set_params(self, **params):
         """skorch's ``set_params``; before the first ``fit``, callback settings are only stored.
@@ -369,6 +392,10 @@ class DeferredCallbacksMixin:
         builds them at ``fit`` from the stored values, which is also where bad ones fail.
         """
         if getattr(self, "initialized_", False):
+            built = vars(self).setdefault("_module_built_with", {})
+            for key in params:  # the value the fitted module was built with, for `stale_module_settings`
+                if key.partition("__")[0] in _BUILDS_MODULE and key not in built:
+                    built[key] = vars(self).get(key, _UNSET)
             # skorch re-initialises a fitted net's module or criterion for a routed setting and
             # raises ("Something went wrong") for any other prefix; these are read at the next
             # fit (tokenizer, encoder, head, dataset, objective) or the next call (iterator_*), so
@@ -378,7 +405,15 @@ class DeferredCallbacksMixin:
             self._params_to_validate.update(stored)
             return super().set_params(**{key: value for key, value in params.items() if key not in stored})
         callback_params = {key: value for key, value in params.items() if key.startswith("callbacks")}
+        # (unfitted: the next fit builds the module from whatever is set)
         super().set_params(**{key: value for key, value in params.items() if key not in callback_params})
         self._params_to_validate.update(callback_params)
         vars(self).update(callback_params)
         return self
+
+
+def _same(a, b) -> bool:
+    try:
+        return bool(a is b or a == b)
+    except (TypeError, ValueError):  # arrays and the like: compared by identity
+        return False

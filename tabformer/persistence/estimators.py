@@ -124,11 +124,19 @@ def save_estimator(estimator, path) -> None:
     PersistenceError
         A parameter or fitted attribute cannot be written without pickle (a lambda, a
         function outside tabformer, an object of a class defined in a function...); the
-        message names it. Nothing is written then.
+        message names it. Nothing is written then. Or a setting the module is built from
+        (``encoder__*``, ``head__*``, ``fusion``) changed since the fit that built it.
     """
     name = type(estimator).__name__
     if not estimator.__sklearn_is_fitted__():
         raise NotFittedError(f"This {name} is not fitted yet: save writes a fitted model; call fit first")
+    stale = estimator.stale_module_settings() if hasattr(estimator, "stale_module_settings") else {}
+    if stale:  # load builds the module from the saved settings: the weights would not fit it
+        changed = ", ".join(f"{key}={now!r} (the module was built with {built!r})" for key, (built, now) in stale.items())
+        raise PersistenceError(
+            f"{name}: {changed} was set after fit, and the fitted module is only rebuilt by the next fit, so the "
+            "saved folder could not be loaded. Fit again before saving, or set it back"
+        )
     writer = Writer()
     hooks = _hooks(writer)
     config = header("estimator")
