@@ -70,13 +70,13 @@ def _as_fitted(frame: pd.DataFrame, dtypes: dict) -> pd.DataFrame:
     return frame
 
 
-def _empty_cells_as_text(frame: pd.DataFrame, path: Path, sep: str, texts) -> pd.DataFrame:
+def _empty_cells_as_text(frame: pd.DataFrame, path: Path, sep: str, texts, skip_blank_lines: bool = True) -> pd.DataFrame:
     """``frame`` with the empty cells of its text columns (``texts``: a set, or a function of ``frame``) as ``""``."""
     columns = [c for c in (texts(frame) if callable(texts) else texts) if c in frame.columns]
     if not columns:
         return frame
     # Read as written: "NA" or "null" stay missing, only a cell with nothing in it is an empty text.
-    raw = pd.read_csv(path, sep=sep, usecols=columns, dtype=str, keep_default_na=False)
+    raw = pd.read_csv(path, sep=sep, usecols=columns, dtype=str, keep_default_na=False, skip_blank_lines=skip_blank_lines)
     for column in columns:
         empty = (raw[column] == "").to_numpy()
         if empty.any():
@@ -104,11 +104,14 @@ def _read_file(
         read_as_text = lambda c, d: (_is_text_dtype(d) or d == "category") and kinds.get(c) not in _PARSED_CATEGORY_KINDS  # noqa: E731
         text = {c: str for c, d in fitted.items() if read_as_text(c, d)}
         sep = "\t" if suffix == ".tsv" else ","
-        frame = pd.read_csv(path, sep=sep, dtype=text or None)
+        # In a file of one column a blank line is an empty cell, as in a .txt: pandas skipped it, and the output had
+        # fewer rows than the input. (With more columns a row has separators; a blank line is no row.)
+        blank_lines = len(pd.read_csv(path, sep=sep, nrows=0).columns) > 1
+        frame = pd.read_csv(path, sep=sep, dtype=text or None, skip_blank_lines=blank_lines)
         # Dates first: a date column's empty cell is a missing date, and as "" it would fail
         # the ISO parse and leave the whole column text (texts is judged on the parsed frame).
         frame = _parse_dates(frame) if parse_dates else _as_fitted(frame, fitted)
-        return _empty_cells_as_text(frame, path, sep, texts)
+        return _empty_cells_as_text(frame, path, sep, texts, blank_lines)
     raise CLIError(f"cannot read {path}: unknown file type {suffix or '(none)'!r}; use .csv, .tsv, .parquet or .txt")
 
 

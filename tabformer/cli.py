@@ -38,6 +38,7 @@ from ._cli_input import CLIError, category_kinds, fit_text_columns, image_column
 from ._version import __version__
 from .estimators import TabFormerClassifier, TabFormerPretrainer, TabFormerRegressor
 from .persistence import CONFIG_FILE, PersistenceError, load
+from .persistence._format import check_header
 from .tokenizers._column_hints import MIN_IDENTIFIER_ROWS
 
 __all__ = ["main", "read_data", "category_kinds", "parse_settings"]
@@ -260,9 +261,20 @@ def cmd_info(args):
         config = json.loads(config_path.read_text(encoding="utf-8"))
     except ValueError as error:
         raise CLIError(f"{config_path} is not valid JSON ({error})") from None
+    check_header(config, config_path)  # a folder of another library's (a Hugging Face model's) printed "a saved tabformer None"
     if args.json:
         print(json.dumps({k: v for k, v in config.items() if k not in ("tokenizer", "optimizer_param_groups")}, indent=1))
         return
+    try:
+        print(_describe(config, folder))
+    except (KeyError, AttributeError, TypeError, IndexError, ValueError) as error:  # an edited config: a traceback, exit 1
+        raise CLIError(
+            f"{config_path} is damaged ({type(error).__name__}: {error}); tabformer.load names what it lacks"
+        ) from None
+
+
+def _describe(config: dict, folder: Path) -> str:
+    """``tabformer info``'s summary of a saved model's config."""
     lines = [f"{folder}: a saved tabformer {config.get('object')} (format version {config.get('format_version')})"]
     versions = config.get("versions", {})
     lines.append("  saved with: " + ", ".join(f"{k} {v}" for k, v in versions.items()))
@@ -308,7 +320,7 @@ def cmd_info(args):
         )
     files = [folder / name for name in [CONFIG_FILE, *config.get("files", [])]]
     lines.append("  files:      " + ", ".join(f"{p.relative_to(folder)} ({_size(p)})" for p in files if p.is_file()))
-    print("\n".join(lines))
+    return "\n".join(lines)
 
 
 def _fitted_classes(config, folder: Path):

@@ -36,6 +36,9 @@ from .nn.heads import mean_pool
 
 __all__ = ["export_onnx", "onnx_inputs", "input_layout"]
 
+#: the first ONNX opset with scaled_dot_product_attention (torch's exporter: "added in version 14")
+MIN_OPSET = 14
+
 BATCH = "batch"
 #: dtypes of each known embedder kind's arrays, and which of them have a length axis
 _ARRAYS = {
@@ -179,7 +182,8 @@ def export_onnx(estimator, path, *, opset: int = 17, example=None):
     estimator : a fitted tabformer estimator
     path : str or os.PathLike
         The ``.onnx`` file to write.
-    opset : int, default=17
+    opset : int >= 14, default=17
+        The ONNX opset; attention (``scaled_dot_product_attention``) needs 14 or later.
     example : raw input, optional
         A few rows to trace with; only read for a tokenizer whose embedder kind this
         module does not know (a user-registered one), and then they should include
@@ -195,6 +199,10 @@ def export_onnx(estimator, path, *, opset: int = 17, example=None):
     -----
     Needs ``onnx`` (``pip install 'tabformer[onnx]'``); run the model with ``onnxruntime``.
     """
+    if not isinstance(opset, int) or opset < MIN_OPSET:  # else a 160-line TorchScript dump, then torch's advice of 12 or 13
+        raise ValueError(
+            f"opset={opset!r}: the encoder's attention (scaled_dot_product_attention) needs opset {MIN_OPSET} or later"
+        )
     try:
         import onnx
     except ImportError:

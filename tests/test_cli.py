@@ -85,6 +85,24 @@ def test_info_and_export(adult, fitted, capsys):
     assert (folder / "model.onnx").stat().st_size > 0
 
 
+def test_info_on_another_librarys_folder_or_an_edited_config_is_a_one_line_error(fitted, tmp_path, capsys):
+    import json
+    import shutil
+
+    other = tmp_path / "hf"
+    other.mkdir()
+    (other / "config.json").write_text('{"model_type": "bert"}')
+    assert main(["info", str(other)]) == 2  # exited 0, printing "a saved tabformer None (format version None)"
+    assert 'is not a tabformer config.json (no "format": "tabformer")' in capsys.readouterr().err
+    edited = tmp_path / "edited"
+    shutil.copytree(fitted, edited)
+    config = json.loads((edited / "config.json").read_text())
+    del config["estimator"]["class"]
+    (edited / "config.json").write_text(json.dumps(config))
+    assert main(["info", str(edited)]) == 2  # a KeyError traceback and exit 1 before
+    assert "is damaged (KeyError: 'class')" in capsys.readouterr().err
+
+
 def test_pretrain_on_a_folder_of_images_then_fit_with_image_paths(tmp_path, capsys):
     from PIL import Image
 

@@ -159,3 +159,11 @@ def test_an_example_without_padding_for_an_unknown_kind_warns(tmp_path, monkeypa
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         clf.export_onnx(tmp_path / "padded.onnx", example=["short", "a much longer text than the other one"])
+
+
+def test_an_opset_before_attention_existed_is_refused_in_one_line(tmp_path):
+    # torch printed a 160-line TorchScript dump, then advised opset 12 or 13, which fail too
+    X, y = make_table(n=60)
+    clf = TabFormerClassifier(**TINY, ensemble_size=1).fit(X, y)
+    with pytest.raises(ValueError, match=r"opset=13: the encoder's attention .* needs opset 14 or later"):
+        clf.export_onnx(tmp_path / "m.onnx", opset=13)

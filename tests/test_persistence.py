@@ -337,6 +337,8 @@ def test_classes_outside_the_allowed_modules_need_trust(table, tmp_path):
         tabformer.load(tmp_path / "m")
     loaded = tabformer.load(tmp_path / "m", trusted=["test_persistence.OwnTokenizer"])
     assert type(loaded.tokenizer_) is OwnTokenizer
+    # one name as a str: split into characters before, and the error advised the very same name
+    assert type(tabformer.load(tmp_path / "m", trusted="test_persistence.OwnTokenizer").tokenizer_) is OwnTokenizer
     np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
     # a config naming something outside the allow-list is refused before any import
     config = json.loads((tmp_path / "m" / "config.json").read_text())
@@ -422,3 +424,14 @@ def test_a_model_whose_architecture_settings_changed_after_fit_refuses_to_save(t
     clf.set_params(encoder__n_layers=2).fit(X, y)  # a new fit builds the module from it
     clf.save(tmp_path / "refit")
     np.testing.assert_allclose(tabformer.load(tmp_path / "refit").predict_proba(X), clf.predict_proba(X), atol=1e-6)
+
+
+def test_array_and_tensor_values_in_the_history_save_as_lists(tmp_path):
+    # A callback recording a per-class metric: save failed with "can only convert an array of size 1 to a Python scalar"
+    X, y = make_table(n=60)
+    clf = TabFormerClassifier(**TINY, ensemble_size=1, random_state=0).fit(X, y)
+    clf.history_.record("per_class", np.array([0.1, 0.2]))
+    clf.history_.record("per_class_tensor", torch.tensor([0.5, 0.25]))
+    clf.save(tmp_path / "m")
+    history = tabformer.load(tmp_path / "m").history_
+    assert history[-1, "per_class"] == [0.1, 0.2] and history[-1, "per_class_tensor"] == [0.5, 0.25]

@@ -131,3 +131,13 @@ def test_a_short_files_saved_index_column_is_still_named_by_the_command(tmp_path
     frame.to_csv(tmp_path / "train.csv")  # index included
     assert main(["fit", str(tmp_path / "train.csv"), "--target", "label", "--out", str(tmp_path / "m"), *TINY]) == 0
     assert "'Unnamed: 0' holds 0, 1, ... (a DataFrame index saved by to_csv?)" in capsys.readouterr().err
+
+
+def test_a_blank_line_of_a_one_column_csv_is_an_empty_text_not_a_dropped_row(tmp_path):
+    from tabformer._cli_input import _read_file
+
+    (tmp_path / "one.csv").write_text("text\ngood film\n\nbad plot\n")
+    frame = _read_file(tmp_path / "one.csv", {"text": "object"}, texts={"text"})
+    assert frame["text"].tolist() == ["good film", "", "bad plot"]  # 2 rows before: the output lost a line
+    (tmp_path / "two.csv").write_text("a,b\n1,x\n\n2,y\n")  # with separators, a blank line is no row
+    assert len(_read_file(tmp_path / "two.csv", {"a": "int64", "b": "object"})) == 2

@@ -108,6 +108,11 @@ CATEGORY_VALUES = {
     "dates": lambda rng, n: np.array([datetime.date(2020, 1, 1 + int(d)) for d in rng.integers(0, 5, n)], dtype=object),
     "decimals": lambda rng, n: np.array([decimal.Decimal(v) for v in rng.choice(["1.5", "2.25"], n)], dtype=object),
     "bytes": lambda rng, n: np.array([v.encode() for v in rng.choice(["a", "bb"], n)], dtype=object),
+    # what fit's error for a period column advises: categories (save could not write them)
+    "periods": lambda rng, n: pd.Categorical(
+        pd.Series(pd.period_range("2020-01", periods=3, freq="M")).iloc[rng.integers(0, 3, n)]
+    ),
+    "weekly periods": lambda rng, n: pd.Categorical([pd.Period("2020-03-04", freq="W-WED")] * (n - 1) + [pd.NaT]),
 }
 
 

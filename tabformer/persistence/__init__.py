@@ -44,7 +44,7 @@ def load(path, device=None, trusted=()):
         Where the model runs (``"cpu"``, ``"cuda"``); sets the estimator's ``device``.
         ``None`` keeps the saved device, or falls back to the CPU (with a warning) when
         the model was saved on CUDA and no GPU is available here.
-    trusted : list of str, default=()
+    trusted : str or list of str, default=()
         Classes outside tabformer, torch, skorch and sklearn.preprocessing that the folder
         may name (``"mypackage.MyTokenizer"``), e.g. a tokenizer or estimator subclass
         of your own. Any other name is refused before it is imported.

@@ -83,6 +83,8 @@ def _encode_value(value, where: str, writer: Writer):
         return _tagged("timedelta", nanoseconds=int(pd.Timedelta(value).value))
     if isinstance(value, decimal.Decimal):
         return _tagged("decimal", value=str(value))
+    if isinstance(value, pd.Period):  # a column fit reads as categories (what its error for a period dtype advises)
+        return _tagged("period", value=str(value), freq=value.freqstr)
     if isinstance(value, pd.Interval):
         ends = [encode(value.left, where, writer), encode(value.right, where, writer)]
         return _tagged("interval", ends=ends, closed=value.closed)
@@ -105,6 +107,8 @@ def _decode_value(obj, where: str, reader: Reader):
         return pd.Timedelta(obj["nanoseconds"], unit="ns")
     if kind == "decimal":
         return decimal.Decimal(obj["value"])
+    if kind == "period":
+        return pd.Period(obj["value"], freq=obj["freq"])
     if kind == "interval":
         left, right = (decode(end, where, reader) for end in obj["ends"])
         return pd.Interval(left, right, closed=obj["closed"])
@@ -112,7 +116,7 @@ def _decode_value(obj, where: str, reader: Reader):
 
 
 #: the tags of :func:`_encode_value`
-VALUE_KINDS = frozenset({"timestamp", "date", "timedelta", "decimal", "interval", "bytes"})
+VALUE_KINDS = frozenset({"timestamp", "date", "timedelta", "decimal", "interval", "bytes", "period"})
 
 
 def encode(value, where: str, writer: Writer, hooks=()):

@@ -96,7 +96,8 @@ class Reader:
     def __init__(self, folder, trusted=(), top=None):
         self.folder = Path(os.fspath(folder))
         self.top = self.folder if top is None else top
-        self.trusted = tuple(trusted or ())
+        # one name as a str is that name, not its characters (the error then advised trusted=['mycb.MyCB'])
+        self.trusted = (trusted,) if isinstance(trusted, str) else tuple(trusted or ())
         self._arrays = None
 
     def nested(self, prefix: str) -> Reader:

@@ -21,6 +21,7 @@ import contextlib
 import json
 import warnings
 
+import numpy as np
 import torch
 from sklearn.exceptions import NotFittedError
 from skorch import NeuralNet
@@ -111,6 +112,11 @@ def _metrics(history) -> dict:
 
 
 def _plain(value):
+    """A history value JSON has no type for: a number or an array (a per-class metric) as Python's; else its text."""
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu().numpy()
+    if isinstance(value, np.ndarray):  # .item() of a 2-element array raised "can only convert an array of size 1"
+        return value.tolist()
     return value.item() if hasattr(value, "item") else str(value)
 
 
