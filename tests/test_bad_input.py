@@ -329,3 +329,17 @@ def test_device_cuda_without_a_gpu_is_refused_by_name_first():
     with pytest.raises(ValueError, match=r"device='cuda', but torch sees no CUDA GPU .* device='auto'"):
         clf.fit(X, y)
     assert not hasattr(clf, "tokenizer_")
+
+
+def test_a_tokenizer_max_length_past_the_encoders_positions_is_refused_at_fit():
+    # The fit went through on short texts, and predict failed on the first text of over 512 sub-words
+    texts, y = ["good film", "bad plot", "fine cast", "dull story"] * 10, [1, 0, 1, 0] * 10
+    settings = dict(TINY, ensemble_size=1, tokenizer="wordpiece")
+    with pytest.raises(
+        ValueError,
+        match=r"tokenizer__max_length=1000 is longer than the encoder's 512 positions.*"
+        r"encoder__max_length=1000",
+    ):
+        TabFormerClassifier(**settings, tokenizer__max_length=1000).fit(texts, y)
+    clf = TabFormerClassifier(**settings, tokenizer__max_length=1000, encoder__max_length=1000).fit(texts, y)
+    assert clf.predict([" ".join(["good"] * 700)]).shape == (1,)  # the positions the texts may need

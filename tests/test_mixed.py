@@ -59,6 +59,16 @@ def mixed():
 
 
 # ------------------------------------------------------------------ detection
+def test_empty_texts_count_as_missing_when_a_columns_kind_is_detected():
+    # 70 titles and 30 "" read as categories (each title one), with None instead of "" as text
+    words = ["red", "blue", "wool", "silk", "hat", "scarf", "shirt", "coat", "green", "linen"]
+    titles = [f"{a} {b}" for a in words for b in words][:70]
+    frame = pd.DataFrame({"title": titles + [""] * 25 + ["  "] * 5, "price": np.arange(100.0)})
+    assert infer_column_kinds(frame)["title"] == "text" == infer_column_kinds(frame.replace(["", "  "], None))["title"]
+    assert infer_column_kinds(pd.DataFrame({"code": ["a", "b", ""] * 20}))["code"] == "categorical"
+    assert infer_column_kinds(pd.DataFrame({"blank": [""] * 60}))["blank"] == "categorical"
+
+
 def test_detection_rules():
     n = 200
     frame = pd.DataFrame(

@@ -141,3 +141,11 @@ def test_a_blank_line_of_a_one_column_csv_is_an_empty_text_not_a_dropped_row(tmp
     assert frame["text"].tolist() == ["good film", "", "bad plot"]  # 2 rows before: the output lost a line
     (tmp_path / "two.csv").write_text("a,b\n1,x\n\n2,y\n")  # with separators, a blank line is no row
     assert len(_read_file(tmp_path / "two.csv", {"a": "int64", "b": "object"})) == 2
+
+
+def test_a_txt_file_splits_at_newlines_only():
+    from tabformer._cli_input import _lines
+
+    # a form feed or \x85 inside a text (Rotten Tomatoes holds one) started a new row: one prediction too many
+    assert _lines("good\x85film\r\nbad\x0cplot\n\nfine\n") == ["good\x85film", "bad\x0cplot", "", "fine"]
+    assert _lines("") == [] and _lines("one") == ["one"]

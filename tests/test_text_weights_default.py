@@ -97,7 +97,9 @@ def test_settings_the_weights_take_apply_to_them():
     with pytest.raises(ValueError, match=r"exceeds the 512 positions.*by default; tokenizer='wordpiece'"):
         TabFormerClassifier(tokenizer__max_length=1000, max_epochs=1, verbose=0).fit(texts, y)
     scratch = TabFormerClassifier(tokenizer="wordpiece", tokenizer__max_length=1000, max_epochs=1, verbose=0)
-    assert scratch.set_params(**TINY).fit(texts, y).tokenizer_.max_length == 1000
+    with pytest.raises(ValueError, match=r"longer than the encoder's 512 positions.*encoder__max_length=1000"):
+        scratch.set_params(**TINY).fit(texts, y)  # from scratch, the encoder's positions must hold the texts too
+    assert scratch.set_params(encoder__max_length=1000).fit(texts, y).tokenizer_.max_length == 1000
 
 
 def test_other_inputs_and_estimators_keep_their_recipes(table, monkeypatch):

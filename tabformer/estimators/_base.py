@@ -39,6 +39,7 @@ from ._classes import check_same_classes
 from ._collapse import ValidationAnswerSpread
 from ._distributed import DistributedMixin
 from ._epoch import EpochMixin
+from ._fit_checks import check_before_training
 from ._inference import POOLINGS, InferenceMixin
 from ._input_kind import check_input_kind
 from ._params import (
@@ -48,7 +49,6 @@ from ._params import (
     check_memory,
     check_params,
     check_resolved_heads,
-    check_training_memory,
     pixel_bytes,
 )
 from ._precision import PrecisionMixin
@@ -364,7 +364,7 @@ class TabFormerNet(
             self.feature_names_in_ = names
         elif "feature_names_in_" in vars(self):
             del self.feature_names_in_
-        check_training_memory(self, data)
+        check_before_training(self, data)
         self._resolve_inference_batch_size(data)
         self.initialize()
         NeuralNet.partial_fit(self, data, y, _routing_method="fit", **fit_params)

@@ -412,10 +412,13 @@ def _string_column_kind(counts: Counter, n_present: int, max_categories: int, na
             f"column {name!r} holds image paths ({paths} of {n_present} values) and other strings such as {odd!r}; "
             "fix those (a path with an image extension) or mark them missing (None)"
         )
-    if len(counts) > max_categories:
+    # Blank texts count as missing, as None does: 70 titles and 30 "" were categories, with None text
+    filled = {value: count for value, count in counts.items() if value.strip()}
+    n_filled = sum(filled.values())
+    if len(filled) > max_categories:
         return "text"
-    mean_words = sum(len(value.split()) * count for value, count in counts.items()) / n_present
-    if len(counts) >= TEXT_DISTINCT_SHARE * n_present and mean_words >= TEXT_MEAN_WORDS:
+    mean_words = sum(len(value.split()) * count for value, count in filled.items()) / max(n_filled, 1)
+    if n_filled and len(filled) >= TEXT_DISTINCT_SHARE * n_filled and mean_words >= TEXT_MEAN_WORDS:
         return "text"
     return "categorical"
 
