@@ -69,6 +69,17 @@ def test_empty_texts_count_as_missing_when_a_columns_kind_is_detected():
     assert infer_column_kinds(pd.DataFrame({"blank": [""] * 60}))["blank"] == "categorical"
 
 
+def test_an_image_error_at_fit_names_the_frames_row_and_column():
+    # "image 7": the index among the present images of every image column, not the frame's row
+    X, y = _frame(n=40)
+    X["photo"] = X["photo"].astype(object)
+    for row in (0, 1, 2):
+        X.at[row, "photo"] = None
+    X.at[10, "photo"] = np.zeros((20, 20), dtype=np.uint8)
+    with pytest.raises(ValueError, match=r"the image of row 10 \(column 'photo'\)"):
+        TabFormerClassifier(**TINY).fit(X, y)
+
+
 def test_detection_rules():
     n = 200
     frame = pd.DataFrame(

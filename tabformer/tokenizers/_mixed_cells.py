@@ -1,10 +1,83 @@
-"""What a :class:`~tabformer.tokenizers.MixedTokenizer` feeds its sub-tokenizers for a missing text or image cell."""
+"""The cells of a :class:`~tabformer.tokenizers.MixedTokenizer`'s frame: checked, read per column, fitted on
+where present (errors naming the frame's row), and what a missing text or image cell is tokenized as."""
 
 from __future__ import annotations
 
-import numpy as np
+import re
 
-__all__ = ["missing_placeholder"]
+import numpy as np
+import pandas as pd
+
+from ._texts import in_text_columns
+from .detect import is_missing
+
+__all__ = ["check_frame", "column_values", "fit_on_present_cells", "missing_placeholder", "with_column_context"]
+
+
+def check_frame(X) -> pd.DataFrame:
+    """``X`` as the frame a MixedTokenizer reads: a DataFrame with rows and unique str column names."""
+    if not isinstance(X, pd.DataFrame):
+        raise TypeError(f"MixedTokenizer reads a pandas DataFrame (one column per input), got {type(X).__name__}")
+    if X.shape[0] == 0:
+        raise ValueError("X has 0 rows; at least 1 is required")
+    bad = [c for c in X.columns if not isinstance(c, str)]
+    if bad:
+        raise ValueError(f"column names must be str, got {bad[:3]}")
+    duplicated = sorted(set(X.columns[X.columns.duplicated()]))
+    if duplicated:
+        raise ValueError(f"column name(s) {duplicated} appear more than once in X")
+    return X
+
+
+def column_values(frame: pd.DataFrame, column, kind: str) -> list:
+    """The column's cells, ``None`` where missing; non-text values in a text column raise."""
+    values = [None if is_missing(v) else v for v in frame[column].tolist()]
+    if kind == "text":
+        wrong = next(((i, v) for i, v in enumerate(values) if v is not None and not isinstance(v, str)), None)
+        if wrong is not None:
+            raise ValueError(f"text column {column!r} holds a {type(wrong[1]).__name__} at row {wrong[0]}: {wrong[1]!r}")
+    return values
+
+
+def with_column_context(columns, call, name="text"):
+    """``call()``, its warnings naming ``columns`` (and the setting ``name`` routes), its errors prefixed with them."""
+    try:
+        return in_text_columns(columns, call, name)
+    except ValueError as error:
+        raise ValueError(f"column(s) {columns}: {error}") from None
+
+
+def fit_on_present_cells(tokenizer, frame: pd.DataFrame, columns: list, kind: str) -> None:
+    """Fit a text or image sub-tokenizer on the present cells of ``columns``, one after another.
+
+    Its errors count the values it was given ("image 7"); they name the frame's row and column instead.
+    """
+    cells = [
+        (column, row, value)
+        for column in columns
+        for row, value in enumerate(column_values(frame, column, kind))
+        if value is not None
+    ]
+    values = [value for _, _, value in cells]
+    if not values:
+        raise ValueError(f"{kind} column(s) {columns} hold no value at fit time (all missing)")
+    try:
+        with_column_context(columns, lambda: tokenizer.fit(values))
+    except ValueError as error:
+        raise ValueError(_at_rows(str(error), [(column, row) for column, row, _ in cells])) from None
+
+
+def _at_rows(message: str, cells: list) -> str:
+    """An image tokenizer's error about ``image i`` of the values it was given, naming the frame's row and column."""
+
+    def where(match):
+        index = int(match.group(1))
+        if index >= len(cells):
+            return match.group(0)
+        column, row = cells[index]
+        return f"the image of row {row} (column {column!r})"
+
+    return re.sub(r"\bimage (\d+)\b", where, message)
 
 
 def missing_placeholder(tokenizer, kind: str):

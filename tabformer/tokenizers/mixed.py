@@ -35,11 +35,10 @@ from ..nn.embedders.mixed import SEPARATOR, segment_arrays
 from ._column_hints import listed_columns, warn_odd_columns
 from ._columns import warn_rows_without_input
 from ._labels import column_list
-from ._mixed_cells import missing_placeholder
+from ._mixed_cells import check_frame, column_values, fit_on_present_cells, missing_placeholder, with_column_context
 from ._mixed_templates import route_pairs, routes_for, template, templates_for
-from ._texts import in_text_columns
 from .base import TOKENIZERS, BaseTokenizer, fit_with_target, register_tokenizer
-from .detect import infer_column_kinds, is_missing
+from .detect import infer_column_kinds
 
 __all__ = ["MixedTokenizer"]
 
@@ -270,10 +269,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
                     {c: "datetime" if c in dates else "categorical" if c in categorical else "numeric" for c in columns}
                 )
             else:
-                values = [v for c in columns for v in self._column_values(frame, c, kind, fitting=True) if v is not None]
-                if not values:
-                    raise ValueError(f"{kind} column(s) {columns} hold no value at fit time (all missing)")
-                self._with_column_context(columns, lambda tokenizer=tokenizer, values=values: tokenizer.fit(values))
+                fit_on_present_cells(tokenizer, frame, columns, kind)
                 for column in columns:
                     self.segments_.append((f"{name}:{column}", name, column))
                     self.column_kinds_[column] = kind
@@ -284,36 +280,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         warn_odd_columns(frame, self.column_kinds_, told=told)
         return self
 
-    @staticmethod
-    def _check_frame(X) -> pd.DataFrame:
-        if not isinstance(X, pd.DataFrame):
-            raise TypeError(f"MixedTokenizer reads a pandas DataFrame (one column per input), got {type(X).__name__}")
-        if X.shape[0] == 0:
-            raise ValueError("X has 0 rows; at least 1 is required")
-        bad = [c for c in X.columns if not isinstance(c, str)]
-        if bad:
-            raise ValueError(f"column names must be str, got {bad[:3]}")
-        duplicated = sorted(set(X.columns[X.columns.duplicated()]))
-        if duplicated:
-            raise ValueError(f"column name(s) {duplicated} appear more than once in X")
-        return X
-
-    @staticmethod
-    def _column_values(frame, column, kind, fitting=False) -> list:
-        """The column's cells, ``None`` where missing; non-text values in a text column raise."""
-        values = [None if is_missing(v) else v for v in frame[column].tolist()]
-        if kind == "text":
-            wrong = next(((i, v) for i, v in enumerate(values) if v is not None and not isinstance(v, str)), None)
-            if wrong is not None:
-                raise ValueError(f"text column {column!r} holds a {type(wrong[1]).__name__} at row {wrong[0]}: {wrong[1]!r}")
-        return values
-
-    @staticmethod
-    def _with_column_context(columns, call, name="text"):
-        try:
-            return in_text_columns(columns, call, name)
-        except ValueError as error:
-            raise ValueError(f"column(s) {columns}: {error}") from None
+    _check_frame = staticmethod(check_frame)  # the estimators route a frame before fitting a tokenizer
 
     def transform(self, X) -> dict:
         """Tokenize every segment.
@@ -353,10 +320,10 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
                 continue
             for column in columns:
                 key, _, _ = next(segments)
-                values = self._column_values(frame, column, kind)
+                values = column_values(frame, column, kind)
                 present = np.array([v is not None for v in values])
                 values = [v if v is not None else missing_placeholder(tokenizer, kind) for v in values]
-                out = self._with_column_context([column], lambda t=tokenizer, v=values: t.transform(v), name)
+                out = with_column_context([column], lambda t=tokenizer, v=values: t.transform(v), name)
                 batch.update({f"{key}{SEPARATOR}{k}": v for k, v in out.items()})
                 batch[f"{key}{SEPARATOR}present"] = present
         if not any(self.segment_kind(tokenizer) == "table" for _, tokenizer, _ in self.transformers_):
