@@ -299,8 +299,7 @@ def _describe(config: dict, folder: Path) -> str:
         )
     params = config.get("estimator", {}).get("params", {})
     if params:
-        shown = {k: (v.get("name", v.get("__type__")) if isinstance(v, dict) else v) for k, v in params.items()}
-        text = ", ".join(f"{k}={v}" for k, v in shown.items())
+        text = ", ".join(f"{k}={_shown(v)}" for k, v in params.items())
         lines.append(
             textwrap.fill(text, 110, initial_indent="  parameters: ", subsequent_indent=" " * 14, break_on_hyphens=False)
         )
@@ -309,7 +308,7 @@ def _describe(config: dict, folder: Path) -> str:
             lines.append(f"  {label}{config['fitted'][key]}")
     resolved = (config.get("fitted") or {}).get("resolved_params_")
     if isinstance(resolved, dict) and resolved:  # what the "auto" parameters above resolved to at fit
-        text = ", ".join(f"{k}={v.get('name', v.get('__type__')) if isinstance(v, dict) else v}" for k, v in resolved.items())
+        text = ", ".join(f"{k}={_shown(v)}" for k, v in resolved.items())
         lines.append(
             textwrap.fill(text, 110, initial_indent="  resolved:   ", subsequent_indent=" " * 14, break_on_hyphens=False)
         )
@@ -321,6 +320,20 @@ def _describe(config: dict, folder: Path) -> str:
     files = [folder / name for name in [CONFIG_FILE, *config.get("files", [])]]
     lines.append("  files:      " + ", ".join(f"{p.relative_to(folder)} ({_size(p)})" for p in files if p.is_file()))
     return "\n".join(lines)
+
+
+def _shown(value) -> str:
+    """A saved setting as ``info`` prints it: a class by its name, a tuple as one (it printed the word "tuple")."""
+    if isinstance(value, dict) and value.get("__type__") == "tuple":
+        return (
+            "("
+            + ", ".join(_shown(item) for item in value.get("items", []))
+            + ("," if len(value.get("items", [])) == 1 else "")
+            + ")"
+        )
+    if isinstance(value, dict) and "__type__" in value:
+        return str(value.get("name", value["__type__"]))
+    return str(value)
 
 
 def _fitted_classes(config, folder: Path):

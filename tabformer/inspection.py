@@ -23,7 +23,9 @@ def explain(estimator, X, layer="all", level="token", y=None, query="auto") -> p
     Parameters
     ----------
     estimator : fitted tabformer estimator
-        One with a single token sequence (not late fusion).
+        Late fusion too: each modality's encoder attends over its own tokens, laid out where
+        they would sit in one sequence, each weight divided by the number of modalities
+        (docs/mixed.md, "Explanations").
     X : input accepted by ``estimator.predict``
         ``n`` rows, texts or images; a Parquet path or an image folder as ``predict`` reads
         it (``estimator.tokenize``), whole.

@@ -1,6 +1,8 @@
 """Pixel depths and kinds that used to be scaled wrongly without a word (``tokenizers/_pixels.py``,
 ``_image_io.py``; each case found by a review of image inputs)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from PIL import Image
@@ -83,3 +85,14 @@ def test_one_colour_image_passed_alone_gets_a_hint():
     with pytest.raises(ValueError, match=r"X of shape \(8, 8, 3\) reads as 8 grey images 8x3 pixels; .* pass \[X\] or X\[None\]"):
         PatchTokenizer(patch_size=4).fit(image)
     assert PatchTokenizer(patch_size=4).fit(image[None]).n_channels_ == 3
+
+
+def test_12_bit_images_in_uint16_warn_and_an_explicit_scale_reads_them():
+    # Read as 0-65535, 12-bit data stays under 6% of white: the frozen ImageNet stem saw nearly black images
+    images = (np.random.default_rng(0).random((40, 8, 8)) * 4095).astype(np.uint16)
+    with pytest.warns(UserWarning, match=r"16-bit images go up to \d+ of 65535 .* tokenizer__pixel_scale=4095"):
+        PatchTokenizer(patch_size=4).fit(images)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        PatchTokenizer(patch_size=4, pixel_scale=4095).fit(images)  # the user's scale: no warning
+        PatchTokenizer(patch_size=4).fit(images * 16)  # the full 16-bit range

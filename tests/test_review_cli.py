@@ -149,3 +149,14 @@ def test_a_txt_file_splits_at_newlines_only():
     # a form feed or \x85 inside a text (Rotten Tomatoes holds one) started a new row: one prediction too many
     assert _lines("good\x85film\r\nbad\x0cplot\n\nfine\n") == ["good\x85film", "bad\x0cplot", "", "fine"]
     assert _lines("") == [] and _lines("one") == ["one"]
+
+
+def test_info_prints_a_tuple_setting_as_a_tuple(tmp_path, capsys):
+    from conftest import TINY, make_table
+
+    from tabformer import TabFormerClassifier
+
+    X, y = make_table(n=60)
+    TabFormerClassifier(**TINY, ensemble_size=1, optimizer__betas=(0.9, 0.99)).fit(X, y).save(tmp_path / "m")
+    assert main(["info", str(tmp_path / "m")]) == 0
+    assert "optimizer__betas=(0.9, 0.99)" in capsys.readouterr().out  # it printed the word "tuple"

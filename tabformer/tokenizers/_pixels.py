@@ -20,8 +20,11 @@ docs/reliability.md and enforced at ``fit`` and ``transform``.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
+from .._warnings import user_stacklevel
 from ._columns import ColumnWarnings, gathering_warnings
 
 __all__ = ["pixel_kind", "check_pixels", "fit_pixel_scale"]
@@ -84,7 +87,9 @@ def fit_pixel_scale(images) -> float:
     if kind == "bool":
         return 1.0
     if kind != "float":
-        return integer_depth(arrays[0]) if isinstance(images, np.ndarray) else float(kind.split("-")[0])
+        scale = integer_depth(arrays[0]) if isinstance(images, np.ndarray) else float(kind.split("-")[0])
+        _warn_if_few_bits(arrays, scale)
+        return scale
     return max([1.0] + [float(np.nanmax(array)) for array in arrays if array.size])
 
 
@@ -155,3 +160,27 @@ def check_pixels(images, fitted_kind: str | None = None, scale: float | None = N
         tally.add_float_peak(scale, peak)
         if gathered is None:
             tally.warn()
+
+
+#: 16-bit images whose brightest pixel is under this share of white warn at fit (12-bit data stays under 1/16)
+FEW_BITS_SHARE = 1 / 8
+
+
+def _warn_if_few_bits(arrays, scale: float) -> None:
+    """Warn when 16-bit images use a small part of their range: 12-bit data (microscopes, scanners) in uint16.
+
+    Read as 0-65535 they stay under 6% of white: the patch embedder's normalisation copes, but the frozen
+    ImageNet stem sees images that are all nearly black.
+    """
+    if scale != 65535.0:
+        return
+    high = max((int(array.max()) for array in arrays if array.size), default=0)
+    if 0 < high < FEW_BITS_SHARE * scale:
+        bits = max(high.bit_length(), 1)
+        warnings.warn(
+            f"the 16-bit images go up to {high} of 65535 ({high / scale:.1%} of white): read as 0-65535 they are nearly "
+            f"black. If they hold {bits}-bit data, set tokenizer__pixel_scale={2**bits - 1} (the value that means white; "
+            "tokenizer__image__pixel_scale for mixed inputs)",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )
