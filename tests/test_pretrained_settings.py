@@ -44,3 +44,19 @@ def test_inputs_of_another_kind_say_what_the_pretrained_tokenizer_reads(pretrain
         (ValueError, TypeError), match=r"the pretrained encoder's WordPieceTokenizer reads text inputs and cannot read X"
     ):
         TabFormerClassifier(encoder=pretrained[0], max_epochs=1).fit(images, ["a", "b"] * 2)
+
+
+def test_sentences_given_to_a_table_encoder_say_what_it_reads(tmp_path):
+    # A tagger warm-started from a saved table model failed in numpy: "inhomogeneous shape after 1 dimensions"
+    from conftest import TINY, make_table
+
+    from tabformer import TabFormerTagger
+
+    X, y = make_table(n=60)
+    TabFormerClassifier(**TINY, ensemble_size=1).fit(X, y).save(tmp_path / "table")
+    sentences, tags = [["the", "cat", "sat"], ["a", "dog", "ran", "far"]] * 5, [["O", "B", "O"], ["O", "B", "O", "O"]] * 5
+    with pytest.raises((ValueError, TypeError), match=r"the pretrained encoder's TabularTokenizer reads table inputs"):
+        TabFormerTagger.from_pretrained(tmp_path / "table", max_epochs=1).fit(sentences, tags)
+    grow = TabFormerClassifier.from_pretrained(tmp_path / "table", max_epochs=1, new_categories="grow")
+    with pytest.raises((ValueError, TypeError), match=r"the pretrained encoder's TabularTokenizer reads table inputs"):
+        grow.fit([[["a"], ["b", "c"]]] * 10, [0, 1] * 5)

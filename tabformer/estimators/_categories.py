@@ -69,13 +69,14 @@ def adopt_new_categories(estimator, tokenizer, X):
     if type(tokenizer) is not TabularTokenizer or isinstance(X, (dict, Dataset)):
         return tokenizer
     if getattr(estimator, "new_categories", "error") == "grow":
-        added = tokenizer.add_categories(X)
+        added = pretrained_step(tokenizer, X, "add_categories")
         if getattr(estimator, "freeze_embedder", False):
             _refuse_frozen_growth(added)
         return tokenizer
     with warnings.catch_warnings():  # missing values this fit trains: see pretrained_tokens
         warnings.simplefilter("ignore", UntrainedMissingWarning)
-        new = unseen_category_columns(tokenizer, tokenizer.transform(X))
+        # through pretrained_step: sentences given to a table encoder failed in numpy ("inhomogeneous shape")
+        new = unseen_category_columns(tokenizer, pretrained_step(tokenizer, X, "transform"))
     if new:
         raise ValueError(
             f"X holds categories the pretrained encoder's tokenizer never saw, in column(s) {new}: they would all read "

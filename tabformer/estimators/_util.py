@@ -118,7 +118,7 @@ def pretrained_step(tokenizer, X, method: str):
     tokenizer : a fitted tokenizer (a PretrainedEncoder's)
     X : the training input
     method : str
-        ``"transform"`` or ``"read_columns"``.
+        ``"transform"``, ``"read_columns"`` or ``"add_categories"``.
 
     Returns
     -------
