@@ -325,12 +325,8 @@ def _describe(config: dict, folder: Path) -> str:
 def _shown(value) -> str:
     """A saved setting as ``info`` prints it: a class by its name, a tuple as one (it printed the word "tuple")."""
     if isinstance(value, dict) and value.get("__type__") == "tuple":
-        return (
-            "("
-            + ", ".join(_shown(item) for item in value.get("items", []))
-            + ("," if len(value.get("items", [])) == 1 else "")
-            + ")"
-        )
+        items = [_shown(item) for item in value.get("items", [])]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
     if isinstance(value, dict) and "__type__" in value:
         return str(value.get("name", value["__type__"]))
     return str(value)

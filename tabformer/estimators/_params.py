@@ -405,7 +405,6 @@ class DeferredCallbacksMixin:
             self._params_to_validate.update(stored)
             return super().set_params(**{key: value for key, value in params.items() if key not in stored})
         callback_params = {key: value for key, value in params.items() if key.startswith("callbacks")}
-        # (unfitted: the next fit builds the module from whatever is set)
         super().set_params(**{key: value for key, value in params.items() if key not in callback_params})
         self._params_to_validate.update(callback_params)
         vars(self).update(callback_params)

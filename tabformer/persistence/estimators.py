@@ -140,7 +140,8 @@ def save_estimator(estimator, path) -> None:
     if stale:  # load builds the module from the saved settings: the weights would not fit it
         changed = ", ".join(f"{key}={now!r} (the module was built with {built!r})" for key, (built, now) in stale.items())
         raise PersistenceError(
-            f"{name}: {changed} was set after fit, and the fitted module is only rebuilt by the next fit, so the "
+            f"{name}: {changed} {'was' if len(stale) == 1 else 'were'} set after fit, and the fitted module is only "
+            "rebuilt by the next fit, so the "
             "saved folder could not be loaded. Fit again before saving, or set it back"
         )
     writer = Writer()
