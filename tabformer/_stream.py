@@ -107,7 +107,7 @@ def open_source(X, y=None, chunk_rows: int = 8192):
     Raises
     ------
     ValueError
-        If a path does not exist, or a folder holds neither Parquet files nor images.
+        If a path does not exist, a folder holds neither Parquet files nor images, or a Parquet source no row.
     """
     if isinstance(X, (str, os.PathLike)):
         path = Path(X)
@@ -132,7 +132,10 @@ def open_source(X, y=None, chunk_rows: int = 8192):
                 y = np.array([parent.name for parent in labels], dtype=object)
             X = images
     if _is_arrow_dataset(X):
-        return RowSource.from_arrow(X), y
+        source = RowSource.from_arrow(X)
+        if not source.n_rows:  # else numpy's "need at least one array to concatenate" at fit, an IndexError at predict
+            raise ValueError("X (a Parquet source) has 0 rows; at least 1 is required")
+        return source, y
     if is_image_paths(X):
         return RowSource.from_paths(list(X), chunk_rows), y
     return None, y
@@ -293,6 +296,9 @@ class StreamedRows(IterableDataset):
         Rows gathered before shuffling and tokenizing.
     workers : int, default=0
         The DataLoader's ``num_workers``, for ``len`` only.
+    on_tokens : callable or None, default=None
+        Called with each buffer's tokens as they are made (in the DataLoader's worker process,
+        if it has workers): the training stream's notes which missing tokens it trains.
     """
 
     def __init__(
@@ -307,10 +313,12 @@ class StreamedRows(IterableDataset):
         drop_last=False,
         buffer_rows=8192,
         workers=0,
+        on_tokens=None,
     ):
         self.source, self.tokenizer, self.y, self.rows, self.weights = source, tokenizer, y, rows, weights
         self.batch_size, self.shuffle, self.drop_last = int(batch_size), bool(shuffle), bool(drop_last)
         self.buffer_rows, self.workers = max(int(buffer_rows), self.batch_size), int(workers)
+        self.on_tokens = on_tokens
 
     @property
     def n_rows(self) -> int:
@@ -366,6 +374,8 @@ class StreamedRows(IterableDataset):
                     tokens = self.tokenizer.transform(_take(raw, np.arange(whole)))
                 except ValueError as error:
                     raise _named_in_x(error, raw, index) from None
+            if self.on_tokens is not None:
+                self.on_tokens(tokens)
             tensors = {key: torch.as_tensor(np.ascontiguousarray(value)) for key, value in tokens.items()}
             for first in range(0, whole, self.batch_size):
                 rows = index[first : first + self.batch_size]

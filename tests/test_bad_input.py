@@ -343,3 +343,14 @@ def test_a_tokenizer_max_length_past_the_encoders_positions_is_refused_at_fit():
         TabFormerClassifier(**settings, tokenizer__max_length=1000).fit(texts, y)
     clf = TabFormerClassifier(**settings, tokenizer__max_length=1000, encoder__max_length=1000).fit(texts, y)
     assert clf.predict([" ".join(["good"] * 700)]).shape == (1,)  # the positions the texts may need
+
+
+def test_an_error_at_predict_names_the_row_of_the_whole_input_not_of_its_chunk():
+    # Predicting tokenizes large inputs a chunk at a time: an infinite value at row 130 was reported at "row 30"
+    X, y = make_table(n=60)
+    reg = TabFormerRegressor(**TINY, ensemble_size=1).fit(X, np.linspace(0.0, 1.0, 60))
+    reg.inference_chunk_rows = 50
+    big = pd.concat([X] * 3, ignore_index=True)
+    big.loc[130, "income"] = np.inf
+    with pytest.raises(ValueError, match=r"infinite value at row 130\b"):
+        reg.predict(big)

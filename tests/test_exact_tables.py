@@ -86,18 +86,18 @@ def test_datetime_columns_become_elapsed_years_and_calendar_phases():
     assert missing[2, :7].all() and not missing[2, 7] and not missing[:2].any()
 
 
-def test_dates_without_a_time_have_no_hour_and_time_zones_are_read_in_utc():
+def test_dates_without_a_time_have_no_hour_and_time_zones_are_read_on_their_own_clock():
     dates = pd.DataFrame({"d": pd.to_datetime(pd.Series(["2021-03-01", "2021-03-02"]))})
     assert TabularTokenizer().fit(dates).datetime_parts_ == {"d": ["elapsed", "month", "weekday"]}
-    paris = pd.DataFrame(
-        {"d": pd.to_datetime(pd.Series(["2021-03-01 01:00", "2021-03-02 01:00"])).dt.tz_localize("Europe/Paris")}
-    )
+    paris = pd.DataFrame({"d": dates["d"].dt.tz_localize("Europe/Paris")})  # midnight in Paris, 23:00 the day before in UTC
     tokenizer = TabularTokenizer(numeric_transform=None).fit(paris)
-    assert tokenizer.datetime_parts_ == {"d": ["elapsed", "month", "weekday"]}  # midnight in UTC
-    np.testing.assert_allclose(
+    assert tokenizer.datetime_parts_ == {"d": ["elapsed", "month", "weekday", "local"]}  # no hour: dates, locally
+    local, naive = (
         tokenizer.transform(paris)["num_values"],
         TabularTokenizer(numeric_transform=None).fit(dates).transform(dates)["num_values"],
     )
+    np.testing.assert_allclose(local[:, 1:], naive[:, 1:], atol=1e-9)  # month and weekday where the dates were taken
+    np.testing.assert_allclose(local[:, 0], naive[:, 0] - 1 / 24 / 365.25, atol=1e-9)  # elapsed: absolute time
 
 
 # ------------------------------------------------------------------------ column kinds

@@ -157,3 +157,17 @@ def test_a_column_warning_reads_the_same_in_every_cv_fold_so_python_shows_it_onc
         texts.add(tuple(sorted(str(w.message) for w in caught if "column" in str(w.message))))
     assert len(texts) == 1 and len(next(iter(texts))) == 3, texts
     assert "as 'YYYY-MM-DD hh:mm'" in " ".join(next(iter(texts)))
+
+
+def test_a_time_zone_aware_columns_calendar_parts_are_its_local_time():
+    # Read in UTC, two Mondays in Tokyo were Sundays at 15:00, 1 January day 365, and dates gained an hour
+    from tabformer.tokenizers._datetimes import LOCAL_CLOCK, expand_datetimes
+
+    when = pd.Series(pd.to_datetime(["2024-01-01", "2024-06-03"])).dt.tz_localize("Asia/Tokyo")
+    tokenizer = TabularTokenizer(numeric_transform=None).fit(pd.DataFrame({"d": when}))
+    assert tokenizer.datetime_parts_["d"] == ["elapsed", "month", "weekday", LOCAL_CLOCK]  # no hour: dates only
+    parts = expand_datetimes(pd.DataFrame({"d": when}), tokenizer.datetime_parts_)
+    np.testing.assert_allclose(parts["d.weekday_sin"], 0.0, atol=1e-12)  # Monday, midnight: phase 0
+    np.testing.assert_allclose(parts["d.month_sin"][0], 0.0, atol=1e-12)  # 1 January: the year's start
+    legacy = expand_datetimes(pd.DataFrame({"d": when}), {"d": ["elapsed", "month", "weekday"]})  # a model saved before
+    assert abs(legacy["d.weekday_sin"][0]) > 0.1  # still read in UTC, as it was trained

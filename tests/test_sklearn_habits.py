@@ -95,9 +95,9 @@ def test_datetime_columns_become_calendar_tokens():
     assert np.linalg.norm(month[0] - month[3]) < 0.05 < 1.9 < np.linalg.norm(month[0] - month[1])
     hour = values[:, 5:7]
     np.testing.assert_allclose(hour[0], hour[3], atol=1e-6)  # both at 08:00
-    # dates without a time of day get no hour tokens; time zones are read on one clock (UTC)
+    # dates without a time of day get no hour tokens; a time zone's dates are read on its own clock
     days = pd.DataFrame({"day": pd.to_datetime(["2024-01-01", "2024-02-01"]).tz_localize("Europe/Paris")})
-    assert TabularTokenizer().fit(days).datetime_parts_ == {"day": ["elapsed", "month", "weekday", "hour"]}
+    assert TabularTokenizer().fit(days).datetime_parts_ == {"day": ["elapsed", "month", "weekday", "local"]}
     plain = pd.DataFrame({"day": pd.to_datetime(["2024-01-01", "2024-02-01"])})
     assert TabularTokenizer().fit(plain).datetime_parts_ == {"day": ["elapsed", "month", "weekday"]}
 

@@ -163,3 +163,31 @@ def test_streamed_texts_train_without_the_recipes_length_grouping(tmp_path):
     assert clf.predict(pd.DataFrame({"review": texts[:5]})).shape == (5,)
     with pytest.raises(ValueError, match="group_by_length needs in-memory tokens"):
         TabFormerClassifier(**SETTINGS, iterator_train__group_by_length=True).fit(path, "label")
+
+
+def test_a_streamed_fit_notes_the_missing_values_it_trained_on(tmp_path):
+    # Missing only in rows the tokenizer's sample missed: predict warned "which no training row trained"
+    import warnings
+
+    X, _ = make_table(n=400)
+    X = X.assign(age=X["age"].fillna(40.0), city=X["city"].fillna("rome"))
+    X.loc[399, "age"] = np.nan
+    X.loc[398, "city"] = None
+    path = tmp_path / "late_missing.parquet"
+    X.assign(target=np.linspace(0.0, 1.0, 400)).to_parquet(path, row_group_size=50)
+    reg = TabFormerRegressor(**SETTINGS, validation_fraction=None, fit_sample_size=10, iterator_train__shuffle=False)
+    reg.fit(path, "target")
+    assert reg.tokenizer_.had_missing_["age"] and reg.tokenizer_.had_missing_["city"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reg.predict(X)
+
+
+def test_an_empty_parquet_file_is_refused_by_name_at_fit_and_predict(parquet, tmp_path):
+    path, X, y = parquet
+    clf = TabFormerClassifier(**SETTINGS, validation_fraction=None).fit(X, y)
+    empty = write(tmp_path / "empty.parquet", X.assign(label=y).iloc[:0])
+    with pytest.raises(ValueError, match=r"X \(a Parquet source\) has 0 rows; at least 1 is required"):
+        TabFormerClassifier(**SETTINGS).fit(empty, "label")  # numpy's "need at least one array to concatenate"
+    with pytest.raises(ValueError, match=r"has 0 rows"):
+        clf.predict(empty)  # an IndexError before

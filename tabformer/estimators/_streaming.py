@@ -15,6 +15,7 @@ from torch.utils.data import DataLoader
 from .._data import collate_batched
 from .._stream import RowSource, StreamedRows, _is_arrow_dataset, concat, is_image_paths, open_source, parquet_dataset
 from .._validation import check_target
+from ._categories import note_trained_missing
 from ._classes import check_same_classes
 from ._params import check_fit_params, check_params
 from ._weights import SAMPLE_WEIGHT, as_float32_weights, check_sample_weight, check_split_weights
@@ -186,7 +187,12 @@ class StreamingMixin:
         if kwargs.pop("group_by_length", False) and "group_by_length" in NeuralNet.get_params_for(self, prefix):
             raise ValueError(f"{prefix}__group_by_length needs in-memory tokens; it does not apply to streamed input")
         workers = kwargs.get("num_workers", 0)
-        stream = dataset.with_options(batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, workers=workers)
+        # Training rows train the missing tokens of their columns: predict then need not warn they never trained (the
+        # streamed fit's tokenizer saw only a sample). In worker processes the note is lost, and predict may still warn.
+        noted = (lambda tokens: note_trained_missing(self.tokenizer_, tokens)) if training else None
+        stream = dataset.with_options(
+            batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, workers=workers, on_tokens=noted
+        )
         kwargs.setdefault("collate_fn", collate_batched)
         return self._shard(DataLoader(stream, batch_size=None, **kwargs), training)
 

@@ -92,7 +92,7 @@ class TabularTokenizer(BaseTokenizer):
         tokens, each named ``<column>.<part>``: ``elapsed`` (years since 1970), and the
         periodic calendar parts as sine/cosine pairs: ``month_sin``/``month_cos`` (the
         position in the year), ``weekday_sin``/``weekday_cos`` and, when the training
-        values have a time of day, ``hour_sin``/``hour_cos``. ``NaT`` is missing.
+        values have a time of day, ``hour_sin``/``hour_cos`` (in a time zone's local time). ``NaT`` is missing.
     numeric_transform : {"quantile", "standard", None}, default="quantile"
         Scaling fitted on the training rows (NaN ignored). ``"quantile"`` maps each
         column to a standard normal through its empirical quantiles (as rtdl does),
