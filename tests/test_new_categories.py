@@ -148,3 +148,18 @@ def test_a_mixed_model_refuses_new_categories_with_either_choice():
     with pytest.raises(ValueError, match="new_categories='grow' learns new categories of table inputs.*MixedTokenizer"):
         clf.fit(new, y)
     clf.fit(X, y)  # its own categories continue fine
+
+
+def test_growing_does_not_warn_that_no_value_is_a_known_category():
+    # The tokenize before the growth warned "none of its values is a category fit saw ... the column tells the model
+    # nothing", though the categories were then learned
+    import warnings
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=100), "c": rng.choice(["x", "y"], 100)})
+    y = rng.integers(0, 2, 100)
+    clf = TabFormerClassifier(**TINY, ensemble_size=1, new_categories="grow").fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clf.partial_fit(X.assign(c=rng.choice(["u", "v"], 100)), y)
+    assert {"u", "v"} <= set(clf.tokenizer_.categories_[0])

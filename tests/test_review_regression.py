@@ -13,13 +13,31 @@ def _table(n=80, seed=0):
     return pd.DataFrame({"a": rng.randn(n), "b": rng.randn(n), "c": rng.choice(list("xyz"), n)})
 
 
-@pytest.mark.parametrize("criterion", [torch.nn.PoissonNLLLoss, torch.nn.BCEWithLogitsLoss])
+@pytest.mark.parametrize("criterion", [torch.nn.PoissonNLLLoss])
 def test_count_or_probability_losses_are_refused_on_standardised_targets(tiny, criterion):
     """Standardised targets are negative for some rows: a Poisson loss on them is unbounded below."""
     X = _table()
     y = np.random.RandomState(1).poisson(2.0, len(X)).astype(float)
     with pytest.raises(ValueError, match=f"criterion={criterion.__name__}.*standardize_target=False"):
         TabFormerRegressor(criterion=criterion, **tiny).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "criterion, params, why",
+    [
+        (torch.nn.PoissonNLLLoss, {"criterion__log_input": False}, "with log_input=False it reads rates > 0"),
+        (torch.nn.GaussianNLLLoss, {}, "it reads a variance beside each prediction"),
+        (torch.nn.BCELoss, {}, r"it reads probabilities in \[0, 1\]"),
+        (torch.nn.BCEWithLogitsLoss, {}, "a classification loss: TabFormerClassifier"),
+    ],
+)
+def test_losses_the_regressors_output_cannot_feed_are_refused_by_name(tiny, criterion, params, why):
+    # They ended in a NaN with advice to lower the learning rate, torch's own error, or predictions that were logits
+    X = _table()
+    y = np.random.RandomState(1).poisson(2.0, len(X)).astype(float)
+    reg = TabFormerRegressor(criterion=criterion, standardize_target=False, **params, **tiny)
+    with pytest.raises(ValueError, match=rf"criterion={criterion.__name__} cannot train TabFormerRegressor: {why}"):
+        reg.fit(X, y)
 
 
 def test_poisson_regressor_predicts_counts_not_log_rates(tiny):

@@ -21,7 +21,7 @@ from torch.utils.data import Dataset
 
 from ..nn.embedders.tabular import TabularEmbedder
 from ..tokenizers import UntrainedMissingWarning
-from ..tokenizers._columns import user_label
+from ..tokenizers._columns import ColumnWarnings, user_label
 from ..tokenizers._datetimes import part_owners
 from ..tokenizers.tabular import MISSING_ID, UNSEEN_ID, TabularTokenizer
 from ._util import pretrained_step
@@ -126,10 +126,15 @@ def continued_tokens(estimator, X, y) -> tuple:
     estimator : fitted TabFormerNet
     X, y : the continued fit's input and target
     """
+    gathered = ColumnWarnings()
     with warnings.catch_warnings():
         # This fit trains the missing tokens the warning is about; note_trained_missing records it.
         warnings.simplefilter("ignore", UntrainedMissingWarning)
-        data, y_encoded = estimator._continued_data(X, y)
+        with gathered.gathering():
+            data, y_encoded = estimator._continued_data(X, y)
+        if getattr(estimator, "new_categories", "error") == "grow":
+            gathered.unseen.clear()  # "no value is a category fit saw": growing is about to learn them
+        gathered.warn()
     data = continue_with_categories(estimator, X, data)
     note_trained_missing(estimator.tokenizer_, data)
     return data, y_encoded

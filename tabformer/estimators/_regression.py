@@ -54,10 +54,28 @@ def poisson_log_link(estimator) -> bool:
     return bool(NeuralNet.get_params_for(estimator, "criterion").get("log_input", default))
 
 
+#: losses the regressor's output cannot feed: it is one unbounded number per target (a linear head)
+_NOT_FOR_AN_UNBOUNDED_OUTPUT = {
+    torch.nn.BCEWithLogitsLoss: "a classification loss: TabFormerClassifier trains it and predicts probabilities",
+    torch.nn.CrossEntropyLoss: "a classification loss: TabFormerClassifier trains it and predicts probabilities",
+    torch.nn.NLLLoss: "a classification loss: TabFormerClassifier trains it and predicts probabilities",
+    torch.nn.BCELoss: "it reads probabilities in [0, 1], and the output is unbounded (NaN at the first step past them)",
+    torch.nn.KLDivLoss: "it reads log-probabilities of a distribution, which one unbounded number per target is not",
+    torch.nn.GaussianNLLLoss: "it reads a variance beside each prediction, which the regressor does not output",
+}
+
+
 def _check_criterion(estimator, y2d: np.ndarray) -> None:
-    """Refuse a criterion that standardised (or negative) targets would make meaningless."""
+    """Refuse a criterion the regressor's output cannot feed, or that standardised (or negative) targets would make
+    meaningless. They trained to a NaN (and advice to lower the learning rate), torch's own error, or logits."""
     criterion = _criterion_class(estimator)
     name = criterion.__name__
+    why = next((text for loss, text in _NOT_FOR_AN_UNBOUNDED_OUTPUT.items() if issubclass(criterion, loss)), None)
+    if why is None and issubclass(criterion, torch.nn.PoissonNLLLoss) and not poisson_log_link(estimator):
+        why = "with log_input=False it reads rates > 0, and the output is unbounded; log_input=True (torch's default) "
+        why += "trains a log-rate, and predict returns its exp"
+    if why is not None:
+        raise ValueError(f"criterion={name} cannot train TabFormerRegressor: {why}")
     if estimator.standardize_target and issubclass(criterion, _NOT_FOR_STANDARDISED):
         raise ValueError(
             f"criterion={name} needs targets as they are (counts, probabilities or classes), but standardize_target=True "
