@@ -354,3 +354,19 @@ def test_an_error_at_predict_names_the_row_of_the_whole_input_not_of_its_chunk()
     big.loc[130, "income"] = np.inf
     with pytest.raises(ValueError, match=r"infinite value at row 130\b"):
         reg.predict(big)
+
+
+def test_numpy_integer_batch_sizes_from_a_search_grid_work():
+    # GridSearchCV over np.array([16, 32]) passed np.int64: DataLoader said "batch_size should be a positive integer"
+    X, y = make_table(n=60)
+    clf = TabFormerClassifier(**{**TINY, "batch_size": np.int64(16)}, ensemble_size=1, iterator_valid__batch_size=np.int32(8))
+    assert clf.fit(X, y).predict_proba(X).shape == (60, 2)
+
+
+def test_a_misspelt_encoder_setting_suggests_d_model_too():
+    # The list of valid encoder__ settings left out d_model (a head's width is the estimator's; an encoder's is not)
+    X, y = make_table(n=40)
+    with pytest.raises(
+        ValueError, match=r"encoder__dmodel: not a parameter of TransformerEncoder \(did you mean encoder__d_model\?\)"
+    ):
+        TabFormerClassifier(**TINY, ensemble_size=1, encoder__dmodel=8).fit(X, y)

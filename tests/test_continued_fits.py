@@ -2,6 +2,8 @@
 are now (``set_params`` after a fit) and runs its learning-rate schedule from the peak each call
 (both found by a review of scikit-learn habits)."""
 
+import warnings
+
 import numpy as np
 import pytest
 from conftest import TINY, make_table
@@ -85,10 +87,20 @@ def test_classes_declared_up_front_let_batches_lack_some_classes(table):
         model.partial_fit(X[first], labels[first], classes=["a", "b"])
 
 
-def test_weights_that_leave_one_class_are_refused(table):
+def test_weights_that_leave_one_class_warn(table):
+    # A warning, as scikit-learn's classifiers fit such weights: BaggingClassifier's bootstrap counts leave out every
+    # row of a rare class in some draws, and a refusal failed the whole ensemble
+    from sklearn.ensemble import BaggingClassifier
+
     X, y = table
-    with pytest.raises(ValueError, match=r"sample_weight leaves only class 'yes' with any weight"):
+    with pytest.warns(UserWarning, match=r"sample_weight leaves only class 'yes' with any weight .* learn that class only"):
         TabFormerClassifier(**TINY).fit(X, y, sample_weight=np.where(y == "yes", 1.0, 0.0))
+    rare = np.zeros(len(y), dtype=int)
+    rare[[3, 17]] = 1
+    bagged = BaggingClassifier(TabFormerClassifier(**TINY, ensemble_size=1), n_estimators=4, random_state=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert bagged.fit(X, rare).predict_proba(X).shape == (len(y), 2)
 
 
 def test_components_set_after_a_fit_are_stored_for_the_next_fit(table):

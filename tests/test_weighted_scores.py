@@ -91,3 +91,15 @@ def test_balanced_class_weights_are_the_fits_and_continued_fits_keep_them():
     np.testing.assert_allclose(clf.class_weight_, [1.0, 3.0])
     refit = clf.set_params(class_weight="balanced").fit(X.iloc[chunk], y[chunk])  # a new fit weighs its own y
     np.testing.assert_allclose(refit.class_weight_, compute_class_weight("balanced", classes=clf.classes_, y=y[chunk]))
+
+
+def test_a_class_weight_naming_a_label_a_fold_lacks_is_read_as_scikit_learn_does():
+    # A rare class absent from a CV fold failed the fold ("names label(s) [2] not in y"); LogisticRegression ignores it
+    X, y = make_table(n=60)
+    labels = np.where(y == "yes", 1, 0)
+    clf = TabFormerClassifier(**SETTINGS, class_weight={0: 1.0, 1: 2.0, 2: 5.0}).fit(X, labels)
+    np.testing.assert_allclose(clf.class_weight_, [1.0, 2.0])
+    with pytest.raises(
+        ValueError, match=r"names label\(s\) \[2\] not in y, and not class\(es\) \[1\] of y; classes are \[0, 1\]"
+    ):
+        TabFormerClassifier(**SETTINGS, class_weight={0: 1.0, 2: 5.0}).fit(X, labels)  # a misspelt label, likely

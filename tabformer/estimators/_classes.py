@@ -60,17 +60,23 @@ def check_same_classes(declared, classes_) -> None:
 
 
 def check_weighted_classes(y_encoded: np.ndarray, sample_weight, classes_, source: str = "sample_weight") -> None:
-    """Refuse weights that leave fewer than 2 classes any weight: the model could learn one class only.
-    ``source``: the parameter(s) the weights come from, for the message."""
+    """Refuse a ``class_weight`` that leaves fewer than 2 classes any weight (the model could learn one class only),
+    and warn of a ``sample_weight`` that does. ``source``: the parameter(s) the weights come from, for the message.
+
+    ``sample_weight`` alone only warns, as scikit-learn's classifiers fit such weights: a meta-estimator may pass
+    them (``BaggingClassifier``'s bootstrap counts leave out every row of a rare class in some draws, and one
+    refusal failed the whole ensemble).
+    """
     if sample_weight is None:
         return
     weighted = np.unique(y_encoded[np.asarray(sample_weight) > 0])
     if len(weighted) < 2:
         kept = f"only class {np.asarray(classes_)[weighted].tolist()[0]!r}" if len(weighted) else "no class"
-        raise ValueError(
-            f"{source} leaves {kept} with any weight (every row of the others weighs 0); a classifier needs "
-            "at least 2 classes with weight"
-        )
+        message = f"{source} leaves {kept} with any weight (every row of the others weighs 0)"
+        if source == "sample_weight" and len(weighted):
+            warnings.warn(f"{message}: the model can learn that class only", UserWarning, stacklevel=user_stacklevel())
+            return
+        raise ValueError(f"{message}; a classifier needs at least 2 classes with weight")
 
 
 def label_vector(y) -> np.ndarray:

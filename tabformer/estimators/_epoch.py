@@ -19,6 +19,8 @@ GPU). On a GPU, a callback that reads a batch's loss from the history during the
 
 from __future__ import annotations
 
+import numbers
+
 import torch
 from skorch.dataset import get_len, unpack_data
 from torch.utils.data import Subset
@@ -110,6 +112,8 @@ class EpochMixin:
         prefix = "iterator_train" if training else "iterator_valid"
         kwargs = self.get_params_for(prefix)
         kwargs.setdefault("batch_size", self._setting("batch_size"))
+        if isinstance(kwargs["batch_size"], numbers.Integral):  # np.int64(16) from a search grid: DataLoader takes int only
+            kwargs["batch_size"] = int(kwargs["batch_size"])
         if kwargs["batch_size"] == -1:
             kwargs["batch_size"] = len(dataset)
         group_by_length = kwargs.pop("group_by_length", False)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import difflib
 import inspect
 import threading
 
@@ -29,9 +30,14 @@ def construct(cls, params: dict, prefix: str, *args):
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.values())
     unknown = [] if takes_any else sorted(set(params) - accepted)
     if unknown:
+        # What the estimator passes itself (a head's width, a module's parts); an encoder's d_model is the user's to set
+        supplied = set() if prefix == "encoder" else {"d_model", "n_outputs", "embedder", "encoder", "head"}
+        valid = sorted(accepted - supplied)
+        close = difflib.get_close_matches(unknown[0], valid, n=1)
         raise ValueError(
-            f"{', '.join(prefix + '__' + key for key in unknown)}: not a parameter of {cls.__name__}; "
-            f"valid {prefix}__ parameters: {sorted(accepted - {'d_model', 'n_outputs', 'embedder', 'encoder', 'head'})}"
+            f"{', '.join(prefix + '__' + key for key in unknown)}: not a parameter of {cls.__name__}"
+            + (f" (did you mean {prefix}__{close[0]}?)" if close else "")
+            + f"; valid {prefix}__ parameters: {valid}"
         )
     return cls(*args, **params)
 

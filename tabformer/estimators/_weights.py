@@ -77,11 +77,17 @@ def class_weights_of(class_weight, classes, y_encoded) -> np.ndarray:
         weights = np.ones(len(classes))
         weights[present] = compute_class_weight("balanced", classes=present, y=y_encoded)
         return weights
-    unknown = set(class_weight) - set(classes.tolist())
-    if unknown:
-        raise ValueError(f"class_weight names label(s) {sorted(unknown, key=str)} not in y; classes are {list(classes)}")
+    labels = np.asarray(classes).tolist()  # 'no' and 0, not np.str_('no') and np.int64(0), in the messages
+    unknown = set(class_weight) - set(labels)
+    unweighted = [label for label in labels if label not in class_weight]
+    # scikit-learn's rule: a label y lacks is ignored (a rare class absent from a CV fold), unless a class of y is then
+    # left unnamed too, which is more likely a misspelt label
+    if unknown and unweighted:
+        raise ValueError(
+            f"class_weight names label(s) {sorted(unknown, key=str)} not in y, and not class(es) {unweighted} of y; "
+            f"classes are {labels}"
+        )
     weights = np.array([float(class_weight.get(classes[i], 1.0)) for i in ids])
-    labels = np.asarray(classes).tolist()  # 'no', not np.str_('no'), in the message
     bad = {labels[i]: class_weight[labels[i]] for i in ids if not (np.isfinite(weights[i]) and weights[i] >= 0)}
     if bad:  # else "sample_weight must be finite", a NonFiniteTrainingError, or "the holdout weighs 0"
         raise ValueError(f"class_weight must be finite and non-negative; got {bad}")
