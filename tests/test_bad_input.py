@@ -370,3 +370,18 @@ def test_a_misspelt_encoder_setting_suggests_d_model_too():
         ValueError, match=r"encoder__dmodel: not a parameter of TransformerEncoder \(did you mean encoder__d_model\?\)"
     ):
         TabFormerClassifier(**TINY, ensemble_size=1, encoder__dmodel=8).fit(X, y)
+
+
+def test_a_dict_of_columns_is_refused_naming_the_dataframe_to_pass():
+    # fit counted a dict's keys as rows ("X has 4 samples but y has 60"); predict failed in torch ("new(): invalid data
+    # type 'str'"): a dict is read as tokens
+    X, y = make_table(n=60)
+    clf = TabFormerClassifier(**TINY, ensemble_size=1)
+    with pytest.raises(TypeError, match=r"TabFormerClassifier.fit\(\) got X as a dict .* pd.DataFrame\(X\)"):
+        clf.fit(X.to_dict("list"), y)
+    clf.fit(X, y)
+    with pytest.raises(TypeError, match=r"X is a dict whose 'city' holds no token array .* pd.DataFrame\(X\)"):
+        clf.predict(X.to_dict("list"))
+    with pytest.raises(TypeError, match=r"partial_fit\(\) got X as a dict"):
+        clf.partial_fit(X.iloc[0].to_dict(), y[:1])
+    assert clf.predict(clf.tokenize(X)).shape == (60,)  # tokens still pass

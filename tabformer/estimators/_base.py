@@ -41,7 +41,7 @@ from ._distributed import DistributedMixin
 from ._epoch import EpochMixin
 from ._fit_checks import check_before_training
 from ._inference import POOLINGS, InferenceMixin
-from ._input_kind import check_input_kind
+from ._input_kind import check_input_kind, check_tokens
 from ._params import (
     SHARED_CONSTRAINTS,
     DeferredCallbacksMixin,
@@ -285,7 +285,7 @@ class TabFormerNet(
         check_is_fitted(self, "tokenizer_")
         if isinstance(X, (Dataset, dict)):
             # Already tokens: skorch's scoring callbacks predict on the tokenized validation set.
-            return X
+            return check_tokens(X, type(self).__name__)
         check_input_kind(self.tokenizer_, X, type(self).__name__)
         return self.tokenizer_.transform(X)
 
@@ -309,7 +309,7 @@ class TabFormerNet(
         self
         """
         check_params(self)
-        check_fit_params(self, fit_params)
+        check_fit_params(self, fit_params, X=X)
         if self._continues():
             return self.partial_fit(X, y, sample_weight=sample_weight, **fit_params)
         self._start_accelerator()
@@ -390,7 +390,7 @@ class TabFormerNet(
         ``classes`` (classifiers) on the first call fixes ``classes_``, as scikit-learn's
         incremental learners take it, so a batch may lack classes later ones bring.
         """
-        check_fit_params(self, fit_params, "partial_fit")
+        check_fit_params(self, fit_params, "partial_fit", X=X)
         if not hasattr(self, "tokenizer_") or not self.initialized_:
             self._classes_for_fit = classes  # the first call's classes= fixes classes_ (the classifier's)
             try:

@@ -21,6 +21,7 @@ from .._data import TensorDictDataset, trim_padding
 from .._stream import RowSource
 from ..nn.heads import mean_pool
 from ..tokenizers._columns import ColumnWarnings
+from ._input_kind import check_tokens
 from ._util import encoder_settings, num_samples
 from ._weights import without_weights
 
@@ -119,7 +120,7 @@ class InferenceMixin:
         gathered = ColumnWarnings()  # warned once after the last chunk, with the input's totals
         for chunk in _row_chunks(X, self.inference_chunk_rows):
             with gathered.gathering(first_row=start), _rows_of_the_input(start):
-                tokens = chunk if isinstance(chunk, (dict, Dataset)) else self.tokenize(chunk)
+                tokens = check_tokens(chunk, type(self).__name__) if isinstance(chunk, (dict, Dataset)) else self.tokenize(chunk)
             order = _length_order(tokens) if trim else None
             if order is not None:
                 # Sorted by length, a batch of long texts no longer pads its short ones: with the

@@ -8,11 +8,48 @@ model's columns, a path can name a Parquet file, so anything else is left to the
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from ..tokenizers.detect import looks_like_images
 
-__all__ = ["check_input_kind"]
+__all__ = ["check_input_kind", "check_tokens", "refuse_a_dict"]
+
+#: why a dict of columns is refused: every estimator reads one as tokens
+_DICT_OF_COLUMNS = "tabformer reads a dict as tokens (a tokenizer's output); pass columns as a DataFrame: pd.DataFrame(X)"
+
+
+def refuse_a_dict(X, owner: str, method: str = "fit") -> None:
+    """Refuse a dict of columns given to ``fit``: as scikit-learn's estimators, columns come as a DataFrame.
+    A dict of token arrays (numbers: a tokenizer's output, as benchmarks continue a fit on) passes.
+
+    ``fit`` counted a dict's keys as its rows ("X has 14 samples but y has 100").
+    """
+    if isinstance(X, dict) and not all(_holds_numbers(value) for value in X.values()):
+        raise TypeError(f"{owner}.{method}() got X as a dict (keys {list(X)[:5]}); {_DICT_OF_COLUMNS}")
+
+
+def _holds_numbers(value) -> bool:
+    """Whether a dict's value is a token array: numbers or booleans (numpy, torch or a nested list)."""
+    if str(getattr(value, "dtype", "")).startswith("torch."):
+        return True
+    kind = getattr(getattr(value, "dtype", None), "kind", None)
+    if kind is None:
+        kind = np.asarray(value).dtype.kind if np.ndim(value) else "O"
+    return kind in ("b", "i", "u", "f")
+
+
+def check_tokens(X, owner: str):
+    """``X`` itself (tokens: a dict of arrays, or a Dataset), after checking a dict's values are numbers.
+
+    A dict of columns (one row's values, or lists of them) reached the model and failed in torch ("new(): invalid
+    data type 'str'").
+    """
+    if isinstance(X, dict):
+        for key, value in X.items():
+            if not _holds_numbers(value):
+                raise TypeError(f"{owner}: X is a dict whose {key!r} holds no token array (numbers); {_DICT_OF_COLUMNS}")
+    return X
 
 
 def _fitted_on(tokenizer) -> str | None:

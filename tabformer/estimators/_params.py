@@ -30,6 +30,7 @@ from ..nn.encoder import TransformerEncoder
 from ..nn.models import PretrainedEncoder
 from ..tokenizers import BaseTokenizer
 from ._inference import tokens_per_row
+from ._input_kind import refuse_a_dict
 from ._precision import PRECISIONS
 from ._util import encoder_settings
 
@@ -254,8 +255,9 @@ def check_memory(estimator, n_bytes: float, what: str) -> None:
         )
 
 
-def check_fit_params(estimator, fit_params: dict, method: str = "fit") -> None:
-    """Refuse, before anything is fitted, the fit parameters that skorch would drop or pass on to fail late.
+def check_fit_params(estimator, fit_params: dict, method: str = "fit", X=None) -> None:
+    """Refuse, before anything is fitted, the fit parameters that skorch would drop or pass on to fail late,
+    and an ``X`` given as a dict (:func:`~._input_kind.refuse_a_dict`).
 
     skorch hands ``**fit_params`` to the module's forward: ``classes`` in ``fit`` was dropped without a
     word (its ``partial_fit`` takes it), and a misspelt ``sample_weights`` failed after the tokenizer's fit,
@@ -267,7 +269,9 @@ def check_fit_params(estimator, fit_params: dict, method: str = "fit") -> None:
     fit_params : dict
         The extra keyword arguments of ``fit`` or ``partial_fit``.
     method : str, default="fit"
+    X : the input of ``fit``, optional
     """
+    refuse_a_dict(X, type(estimator).__name__, method)
     name = f"{type(estimator).__name__}.{method}()"
     if "classes" in fit_params:
         raise TypeError(
