@@ -146,7 +146,7 @@ def test_simclr_never_scores_a_batch_of_one_image():
 
     images = np.random.default_rng(0).integers(0, 256, (10, 8, 8)).astype(np.uint8)
     simclr = dict(TINY, objective="simclr", tokenizer__patch_size=4, random_state=0)
-    with pytest.raises(ValueError, match=r"objective='simclr' needs at least 2 rows in the validation holdout.* holds 1"):
+    with pytest.raises(ValueError, match=r"objective='simclr' needs at least 2 rows in the validation holdout.* leaves 1 there"):
         TabFormerPretrainer(**simclr).fit(images)
     pretrainer = TabFormerPretrainer(**{**simclr, "batch_size": 4}, validation_fraction=None).fit(images)
     pretrainer.set_params(iterator_valid__batch_size=4)

@@ -54,11 +54,11 @@ def test_a_continued_simclr_fit_checks_its_batch_rows_before_training():
     images = np.random.default_rng(0).integers(0, 256, (40, 8, 8), dtype=np.uint8)
     pre = TabFormerPretrainer(**SMALL, objective="simclr", batch_size=8).fit(images)
     before = pre.transform(images[:4])
-    with pytest.raises(ValueError, match=r"needs at least 2 rows in the validation holdout.* holds 1"):
+    with pytest.raises(ValueError, match=r"needs at least 2 rows in the validation holdout.* leaves 1 there"):
         pre.partial_fit(images[:5])
     assert len(pre.history_) == 1
     np.testing.assert_array_equal(pre.transform(images[:4]), before)
-    with pytest.raises(ValueError, match=r"needs at least 2 rows in the rows left to train on.* holds 1"):
+    with pytest.raises(ValueError, match=r"needs at least 2 rows in the rows left to train on.* leaves 1 there"):
         TabFormerPretrainer(**SMALL, objective="simclr", validation_fraction=0.5).fit(images[:3])
 
 

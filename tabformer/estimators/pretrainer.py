@@ -243,9 +243,10 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         # Found after a whole training epoch before: the holdout's one image has no negatives.
         for side, rows, low in (("validation holdout", n_valid, 1), ("rows left to train on", n_rows - n_valid, 0)):
             if low <= rows < needed:
+                # "of 1 rows holds 0" read as the holdout's count when it was the training side's
                 raise ValueError(
                     f"objective={name!r} needs at least {needed} rows in the {side}, and validation_fraction="
-                    f"{self._validation_fraction()} of {n_rows} rows holds {rows}; pass more rows, another "
+                    f"{self._validation_fraction()} of {n_rows} rows leaves {rows} there; pass more rows, another "
                     "validation_fraction, or validation_fraction=None"
                 )
 
