@@ -191,3 +191,11 @@ def test_an_empty_parquet_file_is_refused_by_name_at_fit_and_predict(parquet, tm
         TabFormerClassifier(**SETTINGS).fit(empty, "label")  # numpy's "need at least one array to concatenate"
     with pytest.raises(ValueError, match=r"has 0 rows"):
         clf.predict(empty)  # an IndexError before
+
+
+def test_score_reads_a_parquet_sources_target_column_as_fit_does(parquet):
+    path, X, y = parquet
+    clf = TabFormerClassifier(**SETTINGS).fit(path, "label")
+    assert clf.score(path, "label") == pytest.approx(clf.score(X, y))  # failed inside accuracy_score
+    reg = TabFormerRegressor(**SETTINGS).fit(path, "income")
+    assert reg.score(path, "income") == pytest.approx(reg.score(X.drop(columns="income").assign(label=y), X["income"]))

@@ -55,6 +55,25 @@ class StreamingMixin:
             raise ValueError("y is None; for Parquet input pass the target column's name (y='label') or an array of targets")
         return source, y
 
+    def score(self, X, y, sample_weight=None):
+        """scikit-learn's ``score`` (accuracy, or R2 for a regressor); for Parquet input ``y`` may name the
+        target column, as in ``fit`` (it failed inside the metric).
+
+        Parameters
+        ----------
+        X : as ``predict``
+        y : array-like of shape (n_samples,), or the name of a Parquet source's target column
+        sample_weight : array-like of shape (n_samples,), default=None
+
+        Returns
+        -------
+        float
+        """
+        if isinstance(y, str):
+            source, values = self._open_stream(X, y)
+            y = values if source is not None else y
+        return super().score(X, y, sample_weight=sample_weight)
+
     def _sample_size(self, kind: str) -> int:
         return SAMPLE_SIZES[kind] if self.fit_sample_size == "auto" else int(self.fit_sample_size)
 
