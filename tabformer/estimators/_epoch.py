@@ -76,6 +76,7 @@ class EpochMixin:
                 batch_count += 1
         finally:
             _losses_to_floats(self.history, prefix + "_loss")
+            _losses_to_floats(self.history, prefix + "_batch_weight")
         self.history.record(prefix + "_batch_count", batch_count)
         for _, callback in self.callbacks_:
             if isinstance(callback, NonFiniteGuard):

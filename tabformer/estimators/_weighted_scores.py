@@ -21,15 +21,18 @@ from ._weights import SAMPLE_WEIGHT
 __all__ = ["WeightedPassthroughScoring", "batch_weight", "dataset_weights", "weighted_accuracy", "weighted_callbacks"]
 
 
-def batch_weight(batch) -> float | None:
+def batch_weight(batch):
     """The total weight of a batch ``(X, y)`` whose ``X`` carries ``SAMPLE_WEIGHT``, else None.
 
-    Per row (B,) or per token (B, T): the sum is the denominator of the batch's weighted loss.
+    Per row (B,) or per token (B, T): the sum is the denominator of the batch's weighted loss. A float
+    on the CPU; on a GPU (an accelerated loader places batches there) a tensor, read back with the
+    phase's losses rather than stalling the queue every batch.
     """
     X = batch[0] if isinstance(batch, (tuple, list)) else batch
     if not (isinstance(X, dict) and SAMPLE_WEIGHT in X):
         return None
-    return float(X[SAMPLE_WEIGHT].sum())
+    total = X[SAMPLE_WEIGHT].detach().sum()
+    return float(total) if total.device.type == "cpu" else total
 
 
 def dataset_weights(dataset) -> np.ndarray | None:
