@@ -27,6 +27,10 @@ from ._util import num_samples
 
 __all__ = ["TabFormerPretrainer"]
 
+#: Seed of ``score``'s masks and views when ``random_state`` is None: any fixed number does, so that the same fitted
+#: model scores the same X alike (GridSearchCV compared candidates on fresh random masks) and the global RNG stays put.
+UNSEEDED_SCORE_SEED = 0
+
 
 def _not_a_predictor(estimator) -> bool:
     return False
@@ -299,9 +303,25 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         return np.asarray([f"{prefix}{i}" for i in range(width)], dtype=object)
 
     def score(self, X, y=None):
-        """Minus the objective's loss on ``X`` (higher is better, as sklearn expects)."""
+        """Minus the objective's loss on ``X`` (higher is better, as sklearn expects).
+
+        The masks (or augmented views) are drawn from a fixed seed: the fit's (``random_state``), or
+        ``UNSEEDED_SCORE_SEED`` without one, so a fitted model scores the same ``X`` alike every time, and
+        the caller's global torch RNG is left alone.
+
+        Parameters
+        ----------
+        X : inputs the tokenizer accepts, n_samples rows
+        y : ignored
+
+        Returns
+        -------
+        score : float
+        """
         check_is_fitted(self)
-        dataset = self.objective_.make_dataset(self.tokenize(X), self.tokenizer_, self._fit_seed())
+        seed = self._fit_seed()
+        seed = UNSEEDED_SCORE_SEED if seed is None else seed
+        dataset = self.objective_.make_dataset(self.tokenize(X), self.tokenizer_, seed)
 
         def batch_loss(inputs):
             return float(self.objective_.loss(self.module_(**inputs))), len(next(iter(inputs.values())))
