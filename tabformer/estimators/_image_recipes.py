@@ -20,6 +20,7 @@ __all__ = [
     "STEM",
     "auto_patch_size",
     "frame_image_side",
+    "image_recipe",
     "image_shape",
     "image_tokens",
     "stem_available",
@@ -189,3 +190,33 @@ def image_tokens(shape, user: set, supervised: bool, resized_to=None) -> dict:
         # points (0.911 -> 0.774), so the shift comes only with the conv stem.
         settings.update(conv_stem=CONV_STEM, random_shift=1)
     return {f"tokenizer__{key}": value for key, value in settings.items()}
+
+
+def image_recipe(estimator, X, user: set, supervised: bool) -> dict:
+    """Tokenizer settings for images given alone to ``estimator``, from scratch: :func:`image_tokens` of ``X``'s images.
+
+    A pretrainer takes the patch size alone, by the same rule (about 16 patches): the tokenizer's
+    default patch of 4 refused the 30x30 images a classifier reads. The classifier's pixel shift and
+    conv stem stay out: SimCLR's augmented views are the pretrainer's augmentation, and they were not
+    measured there.
+
+    Parameters
+    ----------
+    estimator : TabFormerNet
+        Read for its role and the ``tokenizer__image_size`` the user set.
+    X : images
+        The training input (the first image's shape is read).
+    user : set of str
+        The parameters the user passed.
+    supervised : bool
+        A classifier or regressor from scratch (the one to get the frozen stem).
+
+    Returns
+    -------
+    dict
+        ``tokenizer__*`` settings.
+    """
+    tokens = image_tokens(image_shape(X), user, supervised, user_image_side(estimator, "tokenizer__image_size"))
+    if estimator._recipe_role != "pretrainer":
+        return tokens
+    return {key: value for key, value in tokens.items() if key == "tokenizer__patch_size"}

@@ -54,8 +54,7 @@ from ._image_recipes import (
     IMAGE_PRETRAINED,
     IMAGE_SCRATCH,
     frame_image_side,
-    image_shape,
-    image_tokens,
+    image_recipe,
     stem_settings,
     user_image_side,
     wants_stem,
@@ -297,8 +296,8 @@ def resolve_recipe(estimator, tokenizer, X, n_rows: int, pretrained: bool) -> di
     recipe.update(probe_recipe(estimator, "text" if all_text else kind, pretrained))  # a frozen encoder's head
     user = set(estimator.get_params(deep=False))
     supervised = not pretrained and estimator._recipe_role in ("classifier", "regressor")
-    if kind == "image" and not pretrained and estimator._recipe_role != "pretrainer":
-        recipe.update(image_tokens(image_shape(X), user, supervised, user_image_side(estimator, "tokenizer__image_size")))
+    if kind == "image" and not pretrained:
+        recipe.update(image_recipe(estimator, X, user, supervised))
     if kind == "mixed" and supervised and wants_stem(user, "tokenizer__image__") and "tokenizer__image" not in user:
         resized_to = user_image_side(estimator, "tokenizer__image__image_size")
         side = resized_to or frame_image_side(X)

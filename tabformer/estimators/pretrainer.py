@@ -113,7 +113,9 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         The settings ``fit`` used: yours where given, the pretrainer's recipe for those
         left ``"auto"`` (``lr`` 1e-3, ``max_epochs`` 20, ``batch_size`` 128,
         ``lr_schedule`` ``"cosine"``, ``patience`` 5, whatever the input), plus
-        ``monitor`` (``"valid_loss"``) and ``objective`` (the objective's name); see
+        ``monitor`` (``"valid_loss"``) and ``objective`` (the objective's name); for
+        images given alone, unless you set it, ``tokenizer__patch_size``: about 16 patches,
+        as the classifier's plain patches (30x30 images: 6); see
         :mod:`tabformer.estimators._recipes`.
         ``get_params`` still returns what you passed.
 

@@ -1,0 +1,36 @@
+"""The pretrainer's "auto" settings follow the supervised recipes where their rule fits: an image's patch grid."""
+
+import numpy as np
+import pytest
+
+from tabformer import TabFormerPretrainer
+from tabformer.estimators._image_recipes import auto_patch_size
+
+SMALL = dict(
+    encoder__d_model=16,
+    encoder__n_heads=2,
+    encoder__n_layers=1,
+    max_epochs=1,
+    validation_fraction=None,
+    patience=None,
+    random_state=0,
+    verbose=0,
+)
+IMAGES_30 = np.random.default_rng(0).random((8, 30, 30)).astype("float32")
+
+
+def test_image_patch_size_resolves_as_the_classifiers():
+    # The tokenizer's default patch of 4 refused 30x30 images, which the classifier reads with its auto patch.
+    pre = TabFormerPretrainer(**SMALL).fit(IMAGES_30)
+    assert pre.tokenizer_.patch_size == pre.resolved_params_["tokenizer__patch_size"] == auto_patch_size(30, 30) == 6
+    assert "tokenizer__patch_size" not in pre.get_params()
+    assert pre.transform(IMAGES_30).shape == (8, 16)
+    resized = TabFormerPretrainer(**SMALL, tokenizer__image_size=(28, 28)).fit(IMAGES_30)
+    assert resized.tokenizer_.patch_size == 7  # the size the images are resized to decides
+
+
+def test_image_patch_size_the_user_sets_is_kept_and_checked():
+    pre = TabFormerPretrainer(**SMALL, tokenizer__patch_size=5).fit(IMAGES_30)
+    assert pre.tokenizer_.patch_size == 5
+    with pytest.raises(ValueError, match="image size 30x30 is not divisible by patch_size=7"):
+        TabFormerPretrainer(**SMALL, tokenizer__patch_size=7).fit(IMAGES_30)
