@@ -1,6 +1,8 @@
-"""The pretrainer's "auto" settings follow the supervised recipes where their rule fits: an image's patch grid."""
+"""The pretrainer's "auto" settings follow the supervised recipes where their rule fits: an image's patch grid,
+a table's batch size."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from tabformer import TabFormerPretrainer
@@ -34,3 +36,16 @@ def test_image_patch_size_the_user_sets_is_kept_and_checked():
     assert pre.tokenizer_.patch_size == 5
     with pytest.raises(ValueError, match="image size 30x30 is not divisible by patch_size=7"):
         TabFormerPretrainer(**SMALL, tokenizer__patch_size=7).fit(IMAGES_30)
+
+
+def test_table_batch_size_follows_the_rows_as_a_classifiers():
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=200), "b": rng.choice(list("xyz"), 200)})
+    # 128 rows a batch left 200 rows two steps an epoch; the supervised table rule gives 16 (13 steps here)
+    pre = TabFormerPretrainer(**SMALL).fit(X)
+    assert pre.resolved_params_["batch_size"] == 16 and pre.get_params()["batch_size"] == "auto"
+    assert len(pre.history_[-1]["batches"]) == 13
+    assert TabFormerPretrainer(**SMALL, batch_size=64).fit(X).resolved_params_["batch_size"] == 64
+    # SimCLR keeps its large batch: NT-Xent's negatives are the batch's other rows
+    images = rng.random((8, 8, 8)).astype("float32")
+    assert TabFormerPretrainer(**SMALL, tokenizer__patch_size=4).fit(images).resolved_params_["batch_size"] == 128

@@ -184,7 +184,8 @@ RECIPES_NOTES_DOC = """
     tagger, pretrained      1e-4, cosine           3 (pat. 2)    32
     tagger, from scratch    1e-3, cosine           40 (pat. 3)   32             cased 30k
                                                                                 WordPiece, d 256
-    pretrainer              1e-3, cosine           20 (pat. 5)   128
+    pretrainer              1e-3, cosine           20 (pat. 5)   128; tables:   images alone:
+                                                                 32 steps/ep    ~16 patches
     ======================  =====================  ============  =============  =================
 
     "3-10": BERT's 3 epochs, or on small data as many as give 300 optimizer steps, at most

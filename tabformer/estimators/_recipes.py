@@ -239,8 +239,8 @@ def _fuses_image_late(estimator, tokenizer, X, pretrained: bool, kinds=None) -> 
 
 def _base_recipe(estimator, kind: str, pretrained: bool) -> dict:
     role = estimator._recipe_role
-    if role == "pretrainer":
-        return dict(_PRETRAINER)
+    if role == "pretrainer":  # a table's batch follows its rows (auto_batch_size) as a classifier's: 128 left 200 rows 2 steps
+        return {key: value for key, value in _PRETRAINER.items() if kind != "table" or key != "batch_size"}
     if role == "tagger":
         return dict(_TAG_PRETRAINED if pretrained else _TAG_SCRATCH)
     if kind == "text":

@@ -74,7 +74,9 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         linear warm-up and decay (see the classifier); ``None``: constant ``lr``.
         ``"auto"`` resolves to ``"cosine"``.
     batch_size : int or "auto", default="auto"
-        Rows per training step (``-1``: all rows); ``"auto"`` resolves to 128.
+        Rows per training step (``-1``: all rows); ``"auto"`` resolves to 128, and on a
+        table (``objective="masked_cells"``) as a classifier's: the largest power of 2 in
+        [16, 256] giving an epoch at least 32 steps (200 rows: 16; 10,000 rows: 256).
     validation_fraction : float, "auto" or None, default="auto"
         Rows held out to watch the objective's loss for early stopping; ``"auto"``: 0.1
         with early stopping (the default ``patience``), none without it.
@@ -111,8 +113,8 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
     history_ : skorch History
     resolved_params_ : dict
         The settings ``fit`` used: yours where given, the pretrainer's recipe for those
-        left ``"auto"`` (``lr`` 1e-3, ``max_epochs`` 20, ``batch_size`` 128,
-        ``lr_schedule`` ``"cosine"``, ``patience`` 5, whatever the input), plus
+        left ``"auto"`` (``lr`` 1e-3, ``max_epochs`` 20, ``batch_size`` 128 or on a
+        table by its rows, ``lr_schedule`` ``"cosine"``, ``patience`` 5), plus
         ``monitor`` (``"valid_loss"``) and ``objective`` (the objective's name); for
         images given alone, unless you set it, ``tokenizer__patch_size``: about 16 patches,
         as the classifier's plain patches (30x30 images: 6); see
