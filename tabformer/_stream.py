@@ -68,7 +68,9 @@ def parquet_dataset(path):
 
     A folder written as ``data/year=2020/part-0.parquet`` holds the column ``year`` in its
     folder names, not in its files. It is read as ``pandas.read_parquet`` reads it
-    (``pyarrow.parquet``'s ``partitioning="hive"``): as a column of categories.
+    (``pyarrow.parquet``'s ``partitioning="hive"``): as a column of categories. A single
+    file is read with its own columns only, as ``pandas.read_parquet`` reads it, wherever it
+    lies (pyarrow found ``year`` in the path ``data/year=2020/part-0.parquet`` too).
 
     Parameters
     ----------
@@ -80,6 +82,8 @@ def parquet_dataset(path):
     """
     import pyarrow.dataset as ds
 
+    if Path(path).is_file():
+        return ds.dataset(str(path), format="parquet")
     return ds.dataset(str(path), format="parquet", partitioning=ds.HivePartitioning.discover(infer_dictionary=True))
 
 
