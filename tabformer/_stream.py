@@ -25,7 +25,7 @@ from torch.utils.data import IterableDataset, get_worker_info
 from .tokenizers import UntrainedMissingWarning
 from .tokenizers.detect import IMAGE_EXTENSIONS, is_path
 
-__all__ = ["RowSource", "StreamedRows", "open_source", "is_image_paths", "parquet_dataset"]
+__all__ = ["RowSource", "StreamedRows", "arrow_frame", "fitted_dates", "open_source", "is_image_paths", "parquet_dataset"]
 
 
 @dataclass(frozen=True)
@@ -145,6 +145,43 @@ def open_source(X, y=None, chunk_rows: int = 8192):
     return None, y
 
 
+def arrow_frame(table, dates=None) -> pd.DataFrame:
+    """A pyarrow table or record batch as a DataFrame, its ``dates`` columns of a date type as ``datetime64``.
+
+    pandas reads a Parquet ``date32`` / ``date64`` column as ``datetime.date`` objects, which a
+    tokenizer reads as categories; the file declares them dates, and a ``datetime64`` column
+    (a timestamp column, or the same dates in memory) is read as dates: calendar parts.
+    Everything else is read as ``pandas.read_parquet`` reads it.
+
+    Parameters
+    ----------
+    table : pyarrow.Table or pyarrow.RecordBatch
+    dates : collection of str or None, default=None
+        The date columns to read as ``datetime64[ms]``; None: every one.
+
+    Returns
+    -------
+    DataFrame
+    """
+    import pyarrow as pa
+
+    frame = table.to_pandas()
+    for field in table.schema:
+        if pa.types.is_date(field.type) and (dates is None or field.name in dates) and field.name in frame.columns:
+            frame[field.name] = table.column(field.name).to_pandas(date_as_object=False).to_numpy()
+    return frame
+
+
+def fitted_dates(estimator) -> set:
+    """The feature columns ``estimator`` was fitted on as dates (``datetime64`` or pyarrow dates), read so at predict.
+
+    A column fitted as ``datetime.date`` objects (categories: a frame from ``pandas.read_parquet``,
+    or a model streamed before Parquet dates were read as dates) keeps reading as objects.
+    """
+    dtypes = getattr(estimator, "feature_dtypes_in_", None) or {}
+    return {column for column, dtype in dtypes.items() if dtype.startswith(("datetime64", "date32", "date64"))}
+
+
 class RowSource:
     """Rows in pieces: a Parquet dataset's row groups, or slices of a list of image paths.
 
@@ -156,6 +193,8 @@ class RowSource:
         Parquet: the feature columns read; None for image paths.
     schema : pyarrow.Schema or None
         Parquet: the dataset's schema (files are read in it).
+    dates : collection of str or None, default=None
+        Parquet: the date columns read as ``datetime64`` (see :func:`arrow_frame`); None: every one.
 
     Attributes
     ----------
@@ -163,13 +202,13 @@ class RowSource:
     kind : {"table", "images"}
     """
 
-    def __init__(self, pieces: list, columns: list | None = None, schema=None):
-        self.pieces, self.columns, self.schema = pieces, columns, schema
+    def __init__(self, pieces: list, columns: list | None = None, schema=None, dates=None):
+        self.pieces, self.columns, self.schema, self.dates = pieces, columns, schema, dates
         self.kind = "images" if columns is None else "table"
         self.n_rows = sum(piece.rows for piece in pieces)
 
     @classmethod
-    def from_arrow(cls, dataset) -> RowSource:
+    def from_arrow(cls, dataset, dates=None) -> RowSource:
         """One piece per Parquet row group (per fragment for other formats); only footers are read."""
         pieces, offset = [], 0
         for fragment in dataset.get_fragments():
@@ -179,7 +218,7 @@ class RowSource:
                 if rows:
                     pieces.append(Piece(offset, rows, part))
                     offset += rows
-        return cls(pieces, list(dataset.schema.names), dataset.schema)
+        return cls(pieces, list(dataset.schema.names), dataset.schema, dates)
 
     @classmethod
     def from_paths(cls, paths: list, chunk_rows: int) -> RowSource:
@@ -198,18 +237,18 @@ class RowSource:
             raise ValueError(f"y={column!r} names a target column, but it is not one of {where}")
         if len(self.columns) == 1:
             raise ValueError(f"the Parquet data holds only the target column {column!r}: no feature is left")
-        return RowSource(self.pieces, [name for name in self.columns if name != column], self.schema)
+        return RowSource(self.pieces, [name for name in self.columns if name != column], self.schema, self.dates)
 
     def column(self, name: str) -> np.ndarray:
         """One column over every row, read piece by piece (the target: a few bytes a row)."""
-        return np.concatenate([read_piece(piece, [name], self.schema)[name].to_numpy() for piece in self.pieces])
+        return np.concatenate([read_piece(piece, [name], self.schema, self.dates)[name].to_numpy() for piece in self.pieces])
 
     def read(self, piece: Piece, rows=None):
         """Piece ``piece``'s raw rows (a DataFrame, or a list of paths), ``rows`` (local indices) only if given."""
         if self.kind == "images":
             paths = piece.part
             return paths if rows is None else [paths[i] for i in rows]
-        frame = read_piece(piece, self.columns, self.schema)
+        frame = read_piece(piece, self.columns, self.schema, self.dates)
         return frame if rows is None else frame.iloc[rows].reset_index(drop=True)
 
     def sample(self, size: int, seed) -> tuple:
@@ -226,8 +265,9 @@ class RowSource:
         return concat(parts), chosen
 
 
-def read_piece(piece: Piece, columns: list, schema=None) -> pd.DataFrame:
-    """Read one Parquet piece (a row group), ``columns`` only, in the dataset's ``schema`` when given.
+def read_piece(piece: Piece, columns: list, schema=None, dates=None) -> pd.DataFrame:
+    """Read one Parquet piece (a row group), ``columns`` only, in the dataset's ``schema`` when given,
+    its ``dates`` as ``datetime64`` (see :func:`arrow_frame`).
 
     A later file of a folder whose values do not fit the schema (the first file's) raises a
     ValueError naming the file: pyarrow's own error names neither file nor column.
@@ -235,7 +275,7 @@ def read_piece(piece: Piece, columns: list, schema=None) -> pd.DataFrame:
     import pyarrow as pa
 
     try:
-        return piece.part.to_table(schema=schema, columns=columns).to_pandas()
+        return arrow_frame(piece.part.to_table(schema=schema, columns=columns), dates)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as error:
         where = getattr(piece.part, "path", "a piece of X")
         raise ValueError(

@@ -9,6 +9,7 @@ from tabformer._stream import open_source
 
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
+ds = pytest.importorskip("pyarrow.dataset")
 
 SMALL = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, max_epochs=1, verbose=0, random_state=0)
 
@@ -28,3 +29,55 @@ def test_a_single_file_under_a_hive_style_folder_gains_no_partition_column(tmp_p
     # The folder above it is hive-partitioned: read as pandas reads it, with the partition column.
     assert open_source(tmp_path / "data")[0].columns == ["x", "label", "year"]
     assert list(TabFormerClassifier(**SMALL).fit(str(tmp_path / "data"), "label").feature_names_in_) == ["x", "year"]
+
+
+@pytest.fixture
+def dated(tmp_path):
+    """A Parquet file of every date and time type, each missing a value, and the same rows in memory as datetimes."""
+    import datetime
+
+    rng = np.random.default_rng(0)
+    days = [datetime.date(2020, 1, 1) + datetime.timedelta(days=int(d)) for d in rng.integers(0, 900, 60)]
+    days[5] = None
+    x = rng.normal(size=60)
+    times = pd.to_datetime(days) + pd.to_timedelta(rng.integers(0, 86400, 60), unit="s")
+    table = pa.table(
+        {
+            "x": x,
+            "d32": pa.array(days, pa.date32()),
+            "d64": pa.array(days, pa.date64()),
+            "ts": pa.array(times),
+            "tsz": pa.array(times.tz_localize("Asia/Tokyo")),
+            "label": (x > 0).astype(int),
+        }
+    )
+    path = tmp_path / "dated.parquet"
+    pq.write_table(table, path, row_group_size=20)
+    frame = pd.read_parquet(path)
+    in_memory = frame.assign(d32=pd.to_datetime(frame["d32"]), d64=pd.to_datetime(frame["d64"]))
+    return str(path), in_memory.drop(columns="label"), frame["label"]
+
+
+def test_parquet_dates_stream_as_dates_as_the_same_datetimes_in_memory(dated):
+    # date32 / date64 (datetime.date cells from pandas) streamed as categories: one id a day, new days "unseen".
+    path, X, y = dated
+    settings = dict(SMALL, validation_fraction=None, iterator_train__shuffle=False, fit_sample_size=10_000, ensemble_size=1)
+    streamed = TabFormerClassifier(**settings).fit(path, "label")
+    in_memory = TabFormerClassifier(**settings).fit(X, y)
+    assert streamed.tokenizer_.categorical_columns_ == in_memory.tokenizer_.categorical_columns_ == []
+    assert streamed.tokenizer_.datetime_parts_ == in_memory.tokenizer_.datetime_parts_
+    assert set(streamed.tokenizer_.datetime_parts_) == {"d32", "d64", "ts", "tsz"}
+    assert streamed.history[:, "train_loss"] == pytest.approx(in_memory.history[:, "train_loss"], abs=1e-6)
+    np.testing.assert_allclose(streamed.predict_proba(path), in_memory.predict_proba(X), atol=1e-6)
+    np.testing.assert_allclose(in_memory.predict_proba(path), in_memory.predict_proba(X), atol=1e-6)
+    np.testing.assert_allclose(streamed.predict_proba(ds.dataset(path)), streamed.predict_proba(X), atol=1e-6)
+
+
+def test_a_model_fitted_on_date_objects_predicts_on_the_parquet_file_as_before(dated):
+    # Fitted on pandas' datetime.date cells (categories), it reads the file's dates as such objects still.
+    path, _, y = dated
+    frame = pd.read_parquet(path).drop(columns="label")
+    with pytest.warns(UserWarning, match="holds only dates"):
+        clf = TabFormerClassifier(**SMALL).fit(frame, y)
+    assert clf.tokenizer_.categorical_columns_ == ["d32", "d64"]
+    np.testing.assert_allclose(clf.predict_proba(path), clf.predict_proba(frame), atol=1e-6)

@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from .. import inspection
 from .._data import TensorDictDataset, trim_padding
-from .._stream import RowSource
+from .._stream import RowSource, arrow_frame, fitted_dates
 from ..nn.heads import mean_pool
 from ..tokenizers._columns import ColumnWarnings
 from ._input_kind import check_tokens
@@ -118,7 +118,7 @@ class InferenceMixin:
         self.module_.eval()
         start = 0
         gathered = ColumnWarnings()  # warned once after the last chunk, with the input's totals
-        for chunk in _row_chunks(X, self.inference_chunk_rows):
+        for chunk in _row_chunks(X, self.inference_chunk_rows, fitted_dates(self)):
             with gathered.gathering(first_row=start), _rows_of_the_input(start):
                 tokens = check_tokens(chunk, type(self).__name__) if isinstance(chunk, (dict, Dataset)) else self.tokenize(chunk)
             order = _length_order(tokens) if trim else None
@@ -359,11 +359,12 @@ def _rows_of_the_input(first_row: int):
         raise type(error)(shifted) from error
 
 
-def _row_chunks(X, rows: int):
+def _row_chunks(X, rows: int, dates=()):
     """``X`` in consecutive slices of ``rows`` rows (tokens and datasets whole); a pyarrow
     dataset (Parquet files, ``pyarrow.dataset.dataset(path)``) one row group at a time, so it
-    is never read whole. (The dataset's own ``to_batches`` reads ahead of a slow consumer:
-    predicting on 1M rows held 2-3 more 100k-row groups than on 100k rows.)"""
+    is never read whole, its ``dates`` columns as ``datetime64`` (as fit read them). (The
+    dataset's own ``to_batches`` reads ahead of a slow consumer: predicting on 1M rows held
+    2-3 more 100k-row groups than on 100k rows.)"""
     if isinstance(X, (dict, Dataset)):
         yield X
         return
@@ -371,7 +372,7 @@ def _row_chunks(X, rows: int):
         for piece in RowSource.from_arrow(X).pieces:
             for batch in piece.part.to_table(schema=X.schema, columns=X.schema.names).to_batches(max_chunksize=rows):
                 if batch.num_rows:
-                    yield batch.to_pandas()
+                    yield arrow_frame(batch, dates)
         return
     n_rows = num_samples(X)
     if n_rows <= rows or not (hasattr(X, "iloc") or hasattr(X, "shape") or isinstance(X, (list, tuple))):

@@ -13,7 +13,16 @@ from skorch import NeuralNet
 from torch.utils.data import DataLoader
 
 from .._data import collate_batched
-from .._stream import RowSource, StreamedRows, _is_arrow_dataset, concat, is_image_paths, open_source, parquet_dataset
+from .._stream import (
+    RowSource,
+    StreamedRows,
+    _is_arrow_dataset,
+    concat,
+    fitted_dates,
+    is_image_paths,
+    open_source,
+    parquet_dataset,
+)
 from .._validation import check_target
 from ._categories import note_trained_missing
 from ._classes import check_same_classes
@@ -248,7 +257,7 @@ class StreamingMixin:
         """
         X = self._inference_input(X)
         if _is_arrow_dataset(X):
-            source = RowSource.from_arrow(X)
+            source = RowSource.from_arrow(X, dates=fitted_dates(self))
             X = concat([source.read(piece) for piece in source.pieces])
         return super().tokenize(X)
 
