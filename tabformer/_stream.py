@@ -342,7 +342,8 @@ class StreamedRows(IterableDataset):
         The DataLoader's ``num_workers``, for ``len`` only.
     on_tokens : callable or None, default=None
         Called with each buffer's tokens as they are made (in the DataLoader's worker process,
-        if it has workers): the training stream's notes which missing tokens it trains.
+        if it has workers: what it records must be shared with the fitting process, as
+        :class:`~tabformer.estimators._streaming.MissingNote` is).
     """
 
     def __init__(

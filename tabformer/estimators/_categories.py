@@ -35,6 +35,7 @@ __all__ = [
     "continue_with_categories",
     "continued_tokens",
     "grow_for_new_categories",
+    "missing_token_widths",
     "note_trained_missing",
     "refuse_unseen_categories",
     "unseen_category_columns",
@@ -253,12 +254,38 @@ def _table_tokens(tokenizer, data) -> list:
     return parts
 
 
+def missing_token_widths(tokenizer) -> dict:
+    """The token arrays :func:`note_trained_missing` reads (``cat_ids`` and ``num_missing``, a mixed
+    tokenizer's prefixed by its table part's name), each with its number of columns.
+
+    Parameters
+    ----------
+    tokenizer : fitted tokenizer
+
+    Returns
+    -------
+    dict of str to int
+        Empty for a tokenizer without a table part.
+    """
+    if hasattr(tokenizer, "categorical_columns_"):
+        parts = [("", tokenizer)]
+    else:
+        parts = [(f"{name}/", table) for name, table, _ in getattr(tokenizer, "transformers_", None) or []]
+    return {
+        f"{prefix}{key}": len(getattr(table, columns))
+        for prefix, table in parts
+        if hasattr(table, "categorical_columns_")
+        for key, columns in (("cat_ids", "categorical_columns_"), ("num_missing", "numeric_columns_"))
+    }
+
+
 def note_trained_missing(tokenizer, data) -> None:
     """Mark the table columns whose missing token ``data`` (continued-fit tokens) trains.
 
     So predict stops warning (:class:`~tabformer.tokenizers._columns.UntrainedMissingWarning`)
     about missing values in a column that had none at the first fit but some in a
-    continued one. Streamed continued fits are not read.
+    continued one. A stream's tokens are noted through
+    :class:`~tabformer.estimators._streaming.MissingNote` (in DataLoader workers too).
 
     Parameters
     ----------

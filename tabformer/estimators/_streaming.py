@@ -9,6 +9,7 @@ tokenize batch by batch. Every other input goes to the in-memory ``fit`` unchang
 from __future__ import annotations
 
 import numpy as np
+import torch
 from skorch import NeuralNet
 from torch.utils.data import DataLoader
 
@@ -24,12 +25,13 @@ from .._stream import (
     parquet_dataset,
 )
 from .._validation import check_target
-from ._categories import note_trained_missing
+from ..tokenizers.tabular import MISSING_ID
+from ._categories import missing_token_widths, note_trained_missing
 from ._classes import check_same_classes
 from ._params import check_fit_params, check_params
 from ._weights import SAMPLE_WEIGHT, as_float32_weights, check_sample_weight, check_split_weights
 
-__all__ = ["StreamingMixin", "STREAMING_PARAM_DOC", "SAMPLE_SIZES"]
+__all__ = ["MissingNote", "StreamingMixin", "STREAMING_PARAM_DOC", "SAMPLE_SIZES"]
 
 #: rows the tokenizer is fitted on under ``fit_sample_size="auto"``: LightGBM bins its
 #: features on 200,000 rows (``bin_construct_sample_cnt``); images cost far more each
@@ -43,6 +45,43 @@ STREAMING_PARAM_DOC = """    fit_sample_size : int or "auto", default="auto"
         then reads, shuffles and tokenizes the data batch by batch inside DataLoader
         workers (``iterator_train__num_workers``); see docs/scale.md.
 """
+
+
+class MissingNote:
+    """Which table columns' missing tokens a training stream trained, gathered across DataLoader workers.
+
+    A streamed fit's tokenizer saw only a sample: the training rows train the missing tokens
+    of more columns, and predict need not warn that they never trained. Each DataLoader worker
+    process tokenizes its own rows, and a note it kept on its copy of the tokenizer was lost
+    with it. The flags (one per token column) are in shared memory: every worker sets them,
+    and the fitting process reads them into its tokenizer (:meth:`apply`).
+
+    Parameters
+    ----------
+    tokenizer : fitted tokenizer
+    """
+
+    def __init__(self, tokenizer):
+        widths = missing_token_widths(tokenizer)
+        self.flags = {key: torch.zeros(width, dtype=torch.bool).share_memory_() for key, width in widths.items()}
+
+    def __call__(self, tokens: dict) -> None:
+        """Flag the columns whose missing token ``tokens`` (a buffer's) holds."""
+        for key, flags in self.flags.items():
+            if key not in tokens:
+                continue
+            values = np.asarray(tokens[key])
+            seen = np.flatnonzero(((values == MISSING_ID) if key.endswith("cat_ids") else values.astype(bool)).any(axis=0))
+            if len(seen):  # True alone is written: workers flagging at once lose no flag
+                flags[torch.as_tensor(seen)] = True
+
+    def apply(self, tokenizer) -> None:
+        """Mark the flagged columns in ``tokenizer`` (:func:`note_trained_missing`)."""
+        tokens = {
+            key: (np.where(flags.numpy(), MISSING_ID, MISSING_ID + 1) if key.endswith("cat_ids") else flags.numpy())[None]
+            for key, flags in self.flags.items()
+        }
+        note_trained_missing(tokenizer, tokens)
 
 
 class StreamingMixin:
@@ -123,7 +162,9 @@ class StreamingMixin:
             # The sample is not kept past the tokenizer's fit: up to fit_sample_size rows held through training.
             rows, chosen = source.sample(self._sample_size(source.kind), self._fit_seed())
             self._fit_tokenizer(rows, n_rows=source.n_rows, y=y_encoded, weights=weights, rows=chosen)
-            self._train_new_module(self._stream(source, y_encoded, weights), y_encoded, **fit_params)
+            stream = self._stream(source, y_encoded, weights)
+            self._train_new_module(stream, y_encoded, **fit_params)
+        stream.on_tokens.apply(self.tokenizer_)
         return self
 
     def partial_fit(self, X, y=None, classes=None, sample_weight=None, **fit_params):
@@ -161,8 +202,10 @@ class StreamingMixin:
         weights = self._row_weights(y_encoded, check_sample_weight(sample_weight, source.n_rows), continued=True)
         for group in self.optimizer_.param_groups:
             group["lr"] = group.get("initial_lr", group["lr"])
+        stream = self._stream(source, y_encoded, weights)
         with self._seeded(continued=True), self._schedule_from_the_peak():
-            NeuralNet.partial_fit(self, self._stream(source, y_encoded, weights), y_encoded, **fit_params)
+            NeuralNet.partial_fit(self, stream, y_encoded, **fit_params)
+        stream.on_tokens.apply(self.tokenizer_)
         return self
 
     def _stream(self, source, y_encoded, weights):
@@ -172,7 +215,9 @@ class StreamingMixin:
             weights = None  # equal weights leave the loss unchanged: the unweighted path, as in memory
         elif weights is not None:
             weights = as_float32_weights(weights)
-        return StreamedRows(source, self.tokenizer_, y_encoded, weights=weights, buffer_rows=self.stream_buffer_rows)
+        note = MissingNote(self.tokenizer_)  # training rows' missing values, noted in the DataLoader's workers too
+        buffer_rows = self.stream_buffer_rows
+        return StreamedRows(source, self.tokenizer_, y_encoded, weights=weights, buffer_rows=buffer_rows, on_tokens=note)
 
     def get_split_datasets(self, X, y=None, **fit_params):
         """For a stream: the ``validation_fraction`` holdout as two streams over a row mask.
@@ -215,9 +260,9 @@ class StreamingMixin:
         if kwargs.pop("group_by_length", False) and "group_by_length" in NeuralNet.get_params_for(self, prefix):
             raise ValueError(f"{prefix}__group_by_length needs in-memory tokens; it does not apply to streamed input")
         workers = kwargs.get("num_workers", 0)
-        # Training rows train the missing tokens of their columns: predict then need not warn they never trained (the
-        # streamed fit's tokenizer saw only a sample). In worker processes the note is lost, and predict may still warn.
-        noted = (lambda tokens: note_trained_missing(self.tokenizer_, tokens)) if training else None
+        if isinstance(dataset.on_tokens, MissingNote):  # the epochs so far: read by callbacks that predict mid-fit
+            dataset.on_tokens.apply(self.tokenizer_)
+        noted = dataset.on_tokens if training else None  # validation rows train nothing
         stream = dataset.with_options(
             batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, workers=workers, on_tokens=noted
         )
