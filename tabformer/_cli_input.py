@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from ._stream import parquet_dataset
 from .tokenizers import TOKENIZERS
 from .tokenizers._column_hints import ISO_DATE  # one rule for what a date string is, with tokenizer="auto"
 from .tokenizers.detect import IMAGE_EXTENSIONS, infer_column_kind, is_path
@@ -102,7 +103,7 @@ def _read_file(
             import pyarrow  # noqa: F401
         except ImportError:
             raise CLIError(f"reading {path} needs pyarrow: pip install 'tabformer[parquet]'") from None
-        return pd.read_parquet(path)
+        return _parquet_dates(pd.read_parquet(path), path, dtypes, parse_dates)
     if suffix == ".txt":
         # Every line is a row, blank ones too (an empty text): the output lines up with the input's.
         return _lines(path.read_text(encoding="utf-8"))
@@ -122,6 +123,22 @@ def _read_file(
         frame = _parse_dates(frame) if parse_dates else _as_fitted(frame, fitted)
         return _empty_cells_as_text(frame, path, sep, texts, blank_lines)
     raise CLIError(f"cannot read {path}: unknown file type {suffix or '(none)'!r}; use .csv, .tsv, .parquet or .txt")
+
+
+def _parquet_dates(frame: pd.DataFrame, path: Path, dtypes: dict | None, parse_dates: bool) -> pd.DataFrame:
+    """A Parquet file's ``date32`` / ``date64`` columns as datetimes, as a streamed fit reads them (pandas reads
+    ``datetime.date`` cells, which a tokenizer reads as categories): a training file's every one, else those fit
+    saw as datetimes (a model fitted on the cells as categories reads them so still)."""
+    if parse_dates:
+        import pyarrow as pa
+
+        dates = [field.name for field in parquet_dataset(path).schema if pa.types.is_date(field.type)]
+    else:
+        dates = [c for c, d in (dtypes or {}).items() if d.startswith(("datetime64", "date32", "date64"))]
+    for column in dates:
+        if column in frame.columns and frame[column].dtype == object:
+            frame[column] = pd.to_datetime(frame[column])
+    return frame
 
 
 def _parse_dates(frame: pd.DataFrame) -> pd.DataFrame:

@@ -225,3 +225,28 @@ def test_fit_and_predict_read_a_hive_partitioned_folder_with_its_partition_colum
     predictions = pd.read_csv(io.StringIO(capsys.readouterr().out))
     expected = model.predict(pd.read_parquet(root).drop(columns="label"))
     assert predictions["prediction"].tolist() == list(expected)
+
+
+def test_fit_and_predict_read_a_parquet_date_column_as_dates_as_a_streamed_fit_does(tmp_path, capsys):
+    # pandas reads date32 cells as datetime.date objects: the command line fitted them as categories, and told the
+    # user to convert them (pd.to_datetime), which a command line user cannot.
+    pa = pytest.importorskip("pyarrow")
+    import datetime
+
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(0)
+    days = [datetime.date(2020, 1, 1) + datetime.timedelta(days=int(d)) for d in rng.integers(0, 900, 60)]
+    x = rng.normal(size=60)
+    path = tmp_path / "dated.parquet"
+    pq.write_table(pa.table({"x": x, "day": pa.array(days, pa.date32()), "label": np.where(x > 0, "up", "down")}), path)
+    assert main(["fit", str(path), "--target", "label", "--out", str(tmp_path / "model"), *TINY]) == 0
+    model = tabformer.load(tmp_path / "model")
+    assert "day" in model.tokenizer_.datetime_parts_
+    streamed = tabformer.TabFormerClassifier(max_epochs=1, encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1)
+    streamed.fit(str(path), "label").save(tmp_path / "streamed")
+    for folder in (tmp_path / "model", tmp_path / "streamed"):
+        capsys.readouterr()
+        assert main(["predict", str(folder), str(path)]) == 0  # the streamed model failed: "changed kind"
+        predictions = pd.read_csv(io.StringIO(capsys.readouterr().out))
+        assert predictions["prediction"].tolist() == list(tabformer.load(folder).predict(path))
