@@ -31,6 +31,7 @@ from safetensors.torch import load_file, save_file
 from skorch.callbacks import Callback, EarlyStopping, LRScheduler
 from skorch.history import History
 
+from . import _strict_json
 from ._fingerprint import (
     _collect_data_rngs,
     _config,
@@ -118,7 +119,7 @@ class TrainingCheckpoint(Callback):
         folder = latest_folder(self.dirname)
         if folder is None:
             return
-        meta = json.loads((folder / "meta.json").read_text())
+        meta = _strict_json.loads((folder / "meta.json").read_text())  # a checkpoint's bare NaN (older ones) reads too
         self._check_same_fit(meta)
         tensors = load_file(str(folder / "state.safetensors"), device="cpu")
         _restore(net, meta, tensors)
@@ -190,7 +191,8 @@ class TrainingCheckpoint(Callback):
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir()
         save_file(tensors, str(tmp / "state.safetensors"))
-        _write_text(tmp / "meta.json", json.dumps(meta, default=_json_default))
+        # strict JSON: a NaN in the history or early stopping's infinite threshold is tagged, and read back exactly
+        _write_text(tmp / "meta.json", _strict_json.dumps(meta, default=_json_default))
         shutil.rmtree(root / name, ignore_errors=True)
         os.replace(tmp, root / name)
         _write_text(root / f".{LATEST}.tmp", json.dumps({"folder": name}))

@@ -315,7 +315,12 @@ def _describe(config: dict, folder: Path) -> str:
     metrics = config.get("metrics") or {}
     if metrics:
         lines.append(
-            "  metrics:    " + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in metrics.items())
+            "  metrics:    "
+            + ", ".join(
+                # null: the value was NaN or infinite (history.json holds it)
+                f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {'non-finite' if v is None else v}"
+                for k, v in metrics.items()
+            )
         )
     files = [folder / name for name in [CONFIG_FILE, *config.get("files", [])]]
     lines.append("  files:      " + ", ".join(f"{p.relative_to(folder)} ({_size(p)})" for p in files if p.is_file()))

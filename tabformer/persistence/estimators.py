@@ -18,7 +18,7 @@ only its parameter groups' settings (learning rates, the schedule's ``initial_lr
 from __future__ import annotations
 
 import contextlib
-import json
+import math
 import warnings
 
 import numpy as np
@@ -27,6 +27,8 @@ from sklearn.exceptions import NotFittedError
 from skorch import NeuralNet
 from skorch.history import History
 
+from .._strict_json import dumps as strict_dumps
+from .._strict_json import untag_nonfinite
 from .._warnings import user_stacklevel
 from ..nn.embedders import build_embedder
 from ..nn.encoder import TransformerEncoder
@@ -103,9 +105,13 @@ def _metrics(history) -> dict:
         return {"epochs": 0}
     out = {"epochs": len(rows)}
     for key in ("train_loss", "valid_loss", "valid_acc"):
-        if isinstance(rows[-1].get(key), (int, float)):
-            out[key] = float(rows[-1][key])
-    losses = [(float(row["valid_loss"]), row["epoch"]) for row in rows if isinstance(row.get("valid_loss"), (int, float))]
+        if isinstance(rows[-1].get(key), (int, float)):  # a NaN or infinite one: null (config.json is strict JSON)
+            out[key] = float(rows[-1][key]) if math.isfinite(rows[-1][key]) else None
+    losses = [
+        (float(row["valid_loss"]), row["epoch"])
+        for row in rows
+        if isinstance(row.get("valid_loss"), (int, float)) and math.isfinite(row["valid_loss"])
+    ]
     if losses:
         out["best_valid_loss"], out["best_epoch"] = min(losses)
     return out
@@ -174,7 +180,8 @@ def save_estimator(estimator, path) -> None:
     groups = [{k: v for k, v in group.items() if k != "params"} for group in estimator.optimizer_.param_groups]
     config["optimizer_param_groups"] = encode(groups, "optimizer_.param_groups", writer)
     writer.tensors(WEIGHTS_FILE, module.state_dict())
-    writer.text(HISTORY_FILE, json.dumps(estimator.history_.to_list(), default=_plain) + "\n")
+    # strict JSON: a NaN or infinite value (a diverged loss, a metric of one class) is tagged, as in config.json
+    writer.text(HISTORY_FILE, strict_dumps(estimator.history_.to_list(), default=_plain) + "\n")
     writer.finish_arrays()
     config["files"] = writer.listed()
     writer.json(CONFIG_FILE, config)
@@ -287,7 +294,7 @@ def load_estimator(reader: Reader, config: dict, device=None):
             f"{reader.folder}: the estimator built a {type(estimator.module_).__name__}, config.json a {architecture['class']}"
         )
     load_weights(estimator.module_, reader)
-    estimator.history_ = History(reader.json(HISTORY_FILE))
+    estimator.history_ = History(untag_nonfinite(reader.json(HISTORY_FILE)))  # older folders' bare NaN reads too
     if hasattr(type(estimator), "_accelerator"):  # never saved: this run's, as after unpickling (docs/scale.md's guard reads it)
         estimator.accelerator_ = None
     groups = decode(config.get("optimizer_param_groups", []), "optimizer_.param_groups", reader)
