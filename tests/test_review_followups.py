@@ -250,7 +250,7 @@ def test_predicting_in_chunks_warns_once_that_x_has_feature_names_a_table_fit_la
     clf = TabFormerClassifier(**SMALL).fit(X, (X[:, 0] > 0).astype(int))
     clf.inference_chunk_rows = 16  # three chunks
     messages = _caught_messages(lambda: clf.predict(pd.DataFrame(X, columns=["a", "b"])))
-    assert len(messages) == 1 and "X has feature names ['a', 'b'], but TabularTokenizer was fitted without" in messages[0]
+    assert len(messages) == 1 and "X has feature names ['a', 'b'], but TabFormerClassifier was fitted without" in messages[0]
 
 
 def test_a_taggers_first_partial_fit_takes_its_tags_from_classes():

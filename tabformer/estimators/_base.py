@@ -33,7 +33,7 @@ from ..nn.encoder import TransformerEncoder
 from ..nn.models import PretrainedEncoder
 from ..persistence import save_estimator
 from ..tokenizers import make_tokenizer
-from ..tokenizers.base import fit_with_target
+from ..tokenizers.base import fit_with_target, transform_for
 from ._categories import adopt_new_categories, continued_tokens, pretrained_tokens, with_grown_categories
 from ._classes import check_same_classes
 from ._collapse import ValidationAnswerSpread
@@ -287,7 +287,7 @@ class TabFormerNet(
             # Already tokens: skorch's scoring callbacks predict on the tokenized validation set.
             return check_tokens(X, type(self).__name__)
         check_input_kind(self.tokenizer_, X, type(self).__name__)
-        return self.tokenizer_.transform(X)
+        return transform_for(type(self).__name__, self.tokenizer_, X)  # errors name this estimator, as sklearn's do
 
     # -------------------------------------------------------------- fit
     def fit(self, X, y=None, sample_weight=None, **fit_params):

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ._texts import in_text_columns
+from .base import expecting_name
 from .detect import is_missing
 
 __all__ = ["check_frame", "column_values", "fit_on_present_cells", "missing_placeholder", "with_column_context"]
@@ -17,7 +18,9 @@ __all__ = ["check_frame", "column_values", "fit_on_present_cells", "missing_plac
 def check_frame(X) -> pd.DataFrame:
     """``X`` as the frame a MixedTokenizer reads: a DataFrame with rows and unique str column names."""
     if not isinstance(X, pd.DataFrame):
-        raise TypeError(f"MixedTokenizer reads a pandas DataFrame (one column per input), got {type(X).__name__}")
+        raise TypeError(
+            f"{expecting_name('MixedTokenizer')} reads a pandas DataFrame (one column per input), got {type(X).__name__}"
+        )
     if X.shape[0] == 0:
         raise ValueError("X has 0 rows; at least 1 is required")
     bad = [c for c in X.columns if not isinstance(c, str)]

@@ -9,6 +9,7 @@ the embedder's ``forward(**batch)`` returns ``(tokens (B, T, D), mask (B, T) boo
 from __future__ import annotations
 
 import inspect
+from contextvars import ContextVar
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -46,6 +47,50 @@ def register_tokenizer(*names):
         return cls
 
     return decorate
+
+
+#: the class name of the estimator tokenizing its input, while it does (see :func:`transform_for`)
+_CALLER: ContextVar = ContextVar("tabformer_tokenizing_for", default=None)
+
+
+def transform_for(owner: str, tokenizer, X):
+    """``tokenizer.transform(X)`` for the estimator ``owner``: input errors name it as what expected the input.
+
+    A fitted model's tokenizer checks predict's input (its number of columns, its feature names); its messages
+    named the tokenizer ("X has 4 features, but TabularTokenizer is expecting 3"), a class the user never called.
+
+    Parameters
+    ----------
+    owner : str
+        The estimator's class name, e.g. ``"TabFormerClassifier"``.
+    tokenizer : fitted tokenizer
+    X : its input
+
+    Returns
+    -------
+    dict of ndarray
+        What ``tokenizer.transform(X)`` returns.
+    """
+    token = _CALLER.set(owner)
+    try:
+        return tokenizer.transform(X)
+    finally:
+        _CALLER.reset(token)
+
+
+def expecting_name(default: str) -> str:
+    """The class an input error says expected the input: the estimator tokenizing (:func:`transform_for`), else ``default``.
+
+    Parameters
+    ----------
+    default : str
+        The tokenizer's own class name, for a tokenizer used on its own.
+
+    Returns
+    -------
+    str
+    """
+    return _CALLER.get() or default
 
 
 class BaseTokenizer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=None):

@@ -35,7 +35,7 @@ from ._columns import (
 from ._datetimes import datetime_parts, expand_datetimes, is_tz_aware, part_owners
 from ._labels import check_listed, check_same_columns, internal_names
 from ._numbers import fit_bin_edges, fit_scaler, legacy_duration_units, numeric_block
-from .base import BaseTokenizer, register_tokenizer
+from .base import BaseTokenizer, expecting_name, register_tokenizer
 
 MISSING_ID, UNSEEN_ID, FIRST_CATEGORY_ID = 0, 1, 2
 
@@ -356,11 +356,11 @@ class TabularTokenizer(BaseTokenizer):
             check_same_columns(list(frame.columns), list(fitted_names))
             frame = frame[list(fitted_names)]
         elif frame.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {frame.shape[1]} features, but {type(self).__name__} is expecting {self.n_features_in_} features as input"
-            )
+            who = expecting_name(type(self).__name__)  # the estimator the user called, if one is tokenizing
+            raise ValueError(f"X has {frame.shape[1]} features, but {who} is expecting {self.n_features_in_} features as input")
         elif had_names:
-            message = f"X has feature names {list(frame.columns)}, but {type(self).__name__} was fitted without feature names"
+            who = expecting_name(type(self).__name__)
+            message = f"X has feature names {list(frame.columns)}, but {who} was fitted without feature names"
             warn_once(message + ": its columns are matched by position")  # once per input, not per chunk
             frame = frame.set_axis([f"x{i}" for i in range(frame.shape[1])], axis=1)
         for column in frame.columns:

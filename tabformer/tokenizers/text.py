@@ -21,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._texts import check_strings, check_words, warn_unread
 from ._vocab import backend_from_json, bert_normalizer, canonical_vocab, continuing_pieces, read_vocab
-from .base import MASK, PAD, SEP, SPECIAL_TOKENS, UNK, BaseTokenizer, register_tokenizer
+from .base import MASK, PAD, SEP, SPECIAL_TOKENS, UNK, BaseTokenizer, expecting_name, register_tokenizer
 from .detect import is_missing
 
 __all__ = ["WordPieceTokenizer"]
@@ -292,9 +292,9 @@ class WordPieceTokenizer(BaseTokenizer):
         """
         check_is_fitted(self, "tokenizer_json_")
         first, second, pretokenized = self._parts(X, fitting=False)
-        if (1 if second is None else 2) != self.n_features_in_:
+        if (given := 1 if second is None else 2) != self.n_features_in_:
             raise ValueError(
-                f"X has {1 if second is None else 2} text column(s); the tokenizer was fitted on {self.n_features_in_}"
+                f"X has {given} text column(s); {expecting_name('the tokenizer')} was fitted on {self.n_features_in_}"
             )
         backend = self._backend()
         budget = int(self.max_length) - 1  # the encoder's CLS takes one position
