@@ -13,6 +13,8 @@ import numpy as np
 import torch
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.utils._param_validation import Interval, StrOptions
+from skorch.callbacks import PassthroughScoring
+from skorch.callbacks.scoring import ScoringBase
 from skorch.utils import to_tensor
 
 from ..nn.ensemble import FOLD, EnsembleModel
@@ -152,6 +154,30 @@ class EnsembleMixin:
             folds[rows] = fold
         return folds
 
+    def initialize_callbacks(self):
+        """skorch's callbacks, after refusing those that score an ensemble's training batches (see below).
+
+        Returns
+        -------
+        self
+        """
+        super().initialize_callbacks()
+        members = self._ensemble_members()
+        scored = [name for name, cb in self.callbacks_ if _scores_training_batches(cb)]
+        if members > 1 and scored:
+            # In training each member gives its own output (k, B, ...), on folds only for the rows outside its own:
+            # skorch's cached scoring failed on them ("Sizes of tensors must match"). On folds, an eval pass over
+            # dataset_train would read each row's out-of-fold prediction, the validation figure, not a training one.
+            size = self.ensemble_size
+            how = f"ensemble_size={size!r}" + (" (resolved for this table's rows)" if isinstance(size, str) else "")
+            folds = ", each on every fold but its own," if self.resolved_params_.get("out_of_fold") else ""
+            raise ValueError(
+                f"callback(s) {scored} score the training batches (on_train=True), but this {type(self).__name__} trains "
+                f"{members} ensemble members{folds} with {how}: there is no single model's training prediction to score. "
+                "Pass ensemble_size=1 to score the training rows; validation scores (on_train=False) work with any size"
+            )
+        return self
+
     def initialize_module(self):
         """Build ``module_``: one model, or ``ensemble_size`` models of one architecture, each
         initialised afresh, in an :class:`~tabformer.nn.ensemble.EnsembleModel`.
@@ -193,3 +219,9 @@ class EnsembleMixin:
             for member, output in enumerate(y_pred)
         ]
         return torch.stack(losses).mean()
+
+
+def _scores_training_batches(callback) -> bool:
+    """Whether a callback scores the training batches' predictions (skorch's EpochScoring/BatchScoring with
+    ``on_train=True``); ``train_loss`` (a passthrough of the batch losses) does not."""
+    return isinstance(callback, ScoringBase) and not isinstance(callback, PassthroughScoring) and bool(callback.on_train)

@@ -256,7 +256,8 @@ class TabFormerClassifier(CLSHeadNet, NeuralNetClassifier):
             # skorch's valid_acc scoring the epoch's validation set: it has swapped in a
             # forward_iter that replays the logits of the validation pass just run, so
             # reuse them instead of a second forward pass over the validation rows.
-            return link(torch.cat([out.float() for out in self.forward_iter(X)]).cpu().double()).numpy()
+            # EpochScoring(on_train=True) replays the training batches' outputs, which still carry their graph.
+            return link(torch.cat([out.detach().float() for out in self.forward_iter(X)]).cpu().double()).numpy()
         # float64, as sklearn's: float32 reads a margin past ~17 as exactly 1.0, tying confident
         # rows for roc_auc. On the CPU, since MPS has no float64.
         return self.collect(X, lambda inputs: link(self.module_(**inputs).float().cpu().double()).numpy(), trim=True)
