@@ -40,7 +40,8 @@ ENSEMBLE_PARAM_DOC = f"""    ensemble_size : "auto" or int >= 1, default="auto"
         docs/defaults.md) and to 1 otherwise, also on ``partial_fit``'s first call (a chunk of a
         stream); ``resolved_params_["out_of_fold"]`` says whether the members trained on folds.
         With several members ``forward_features`` returns their embeddings side by side and
-        ``explain`` their mean attention.
+        ``explain`` their mean attention. A callback scoring the training batches
+        (``EpochScoring(on_train=True)``) needs one model (``ensemble_size=1``).
 """
 
 
