@@ -29,7 +29,9 @@ def backend_from_json(text: str):
     mask's, "[PAD]" a padding id inside the attention mask. ``encode_special_tokens``
     (``transformers``' ``split_special_tokens=True``) reads them as the characters they are;
     tabformer puts the special ids in itself. The flag is not saved in the JSON: it is set on
-    every backend read.
+    every backend read. It covers the tokens the JSON flags special only: a pretrained
+    model's own markers (``additional_special_tokens``) are unflagged when it is read
+    (:func:`~tabformer.tokenizers.pretrained_text.renumber_tokenizer_json`), so they match as one id.
 
     Parameters
     ----------

@@ -99,7 +99,11 @@ def renumber_tokenizer_json(spec: dict, specials: dict) -> tuple[dict, np.ndarra
 
     Each special token swaps places with the token holding its tabformer id, so the other
     ids barely move. Padding, truncation and the post-processor (which adds the model's own
-    ``[CLS]``; the encoder prepends its own) are dropped.
+    ``[CLS]``; the encoder prepends its own) are dropped. Added tokens flagged special that
+    play none of the five roles (an ``additional_special_tokens`` entity marker such as
+    ``<ent>``) lose the flag: the backend reads a special token typed in a text as its
+    characters (:func:`~tabformer.tokenizers._vocab.backend_from_json`), which is meant for
+    the five, while a checkpoint's own markers must match as one id, as in ``transformers``.
 
     Parameters
     ----------
@@ -141,8 +145,11 @@ def renumber_tokenizer_json(spec: dict, specials: dict) -> tuple[dict, np.ndarra
             model["unk_id"] = int(where[model["unk_id"]])
     else:
         model["vocab"] = {token: int(where[old]) for token, old in model["vocab"].items()}
+    roles = set(specials.values())
     for token in spec.get("added_tokens", []):
         token["id"] = int(where[token["id"]])
+        if token["content"] not in roles:  # matched in the raw text as transformers does; see above
+            token["special"] = False
     spec["post_processor"] = spec["padding"] = spec["truncation"] = None
     return spec, order
 

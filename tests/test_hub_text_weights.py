@@ -1,0 +1,47 @@
+"""Hugging Face text folders as a review of their weight loading found them: each test failed before its fix."""
+
+import pytest
+import torch
+
+torch.set_num_threads(1)
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("tokenizers")
+
+from test_hf_text_families import _save_model  # noqa: E402
+
+from tabformer.hub import load_text_folder  # noqa: E402
+
+
+def _ids(pretrained, text):
+    """The ids tabformer gives ``text``, in the checkpoint's numbering, without the encoder's CLS."""
+    batch = pretrained.tokenizer.transform([text])
+    return pretrained.tokenizer.source_ids_[batch["input_ids"][0][batch["attention_mask"][0]]].tolist()
+
+
+@pytest.mark.filterwarnings("ignore:.*are \\[UNK\\]:UserWarning")
+@pytest.mark.parametrize("model_type", ["roberta", "bert"])
+def test_tokens_a_checkpoint_added_match_as_transformers_does(tmp_path, model_type):
+    # add_special_tokens marks its tokens special, as it does [SEP]; tabformer read every special
+    # token typed in a text as its characters: "<ent>" became "< e n t >" (RoBERTa), "[UNK] e ##n ##t [UNK]" (BERT).
+    model, tokenizer = _save_model(model_type, tmp_path)
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<ent>"]})
+    tokenizer.add_tokens(["zzplain"])
+    model.resize_token_embeddings(len(tokenizer))
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    pretrained = load_text_folder(tmp_path)
+    for text in ["the <ent> dog", "the<ent>dog sat zzplain", "a zzplain <ent> cat <ent>"]:
+        assert _ids(pretrained, text) == tokenizer(text)["input_ids"][1:], text
+    # The five the encoder places itself stay text when a user types them (HF would read the mask id).
+    mask, sep = tokenizer.mask_token, tokenizer.sep_token
+    theirs = tokenizer(f"a {mask} b {sep}")["input_ids"][1:]
+    ours = _ids(pretrained, f"a {mask} b {sep}")
+    assert tokenizer.mask_token_id in theirs and tokenizer.mask_token_id not in ours
+    assert ours.count(tokenizer.sep_token_id) == 1  # its own closing separator only
+    encoded = tokenizer(["the <ent> dog"], return_tensors="pt")
+    with torch.no_grad():
+        reference = model.eval()(**encoded).last_hidden_state
+        batch = pretrained.tokenizer.transform(["the <ent> dog"])
+        hidden = pretrained(**{key: torch.as_tensor(value) for key, value in batch.items()})
+    assert hidden.shape == reference.shape
+    assert (hidden - reference).abs().max() < 1e-4
