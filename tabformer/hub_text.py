@@ -40,6 +40,7 @@ import torch
 from .nn.encoder import TransformerEncoder
 from .nn.models import PretrainedEncoder
 from .nn.safe_load import load_tensors
+from .tokenizers._vocab import bert_settings
 from .tokenizers.base import CLS
 from .tokenizers.pretrained_text import PretrainedTextTokenizer
 from .tokenizers.text import WordPieceTokenizer
@@ -237,27 +238,13 @@ def _check_complete(state: dict, family: TextFamily, settings: dict, model_type:
         raise ValueError(f"the {model_type} checkpoint lacks {len(missing)} tensor(s) the encoder needs: {missing[:8]}")
 
 
-def _normalizer_settings(folder: str) -> dict:
-    """The WordPieceTokenizer settings of a ``tokenizer_config.json``, read as BertTokenizerFast reads them."""
-    path = os.path.join(folder, "tokenizer_config.json")
-    config = {}
-    if os.path.exists(path):
-        with open(path, encoding="utf-8") as handle:
-            config = json.load(handle)
-    return {
-        "lowercase": bool(config.get("do_lower_case", True)),
-        "strip_accents": config.get("strip_accents"),  # None (or absent): strip them when lower-casing
-        "tokenize_chinese_chars": bool(config.get("tokenize_chinese_chars", True)),
-    }
-
-
 def _tokenizer(folder: str, max_length: int):
     has = {name: os.path.exists(os.path.join(folder, name)) for name in ("tokenizer.json", "vocab.json", "merges.txt")}
     if has["tokenizer.json"] or (has["vocab.json"] and has["merges.txt"]):
         return PretrainedTextTokenizer(tokenizer_file=folder, max_length=max_length).fit([""])
     if os.path.exists(os.path.join(folder, "vocab.txt")):
         return WordPieceTokenizer(
-            vocab_file=os.path.join(folder, "vocab.txt"), max_length=max_length, **_normalizer_settings(folder)
+            vocab_file=os.path.join(folder, "vocab.txt"), max_length=max_length, **bert_settings(folder)
         ).fit([""])
     raise FileNotFoundError(
         f"{folder} has no tokenizer.json, vocab.json + merges.txt or vocab.txt; save the model's fast tokenizer there "

@@ -1,5 +1,7 @@
 """Hugging Face text folders as a review of their weight loading found them: each test failed before its fix."""
 
+import json
+
 import pytest
 import torch
 
@@ -45,3 +47,49 @@ def test_tokens_a_checkpoint_added_match_as_transformers_does(tmp_path, model_ty
         hidden = pretrained(**{key: torch.as_tensor(value) for key, value in batch.items()})
     assert hidden.shape == reference.shape
     assert (hidden - reference).abs().max() < 1e-4
+
+
+def _cased_folder(folder, json_settings, config_settings, tokenizer_class="BertTokenizer"):
+    """A tiny BERT whose tokenizer.json normalises with ``json_settings`` and tokenizer_config.json says ``config_settings``."""
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "The", "café", "Café", "cafe", "Cafe", "北", "京"]
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n")
+    (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": "BertTokenizer"}))
+    transformers.AutoTokenizer.from_pretrained(folder).save_pretrained(folder)
+    (folder / "vocab.txt").unlink()  # tokenizer.json alone describes the words
+    spec = json.loads((folder / "tokenizer.json").read_text())
+    assert spec["normalizer"]["type"] == "BertNormalizer"
+    spec["normalizer"].update(json_settings)
+    (folder / "tokenizer.json").write_text(json.dumps(spec))
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    for key in ("do_lower_case", "strip_accents", "tokenize_chinese_chars", "tokenizer_class"):
+        config.pop(key, None)
+    config.update(config_settings)
+    if tokenizer_class is not None:
+        config["tokenizer_class"] = tokenizer_class
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    bert = transformers.BertConfig(
+        vocab_size=len(vocab), hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16
+    )
+    transformers.BertModel(bert).save_pretrained(folder)
+
+
+@pytest.mark.filterwarnings("ignore:.*are \\[UNK\\]:UserWarning")
+@pytest.mark.parametrize(
+    "json_settings, config_settings, tokenizer_class",
+    [
+        ({"lowercase": True}, {"do_lower_case": False}, "BertTokenizer"),  # a cased model's config, an uncased file
+        ({"lowercase": False}, {"do_lower_case": True}, "BertTokenizerFast"),  # the other way
+        ({"lowercase": False}, {}, "DistilBertTokenizerFast"),  # the class default (lower-case) wins too
+        ({"lowercase": True, "strip_accents": None}, {"do_lower_case": True, "strip_accents": False}, None),  # model_type
+        ({"lowercase": False, "handle_chinese_chars": True}, {"do_lower_case": False, "tokenize_chinese_chars": False}, None),
+        ({"lowercase": True}, {"do_lower_case": False}, "TokenizersBackend"),  # a generic class keeps tokenizer.json's
+    ],
+)
+def test_tokenizer_config_normalisation_wins_as_in_transformers(tmp_path, json_settings, config_settings, tokenizer_class):
+    # tokenizer_config.json's do_lower_case (strip_accents, tokenize_chinese_chars) was ignored
+    # when a tokenizer.json existed; BertTokenizerFast overrides the file's normaliser with them.
+    _cased_folder(tmp_path, json_settings, config_settings, tokenizer_class)
+    reference = transformers.AutoTokenizer.from_pretrained(tmp_path)
+    pretrained = load_text_folder(tmp_path)
+    for text in ["The Café", "the cafe Cafe", "The北京"]:
+        assert _ids(pretrained, text) == reference(text)["input_ids"][1:], (text, reference.tokenize(text))

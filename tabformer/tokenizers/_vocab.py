@@ -5,19 +5,34 @@ numbers the ``##c`` continuation pieces in hash-map order as it meets them, and 
 break ties between equally frequent merges, so the token set could change from one fit to
 the next. :func:`continuing_pieces` lists them for the trainer up front, sorted, and
 :func:`canonical_vocab` renumbers the result, so equal texts give equal vocabularies with
-equal ids. :func:`bert_normalizer` reads text as a ``tokenizer_config.json`` configures BERT to.
+equal ids. :func:`bert_normalizer` reads text as a ``tokenizer_config.json`` configures BERT to
+(:func:`bert_settings` reads it, :func:`bert_config_normalizer` applies it to a ``tokenizer.json``).
 :func:`backend_from_json` reads a fitted backend back, special tokens typed in a text read as text.
 """
 
 from __future__ import annotations
 
+import json
 import os
 
 import numpy as np
 
 from .base import SPECIAL_TOKENS
 
-__all__ = ["backend_from_json", "bert_normalizer", "canonical_vocab", "continuing_pieces", "read_vocab"]
+__all__ = [
+    "backend_from_json",
+    "bert_config_normalizer",
+    "bert_normalizer",
+    "bert_settings",
+    "canonical_vocab",
+    "continuing_pieces",
+    "read_vocab",
+]
+
+#: the tokenizer classes (``tokenizer_class``, or the ``model_type`` that implies one) whose ``transformers``
+#: ``__init__`` sets the BertNormalizer from ``tokenizer_config.json``, whatever ``tokenizer.json`` says
+_BERT_CLASSES = ("BertTokenizer", "DistilBertTokenizer", "ElectraTokenizer")
+_BERT_MODEL_TYPES = ("bert", "distilbert", "electra")
 
 
 def backend_from_json(text: str):
@@ -78,6 +93,77 @@ def bert_normalizer(lowercase, strip_accents=None, tokenize_chinese_chars=True):
         handle_chinese_chars=bool(tokenize_chinese_chars),
         strip_accents=None if strip_accents is None else bool(strip_accents),
     )
+
+
+def _read_json(path: str) -> dict:
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as handle:
+        return json.load(handle)
+
+
+def bert_settings(folder: str) -> dict:
+    """The normaliser settings of a folder's ``tokenizer_config.json``, read as ``BertTokenizerFast`` reads them.
+
+    Parameters
+    ----------
+    folder : str
+        A Hugging Face model folder; a missing ``tokenizer_config.json`` or key takes the class's default.
+
+    Returns
+    -------
+    dict
+        ``lowercase`` (``do_lower_case``, default True), ``strip_accents`` (default None: strip
+        them when lower-casing) and ``tokenize_chinese_chars`` (default True).
+    """
+    config = _read_json(os.path.join(folder, "tokenizer_config.json"))
+    return {
+        "lowercase": bool(config.get("do_lower_case", True)),
+        "strip_accents": config.get("strip_accents"),
+        "tokenize_chinese_chars": bool(config.get("tokenize_chinese_chars", True)),
+    }
+
+
+def bert_config_normalizer(spec: dict, folder: str) -> dict:
+    """``spec`` (a parsed ``tokenizer.json``) with its BertNormalizer set as ``tokenizer_config.json`` says.
+
+    ``transformers``' BERT tokenizers (BERT, DistilBERT, ELECTRA) build their normaliser from
+    ``do_lower_case``, ``strip_accents`` and ``tokenize_chinese_chars`` (the class defaults where
+    ``tokenizer_config.json`` leaves one out), overriding ``tokenizer.json``'s where they disagree
+    (transformers 4's ``BertTokenizerFast``; 5 rebuilds it). A folder whose files disagree must read
+    text as ``AutoTokenizer`` does. The class is ``tokenizer_config.json``'s ``tokenizer_class``, else
+    the one ``config.json``'s ``model_type`` implies; other classes, and other normalisers, keep the file's.
+
+    Parameters
+    ----------
+    spec : dict
+        A ``tokenizer.json`` as :func:`json.load` returns it; not modified.
+    folder : str
+        The folder holding it, with its ``tokenizer_config.json`` and ``config.json``.
+
+    Returns
+    -------
+    dict
+    """
+    normalizer = spec.get("normalizer") or {}
+    if normalizer.get("type") != "BertNormalizer":
+        return spec
+    name = _read_json(os.path.join(folder, "tokenizer_config.json")).get("tokenizer_class")
+    if name is None:
+        bert = _read_json(os.path.join(folder, "config.json")).get("model_type") in _BERT_MODEL_TYPES
+    else:
+        bert = str(name).removesuffix("Fast") in _BERT_CLASSES
+    if not bert:
+        return spec
+    settings = bert_settings(folder)
+    bert_normalizer(**settings)  # the same validation as a vocab.txt's settings
+    normalizer = {
+        **normalizer,
+        "lowercase": settings["lowercase"],
+        "strip_accents": settings["strip_accents"],
+        "handle_chinese_chars": settings["tokenize_chinese_chars"],
+    }
+    return {**spec, "normalizer": normalizer}
 
 
 def read_vocab(path):

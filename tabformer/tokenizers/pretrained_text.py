@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from sklearn.utils.validation import check_is_fitted
 
-from ._vocab import backend_from_json
+from ._vocab import backend_from_json, bert_config_normalizer
 from .base import SPECIAL_TOKENS, register_tokenizer
 from .text import WordPieceTokenizer
 
@@ -179,7 +179,8 @@ class PretrainedTextTokenizer(WordPieceTokenizer):
     tokenizer_file : str or path-like
         A ``tokenizer.json``, or a Hugging Face folder holding one, or else a byte-level BPE's
         ``vocab.json`` and ``merges.txt`` (RoBERTa's slow-tokenizer files); the folder's
-        ``tokenizer_config.json``/``special_tokens_map.json`` then name the special tokens.
+        ``tokenizer_config.json``/``special_tokens_map.json`` then name the special tokens, and a
+        BERT tokenizer's ``do_lower_case`` there wins over ``tokenizer.json``'s, as in ``transformers``.
     special_tokens : dict or None, default=None
         Tabformer role (``"[PAD]"``, ``"[UNK]"``, ``"[CLS]"``, ``"[SEP]"``, ``"[MASK]"``) -> the
         token playing it; ``None`` reads them from the folder, else tries the BERT and the
@@ -240,7 +241,7 @@ class PretrainedTextTokenizer(WordPieceTokenizer):
         folder = path if os.path.isdir(path) else os.path.dirname(path)
         first, second, _ = self._parts(X, fitting=True)
         self._set_columns(second)  # a pair needs max_length >= 5 here too: at 4 the first text was cut to nothing
-        spec = _read_spec(path)
+        spec = bert_config_normalizer(_read_spec(path), folder)  # tokenizer_config.json's do_lower_case wins, as in HF
         specials = self.special_tokens or special_tokens_of(folder, _full_vocab(spec))
         spec, self.source_ids_ = renumber_tokenizer_json(spec, specials)
         self.tokenizer_json_ = json.dumps(spec, ensure_ascii=False)
