@@ -238,6 +238,48 @@ def _check_complete(state: dict, family: TextFamily, settings: dict, model_type:
         raise ValueError(f"the {model_type} checkpoint lacks {len(missing)} tensor(s) the encoder needs: {missing[:8]}")
 
 
+#: tabformer key ending -> the setting behind each dimension of its tensor ("width": the embeddings';
+#: a key not listed is a layer's, every dimension the hidden size)
+_DIMS = {
+    "word_embeddings.weight": (None, "width"),
+    "token_type_embeddings.weight": (None, "width"),
+    "positions.embedding.weight": ("n_positions", "width"),
+    "embedding_norm.weight": ("width",),
+    "embedding_norm.bias": ("width",),
+    "embedding_projection.weight": ("d_model", "width"),
+    "linear1.weight": ("d_ff", "d_model"),
+    "linear1.bias": ("d_ff",),
+    "linear2.weight": ("d_model", "d_ff"),
+}
+
+
+def _check_shapes(module, target: dict, origin: dict, shapes: dict, config: dict, family: TextFamily, offset: int) -> None:
+    """Raise ``ValueError`` naming the first checkpoint tensor whose shape ``config.json`` contradicts.
+
+    ``origin`` maps a tabformer key to the checkpoint's own key, ``shapes`` that key to its shape
+    in the file; the shape ``config.json`` implies is the module's (built from it, on the meta device).
+    """
+    expected = module.state_dict()
+    fields = {name: family.config[name] for name in ("d_model", "d_ff", "n_positions")}
+    fields["width"] = "embedding_size" if "embedding_size" in config else fields["d_model"]
+    for ours, theirs in origin.items():
+        want, got = tuple(expected[ours].shape), tuple(target[ours].shape)
+        if want == got:
+            continue
+        dims = next((dims for end, dims in _DIMS.items() if ours.endswith(end)), ("d_model",) * len(want))
+        implied, blamed = list(shapes[theirs]), []
+        for i, (wanted, found) in enumerate(zip(want, got)):
+            if wanted != found:
+                implied[i] = wanted + (offset if dims[i] == "n_positions" else 0)  # RoBERTa's table has offset rows more
+                field = fields[dims[i]]
+                default = "" if field in config else ", the default: config.json lacks it"
+                blamed.append(f"{field}={implied[i]}{default} where the weights have {shapes[theirs][i]}")
+        raise ValueError(
+            f"config.json disagrees with the checkpoint: its tensor {theirs!r} has shape {tuple(shapes[theirs])}, but "
+            f"config.json implies {tuple(implied)} ({'; '.join(blamed)}). Correct config.json to the weights"
+        )
+
+
 def _tokenizer(folder: str, max_length: int):
     has = {name: os.path.exists(os.path.join(folder, name)) for name in ("tokenizer.json", "vocab.json", "merges.txt")}
     if has["tokenizer.json"] or (has["vocab.json"] and has["merges.txt"]):
@@ -302,7 +344,8 @@ def load_text_folder(
     ------
     ValueError
         For an unsupported ``model_type`` or activation, a vocabulary that does not match
-        the word embeddings, a ``max_length`` beyond the positions, or weights left unmapped.
+        the word embeddings, a ``max_length`` beyond the positions, weights left unmapped, or
+        a ``config.json`` that contradicts the tensors' shapes (naming the tensor and the setting).
 
     Examples
     --------
@@ -325,37 +368,41 @@ def load_text_folder(
     with torch.device("meta"):
         encoder, embedder = _build_modules(settings, tokenizer, n_positions, dropout, attention_dropout)
     _check_complete(state, family, settings, model_type)
+    shapes = {key: tuple(value.shape) for key, value in state.items()}
+    # tabformer key -> the checkpoint's, for the tensors copied as they are
+    origin = {"encoder.positions.embedding.weight": family.embeddings["positions"]}
+    norms = [("embedding_norm", family.embeddings["norm"])]
+    if encoder.embedding_projection is not None:  # ELECTRA-small: embeddings narrower than the layers
+        norms.append(("embedding_projection", family.embeddings["projection"]))
+    origin.update({f"encoder.{ours}.{kind}": f"{theirs}.{kind}" for ours, theirs in norms for kind in ("weight", "bias")})
+    for i in range(encoder.n_layers):
+        for theirs, ours in family.layer_names.items():
+            for kind in ("weight", "bias"):
+                origin[f"encoder.layers.{i}.{ours}.{kind}"] = f"{family.layer.format(i=i)}{theirs}.{kind}"
+    target = {ours: state.pop(theirs) for ours, theirs in origin.items()}
+    target["encoder.positions.embedding.weight"] = target["encoder.positions.embedding.weight"][offset:]
+    origin["embedder.word_embeddings.weight"] = family.embeddings["words"]
     words = state.pop(family.embeddings["words"])
     source = torch.as_tensor(np.asarray(tokenizer.source_ids_))
     if int(source.max()) >= words.shape[0]:
         raise ValueError(f"the tokenizer has {tokenizer.vocab_size_} tokens but the word embeddings have {words.shape[0]} rows")
     if "types" in family.embeddings:
+        origin["embedder.token_type_embeddings.weight"] = family.embeddings["types"]
         types = state.pop(family.embeddings["types"])
     else:
-        types = torch.zeros(1, encoder.embedding_size)
+        types = torch.zeros(1, words.shape[1])
     # A single segment (RoBERTa) serves both parts of a pair; tabformer's pairs use ids 0 and 1.
     types = types if types.shape[0] > 1 else types.expand(2, -1).clone()
     embedder.token_type_embeddings = torch.nn.Embedding(types.shape[0], encoder.embedding_size)
-    norm = family.embeddings["norm"]
-    target = {
-        "embedder.word_embeddings.weight": words[source],
-        "embedder.token_type_embeddings.weight": types,
-        "encoder.cls_token": (words[source[CLS]] + types[0]).reshape(1, 1, -1),
-        "encoder.positions.embedding.weight": state.pop(family.embeddings["positions"])[offset:],
-        "encoder.embedding_norm.weight": state.pop(f"{norm}.weight"),
-        "encoder.embedding_norm.bias": state.pop(f"{norm}.bias"),
-    }
-    if encoder.embedding_projection is not None:  # ELECTRA-small: embeddings narrower than the layers
-        for kind in ("weight", "bias"):
-            target[f"encoder.embedding_projection.{kind}"] = state.pop(f"{family.embeddings['projection']}.{kind}")
-    for i in range(encoder.n_layers):
-        for theirs, ours in family.layer_names.items():
-            for kind in ("weight", "bias"):
-                target[f"encoder.layers.{i}.{ours}.{kind}"] = state.pop(f"{family.layer.format(i=i)}{theirs}.{kind}")
+    target["embedder.word_embeddings.weight"] = words[source]
+    target["embedder.token_type_embeddings.weight"] = types
+    if words.shape[1] == types.shape[1]:  # else _check_shapes names the one config.json contradicts
+        target["encoder.cls_token"] = (words[source[CLS]] + types[0]).reshape(1, 1, -1)
     leftover = [key for key in state if not key.startswith(family.ignored)]
     if leftover:
         raise ValueError(f"unexpected {model_type} weights not mapped onto tabformer: {leftover[:5]}")
     pretrained = PretrainedEncoder(tokenizer, embedder, encoder)
+    _check_shapes(pretrained, target, origin, shapes, config, family, offset)
     target = {key: value.to(torch.float32).contiguous() for key, value in target.items()}  # fp32 whatever the file holds
     missing, unexpected = pretrained.load_state_dict(target, strict=False, assign=True)
     unloaded = [key for key in missing if not key.startswith("tokenizer")]

@@ -93,3 +93,44 @@ def test_tokenizer_config_normalisation_wins_as_in_transformers(tmp_path, json_s
     pretrained = load_text_folder(tmp_path)
     for text in ["The Café", "the cafe Cafe", "The北京"]:
         assert _ids(pretrained, text) == reference(text)["input_ids"][1:], (text, reference.tokenize(text))
+
+
+@pytest.mark.parametrize(
+    "model_type, change, match",
+    [
+        (
+            "bert",
+            {"intermediate_size": 64},
+            r"'encoder\.layer\.0\.intermediate\.dense\.weight' has shape \(48, 32\), but config\.json implies \(64, 32\) "
+            r"\(intermediate_size=64 where the weights have 48\)",
+        ),
+        ("bert", {"hidden_size": 64}, r"has shape \(40, 32\), but config\.json implies \(40, 64\) \(hidden_size=64 where"),
+        (
+            "roberta",  # a table shorter than config.json's, RoBERTa's offset rows included
+            {"max_position_embeddings": 50},
+            r"'embeddings\.position_embeddings\.weight' has shape \(42, 32\), but config\.json implies \(50, 32\) "
+            r"\(max_position_embeddings=50 where the weights have 42\)",
+        ),
+        ("distilbert", {"hidden_dim": 64}, r"'transformer\.layer\.0\.ffn\.lin1\.weight' has shape \(48, 32\).*hidden_dim=64"),
+        ("electra-small", {"embedding_size": 8}, r"has shape \(40, 16\), but config\.json implies \(40, 8\) \(embedding_size=8"),
+    ],
+)
+def test_a_config_that_contradicts_the_tensors_names_the_tensor_and_the_setting(tmp_path, model_type, change, match):
+    # torch's "size mismatch for encoder.layers.0.feed_forward.linear1.weight" named tabformer's key, not the file's
+    _save_model(model_type, tmp_path)
+    config = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, **change}))
+    with pytest.raises(ValueError, match=match):
+        load_text_folder(tmp_path)
+
+
+def test_a_layer_norm_of_another_width_is_named(tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    _save_model("bert", tmp_path)
+    state = load_file(tmp_path / "model.safetensors")
+    key = "encoder.layer.1.output.LayerNorm.weight"
+    state[key] = torch.ones(48)
+    save_file(state, tmp_path / "model.safetensors")
+    with pytest.raises(ValueError, match=rf"'{key}' has shape \(48,\), but config\.json implies \(32,\) \(hidden_size=32"):
+        load_text_folder(tmp_path)
