@@ -158,7 +158,8 @@ def _read_file(path: str) -> dict:
     return load_tensors(path, "cpu", what="a pytorch_model.bin")
 
 
-def _read_state(folder: str, family: TextFamily) -> dict:
+def _read_state(folder: str, family: TextFamily) -> tuple[dict, str]:
+    """The checkpoint's tensors as float32, keyed as the bare model's, and the key prefix taken off."""
     for name in ("model.safetensors", "pytorch_model.bin"):
         if os.path.exists(os.path.join(folder, name)):
             state = _read_file(os.path.join(folder, name))
@@ -175,9 +176,17 @@ def _read_state(folder: str, family: TextFamily) -> dict:
         raise FileNotFoundError(f"{folder} has neither model.safetensors nor pytorch_model.bin (nor their sharded .index.json)")
     # Checkpoints saved from *For<Task> models prefix every encoder key ("bert.", "roberta.");
     # the rest is their task head, which tabformer replaces, as AutoModel does.
-    if any(key.startswith(family.prefix) for key in state):
-        state = {key.removeprefix(family.prefix): value for key, value in state.items() if key.startswith(family.prefix)}
-    return {key: value.float() for key, value in state.items()}
+    prefix, words = (family.prefix if any(key.startswith(family.prefix) for key in state) else ""), family.embeddings["words"]
+    wrapped = {key.removesuffix(words) for key in state if key.endswith(f".{words}")}
+    if not prefix and words not in state and len(wrapped) == 1:
+        # A wrapper's prefix ("module." of DataParallel, "model." of a training module) is taken off, as timm
+        # does, where unambiguous: one prefix holds the words and every key has it, or it ends in the family's.
+        (wrapper,) = wrapped
+        if wrapper.endswith(f".{family.prefix}") or all(key.startswith(wrapper) for key in state):
+            prefix = wrapper
+    if prefix:
+        state = {key.removeprefix(prefix): value for key, value in state.items() if key.startswith(prefix)}
+    return {key: value.float() for key, value in state.items()}, prefix
 
 
 def _read_config(folder: str) -> tuple[dict, str, TextFamily]:
@@ -224,7 +233,7 @@ def _settings(config: dict, family: TextFamily) -> dict:
     return settings
 
 
-def _check_complete(state: dict, family: TextFamily, settings: dict, model_type: str) -> None:
+def _check_complete(state: dict, family: TextFamily, settings: dict, model_type: str, prefix: str) -> None:
     """Raise ``ValueError`` naming every tensor the encoder needs that the checkpoint lacks."""
     roles = [role for role in ("words", "positions", "types") if role in family.embeddings]
     needed = [family.embeddings[role] for role in roles]
@@ -233,9 +242,12 @@ def _check_complete(state: dict, family: TextFamily, settings: dict, model_type:
         needed += [f"{family.embeddings['projection']}.{kind}" for kind in ("weight", "bias")]
     layers = [family.layer.format(i=i) for i in range(int(settings["n_layers"]))]
     needed += [f"{layer}{name}.{kind}" for layer in layers for name in family.layer_names for kind in ("weight", "bias")]
-    missing = sorted(key for key in needed if key not in state)
+    missing = sorted(prefix + key for key in needed if key not in state)
     if missing:
-        raise ValueError(f"the {model_type} checkpoint lacks {len(missing)} tensor(s) the encoder needs: {missing[:8]}")
+        words = family.embeddings["words"]
+        wrapped = sorted({key.removesuffix(words) for key in state if key.endswith(f".{words}")})
+        found = f"it holds {words} under the prefixes {wrapped}" if wrapped else f"its keys begin {sorted(state)[:3]}"
+        raise ValueError(f"the {model_type} checkpoint lacks {len(missing)} tensor(s) the encoder needs: {missing[:8]}; {found}")
 
 
 #: tabformer key ending -> the setting behind each dimension of its tensor ("width": the embeddings';
@@ -253,7 +265,7 @@ _DIMS = {
 }
 
 
-def _check_shapes(module, target: dict, origin: dict, shapes: dict, config: dict, family: TextFamily, offset: int) -> None:
+def _check_shapes(module, target: dict, origin: dict, shapes: dict, config: dict, family: TextFamily, offset: int, prefix: str):
     """Raise ``ValueError`` naming the first checkpoint tensor whose shape ``config.json`` contradicts.
 
     ``origin`` maps a tabformer key to the checkpoint's own key, ``shapes`` that key to its shape
@@ -275,7 +287,7 @@ def _check_shapes(module, target: dict, origin: dict, shapes: dict, config: dict
                 default = "" if field in config else ", the default: config.json lacks it"
                 blamed.append(f"{field}={implied[i]}{default} where the weights have {shapes[theirs][i]}")
         raise ValueError(
-            f"config.json disagrees with the checkpoint: its tensor {theirs!r} has shape {tuple(shapes[theirs])}, but "
+            f"config.json disagrees with the checkpoint: its tensor {prefix + theirs!r} has shape {tuple(shapes[theirs])}, but "
             f"config.json implies {tuple(implied)} ({'; '.join(blamed)}). Correct config.json to the weights"
         )
 
@@ -325,7 +337,8 @@ def load_text_folder(
     path : str or PathLike
         Folder with ``config.json`` (``model_type`` one of :data:`FAMILIES`),
         ``model.safetensors`` or ``pytorch_model.bin`` (or their shards with the ``.index.json``),
-        and ``tokenizer.json`` or ``vocab.txt``.
+        and ``tokenizer.json`` or ``vocab.txt``. Keys may carry a task model's prefix (``bert.``),
+        and around it one wrapper's on every key (``module.``, ``model.``), taken off.
     max_length : int or None, default=None
         Tokenizer truncation length (CLS and separators included); ``None`` keeps
         ``min(128, positions)``. The encoder keeps every pretrained position.
@@ -355,7 +368,7 @@ def load_text_folder(
     """
     folder = os.fspath(path)
     config, model_type, family = _read_config(folder)
-    state = _read_state(folder, family)  # first: an unsafe weights file is refused before anything else
+    state, prefix = _read_state(folder, family)  # first: an unsafe weights file is refused before anything else
     settings = _settings(config, family)
     offset = 0 if family.position_offset is None else int(config.get(family.position_offset, 1)) + 1
     n_positions = int(settings["n_positions"]) - offset
@@ -367,7 +380,7 @@ def load_text_folder(
     # drawing them was a fifth of the load time. Hugging Face skips them the same way.
     with torch.device("meta"):
         encoder, embedder = _build_modules(settings, tokenizer, n_positions, dropout, attention_dropout)
-    _check_complete(state, family, settings, model_type)
+    _check_complete(state, family, settings, model_type, prefix)
     shapes = {key: tuple(value.shape) for key, value in state.items()}
     # tabformer key -> the checkpoint's, for the tensors copied as they are
     origin = {"encoder.positions.embedding.weight": family.embeddings["positions"]}
@@ -400,9 +413,9 @@ def load_text_folder(
         target["encoder.cls_token"] = (words[source[CLS]] + types[0]).reshape(1, 1, -1)
     leftover = [key for key in state if not key.startswith(family.ignored)]
     if leftover:
-        raise ValueError(f"unexpected {model_type} weights not mapped onto tabformer: {leftover[:5]}")
+        raise ValueError(f"unexpected {model_type} weights not mapped onto tabformer: {[prefix + key for key in leftover[:5]]}")
     pretrained = PretrainedEncoder(tokenizer, embedder, encoder)
-    _check_shapes(pretrained, target, origin, shapes, config, family, offset)
+    _check_shapes(pretrained, target, origin, shapes, config, family, offset, prefix)
     target = {key: value.to(torch.float32).contiguous() for key, value in target.items()}  # fp32 whatever the file holds
     missing, unexpected = pretrained.load_state_dict(target, strict=False, assign=True)
     unloaded = [key for key in missing if not key.startswith("tokenizer")]

@@ -134,3 +134,51 @@ def test_a_layer_norm_of_another_width_is_named(tmp_path):
     save_file(state, tmp_path / "model.safetensors")
     with pytest.raises(ValueError, match=rf"'{key}' has shape \(48,\), but config\.json implies \(32,\) \(hidden_size=32"):
         load_text_folder(tmp_path)
+
+
+def _rewrite(folder, rename):
+    from safetensors.torch import load_file, save_file
+
+    state = load_file(folder / "model.safetensors")
+    save_file({new: value.clone() for key, value in state.items() for new in rename(key)}, folder / "model.safetensors")
+
+
+def _hidden(pretrained):
+    batch = pretrained.tokenizer.transform(["the quick fox sat on the mat", "a dog"])
+    with torch.no_grad():
+        return pretrained(**{key: torch.as_tensor(value) for key, value in batch.items()})
+
+
+@pytest.mark.parametrize(
+    "model_type, head, wrapper",
+    [("bert", False, "module."), ("bert", True, "model."), ("roberta", True, "module."), ("distilbert", False, "model.")],
+)
+def test_a_wrapper_prefix_on_every_key_is_taken_off(tmp_path, model_type, head, wrapper):
+    # DataParallel's "module." (or "model." of a training module, around "bert." and a head) failed
+    # with "the bert checkpoint lacks 37 tensor(s)", listing the unprefixed names.
+    _save_model(model_type, tmp_path, head)
+    plain = _hidden(load_text_folder(tmp_path))
+    _rewrite(tmp_path, lambda key: [wrapper + key])
+    torch.testing.assert_close(_hidden(load_text_folder(tmp_path)), plain, rtol=0, atol=0)
+
+
+def test_an_ambiguous_prefix_is_named_not_guessed(tmp_path):
+    _save_model("bert", tmp_path)
+    _rewrite(tmp_path, lambda key: ["student." + key, "teacher." + key])  # two encoders: which one is meant?
+    with pytest.raises(ValueError, match=r"lacks 37 tensor.*under the prefixes \['student\.', 'teacher\.'\]"):
+        load_text_folder(tmp_path)
+    _save_model("bert", tmp_path)
+    _rewrite(tmp_path, lambda key: ["module." + key] + (["step"] if "word_emb" in key else []))  # not every key has it
+    with pytest.raises(ValueError, match=r"under the prefixes \['module\.'\]"):
+        load_text_folder(tmp_path)
+
+
+def test_errors_name_the_keys_as_the_file_spells_them(tmp_path):
+    _save_model("bert", tmp_path, head=True)
+    config = json.loads((tmp_path / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**config, "intermediate_size": 64}))
+    with pytest.raises(ValueError, match=r"'bert\.encoder\.layer\.0\.intermediate\.dense\.weight' has shape \(48, 32\)"):
+        load_text_folder(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 3}))
+    with pytest.raises(ValueError, match=r"lacks 16 tensor.*'bert\.encoder\.layer\.2\."):
+        load_text_folder(tmp_path)
