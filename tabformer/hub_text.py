@@ -192,9 +192,23 @@ def _read_state(folder: str, family: TextFamily) -> tuple[dict, str]:
 def _read_config(folder: str) -> tuple[dict, str, TextFamily]:
     if not os.path.isdir(folder):
         raise FileNotFoundError(f"{folder!r} is not a folder (expected config.json, model.safetensors and a tokenizer)")
-    with open(os.path.join(folder, "config.json"), encoding="utf-8") as handle:
-        config = json.load(handle)
-    model_type = config.get("model_type", "bert")
+    path = os.path.join(folder, "config.json")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(
+            f"{folder} has no config.json; a Hugging Face text model folder holds config.json (model_type one of "
+            f"{sorted(FAMILIES)}), model.safetensors or pytorch_model.bin, and tokenizer.json or vocab.txt, "
+            "as save_pretrained writes them"
+        )
+    with open(path, encoding="utf-8") as handle:
+        try:
+            config = json.load(handle)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"{path} is not valid JSON: {error}") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{path} holds a {type(config).__name__}, not the object of settings that save_pretrained writes")
+    model_type = config.get("model_type", "bert")  # BERT's first configs had none
+    if not isinstance(model_type, str):
+        raise ValueError(f"{path} sets model_type to {json.dumps(model_type)}; expected one of {sorted(FAMILIES)}")
     if model_type not in FAMILIES:
         raise ValueError(
             f"{folder} holds a {model_type!r} model; the text families that load are {sorted(FAMILIES)} "

@@ -1,6 +1,7 @@
 """Hugging Face text folders as a review of their weight loading found them: each test failed before its fix."""
 
 import json
+import re
 
 import pytest
 import torch
@@ -181,4 +182,22 @@ def test_errors_name_the_keys_as_the_file_spells_them(tmp_path):
         load_text_folder(tmp_path)
     (tmp_path / "config.json").write_text(json.dumps({**config, "num_hidden_layers": 3}))
     with pytest.raises(ValueError, match=r"lacks 16 tensor.*'bert\.encoder\.layer\.2\."):
+        load_text_folder(tmp_path)
+
+
+def test_a_folder_without_a_usable_config_says_what_it_expects(tmp_path):
+    from tabformer.hub import load_pretrained
+
+    (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\n")
+    # "[Errno 2] No such file or directory: '.../config.json'" before
+    with pytest.raises(FileNotFoundError, match=re.escape(f"{tmp_path} has no config.json; a Hugging Face text")):
+        load_pretrained(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": None, "hidden_size": 32}))
+    with pytest.raises(ValueError, match=r"config.json sets model_type to null; expected one of \['bert', 'distilbert'"):
+        load_text_folder(tmp_path)  # "holds a None model" before
+    (tmp_path / "config.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match=r"config.json holds a list, not the object of settings"):
+        load_text_folder(tmp_path)
+    (tmp_path / "config.json").write_text("{'model_type': 'bert'}")
+    with pytest.raises(ValueError, match=r"config.json is not valid JSON: Expecting property name"):
         load_text_folder(tmp_path)
