@@ -90,3 +90,35 @@ def test_hybrid_models_saved_with_the_old_stem_names_still_load(tmp_path, tiny):
     save_file(state, str(weights))
     loaded = tabformer.load(tmp_path / "model")
     np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
+
+
+def test_a_deeper_variants_file_is_refused_where_its_extra_blocks_would_be_dropped(tmp_path):
+    # A review loaded resnet34 weights as a resnet18 stem: timm loads features-only models
+    # non-strictly, so layer1.2 (a third block resnet18 lacks) was dropped and the stem
+    # computed another model, silently.
+    path = tmp_path / "resnet34.safetensors"
+    save_file(timm.create_model("resnet34", num_classes=10).state_dict(), str(path))
+    with pytest.raises(ValueError, match=r"holds 10 tensor\(s\) that resnet18 up to stage 2 does not have, .*'layer1\.2\."):
+        load_backbone("resnet18", 2, weights=path)
+    with pytest.raises(ValueError, match=r"Pass the timm model name the file was saved from"):
+        load_backbone("resnet18", 3, weights=path)
+    load_backbone("resnet18", 1, weights=path)  # the stem before layer1 is the same in both: nothing is dropped
+    load_backbone("resnet34", 2, weights=path)
+
+
+def test_a_full_checkpoint_with_its_head_loads_into_early_stages(tmp_path):
+    # The head, the stages after the one kept, and EfficientNet's blocks past it are legitimately unused.
+    for name, deeper in (("tf_efficientnet_lite0", "tf_efficientnet_lite1"), ("convnext_atto", None)):
+        torch.manual_seed(0)
+        state = timm.create_model(name, num_classes=5).state_dict()
+        save_file(state, str(tmp_path / f"{name}.safetensors"))
+        for stage in (1, 2):
+            stem = load_backbone(name, stage, weights=tmp_path / f"{name}.safetensors")
+            some = next(k for k in stem.features.state_dict() if k.endswith("weight"))
+            torch.testing.assert_close(
+                stem.features.state_dict()[some], state[some.replace("stages_", "stages.").replace("stem_", "stem.")]
+            )
+        if deeper:
+            save_file(timm.create_model(deeper).state_dict(), str(tmp_path / f"{deeper}.safetensors"))
+            with pytest.raises(ValueError, match=rf"that {name} up to stage 2 does not have, .*'blocks\.1\.2\."):
+                load_backbone(name, 2, weights=tmp_path / f"{deeper}.safetensors")

@@ -106,3 +106,21 @@ def test_hybrid_and_parallel_vits_are_refused_by_name(tmp_path, name, img_size, 
     path = _checkpoint(tmp_path, name, img_size=img_size)
     with pytest.raises(ValueError, match=f"{name} does not map onto tabformer's encoder: .*{reason}"):
         load_timm_vit(path, name, image_size=img_size)
+
+
+def test_a_checkpoint_with_tensors_the_named_vit_lacks_is_refused(tmp_path):
+    # A review loaded a LayerScale ViT-tiny (init_values) as plain vit_tiny: timm drops the
+    # unexpected ls*.gamma with a log line, and the output differed from the file's model by ~4.
+    torch.manual_seed(0)
+    layer_scale = timm.create_model("vit_tiny_patch16_224", img_size=32, num_classes=10, init_values=0.01).state_dict()
+    save_file(layer_scale, str(tmp_path / "ls.safetensors"))
+    with pytest.raises(
+        ValueError, match=r"holds 24 tensor\(s\) that vit_tiny_patch16_224 does not have.*ls1/ls2.gamma are LayerScale"
+    ):
+        load_timm_vit(tmp_path / "ls.safetensors", "vit_tiny_patch16_224", image_size=32)
+    plain = timm.create_model("vit_tiny_patch16_224", img_size=32, num_classes=10).state_dict()
+    save_file(dict(plain, reg_token=torch.zeros(1, 4, 192)), str(tmp_path / "reg.safetensors"))  # on the model itself
+    with pytest.raises(ValueError, match=r"holds 1 tensor\(s\) .*\['reg_token'\]"):
+        load_timm_vit(tmp_path / "reg.safetensors", "vit_tiny_patch16_224", image_size=32)
+    save_file(plain, str(tmp_path / "plain.safetensors"))  # its 10-class head is legitimately unused
+    assert load_timm_vit(tmp_path / "plain.safetensors", "vit_tiny_patch16_224", image_size=32).tokenizer.grid_shape_ == (2, 2)

@@ -14,6 +14,7 @@ import logging
 import os
 import re
 
+import torch
 from torch import nn
 
 from ..safe_load import load_tensors
@@ -117,7 +118,9 @@ def load_backbone(name: str, n_blocks: int, weights="auto") -> nn.Module:
         # EfficientNet/MobileNet feature classes run every block; those after the last stage kept are dead weight.
         model.blocks = model.blocks[: max(stages)]
     if state is not None:
-        check_covered(model, state, f"{name} up to stage {n_blocks}", weights)
+        with torch.device("meta"):  # only its module and tensor names are read
+            whole = timm.create_model(name)
+        check_covered(model, state, f"{name} up to stage {n_blocks}", weights, whole)
     return _Stage(model, dict(getattr(model, "pretrained_cfg", None) or timm.get_pretrained_cfg(name).to_dict()))
 
 
@@ -132,9 +135,15 @@ def _quiet_timm():
         logger.setLevel(level)
 
 
-def check_covered(model: nn.Module, state: dict, what: str, source) -> None:
-    """Refuse a checkpoint lacking tensors ``model`` needs: timm loads features-only and
-    head-less models non-strictly, so a partial file would otherwise leave random weights.
+def check_covered(model: nn.Module, state: dict, what: str, source, whole: nn.Module | None = None) -> None:
+    """Refuse a checkpoint that lacks tensors ``model`` needs, or holds tensors inside its kept
+    modules that ``model`` does not have.
+
+    timm loads features-only and head-less models non-strictly: a partial file would leave
+    random weights, and a file of another depth or other settings (LayerScale, a ResNet-34 named
+    as a ResNet-18) would load with its extra tensors dropped, computing another model.
+    Tensors of modules ``model`` does not keep (the classifier, stages after the last one
+    kept) are legitimately unused.
 
     Parameters
     ----------
@@ -146,23 +155,62 @@ def check_covered(model: nn.Module, state: dict, what: str, source) -> None:
         The model, for the message (``"resnet18 up to stage 2"``).
     source : str, path-like or "auto"
         Where the tensors came from, for the message.
+    whole : nn.Module, optional
+        The complete architecture ``model`` was cut from (a ``features_only`` stem; may live on
+        the meta device): its tensors that ``model`` does not keep may be in the file. ``None``:
+        ``model`` is the complete architecture, less its classifier.
 
     Raises
     ------
     ValueError
-        Naming how many tensors are missing and a few of their keys.
+        Naming how many tensors are missing or extra and a few of their keys.
     """
     missing = []
     for key in model.state_dict():
-        # FeatureListNet may flatten a Sequential's children: "stages_0.x" is the file's "stages.0.x".
-        unflattened = re.sub(r"^([A-Za-z]\w*?)_(\d+)\.", r"\1.\2.", key)
-        if key not in state and unflattened not in state and not key.endswith("num_batches_tracked"):
+        if key not in state and _unflatten(key) not in state and not key.endswith("num_batches_tracked"):
             missing.append(key)
+    origin = "the offline weights" if isinstance(source, str) and source == "auto" else source
     if missing:
         raise ValueError(
-            f"{'the offline weights' if source == 'auto' else source} lack {len(missing)} tensor(s) that {what} "
-            f"needs, e.g. {missing[:4]} (a checkpoint with timm's key names is expected)"
+            f"{origin} lack {len(missing)} tensor(s) that {what} needs, e.g. {missing[:4]} "
+            "(a checkpoint with timm's key names is expected)"
         )
+    extra = _extra_tensors(model, state, whole)
+    if extra:
+        layer_scale = any(re.search(r"(\.ls[12]\.gamma|\.gamma_[12])$", key) for key in extra)
+        hint = " (ls1/ls2.gamma are LayerScale: a LayerScale ViT such as timm's deit3_* models)" if layer_scale else ""
+        raise ValueError(
+            f"{origin} holds {len(extra)} tensor(s) that {what} does not have, inside modules it keeps, e.g. {extra[:4]}: "
+            f"the file was saved from another architecture or with other settings{hint}; loaded as {what} they would "
+            "be dropped and it would compute another model. Pass the timm model name the file was saved from."
+        )
+
+
+def _unflatten(key: str) -> str:
+    # FeatureListNet may flatten a Sequential's children: "stages_0.x" is the file's "stages.0.x".
+    return re.sub(r"^([A-Za-z]\w*?)_(\d+)\.", r"\1.\2.", key)
+
+
+def _extra_tensors(model: nn.Module, state: dict, whole: nn.Module | None) -> list:
+    """The file's keys that sit in a module ``model`` keeps (or on the model itself) but that it lacks."""
+    kept_keys = {form for key in model.state_dict() for form in (key, _unflatten(key))}
+    kept = {form for name, _ in model.named_modules() if name for form in (name, _unflatten(name + ".")[:-1])}
+    # A container features_only cut or flattened ("layer1", "stages") is kept when any child is.
+    kept |= {name.rsplit(".", depth)[0] for name in kept for depth in range(1, name.count(".") + 1)}
+    reference = model if whole is None else whole
+    known_keys = kept_keys | set(reference.state_dict())
+    known = kept | {name for name, _ in reference.named_modules() if name}
+    classifiers = (getattr(reference, "pretrained_cfg", None) or {}).get("classifier") or ()
+    classifiers = (classifiers,) if isinstance(classifiers, str) else tuple(classifiers)
+    extra = []
+    for key in state:
+        if key in known_keys or key.endswith("num_batches_tracked") or key.startswith(tuple(c + "." for c in classifiers)):
+            continue
+        parts = key.split(".")
+        owner = next((".".join(parts[:i]) for i in range(len(parts) - 1, 0, -1) if ".".join(parts[:i]) in known), "")
+        if not owner or owner in kept:  # on the model itself, or in a module it keeps
+            extra.append(key)
+    return extra
 
 
 def read_weights(path, name: str) -> dict:
