@@ -122,3 +122,18 @@ def test_a_full_checkpoint_with_its_head_loads_into_early_stages(tmp_path):
             save_file(timm.create_model(deeper).state_dict(), str(tmp_path / f"{deeper}.safetensors"))
             with pytest.raises(ValueError, match=rf"that {name} up to stage 2 does not have, .*'blocks\.1\.2\."):
                 load_backbone(name, 2, weights=tmp_path / f"{deeper}.safetensors")
+
+
+def test_a_stem_whose_flattened_names_join_words_loads(tmp_path):
+    # FeatureListNet flattens densenet's "features" Sequential into "features_conv0",
+    # "features_denseblock1"...: only "name_<digit>" was mapped back, so every densenet
+    # (and cspnet) file was refused as lacking tensors it holds.
+    torch.manual_seed(0)
+    state = timm.create_model("densenet121", num_classes=5).state_dict()
+    save_file(state, str(tmp_path / "densenet121.safetensors"))
+    stem = load_backbone("densenet121", 2, weights=tmp_path / "densenet121.safetensors")
+    torch.testing.assert_close(stem.features.features_conv0.weight, state["features.conv0.weight"], rtol=0, atol=0)
+    extra = dict(state, **{"features.denseblock1.denselayer7.conv1.weight": torch.zeros(1)})
+    save_file(extra, str(tmp_path / "extra.safetensors"))
+    with pytest.raises(ValueError, match=r"holds 1 tensor\(s\) .*'features\.denseblock1\.denselayer7\.conv1\.weight'"):
+        load_backbone("densenet121", 2, weights=tmp_path / "extra.safetensors")

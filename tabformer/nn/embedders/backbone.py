@@ -167,7 +167,7 @@ def check_covered(model: nn.Module, state: dict, what: str, source, whole: nn.Mo
     """
     missing = []
     for key in model.state_dict():
-        if key not in state and _unflatten(key) not in state and not key.endswith("num_batches_tracked"):
+        if not any(form in state for form in _file_forms(key)) and not key.endswith("num_batches_tracked"):
             missing.append(key)
     origin = "the offline weights" if isinstance(source, str) and source == "auto" else source
     if missing:
@@ -186,20 +186,22 @@ def check_covered(model: nn.Module, state: dict, what: str, source, whole: nn.Mo
         )
 
 
-def _unflatten(key: str) -> str:
-    # FeatureListNet may flatten a Sequential's children: "stages_0.x" is the file's "stages.0.x".
-    return re.sub(r"^([A-Za-z]\w*?)_(\d+)\.", r"\1.\2.", key)
+def _file_forms(name: str) -> list:
+    """``name`` and the names it may have in a file: FeatureListNet flattens a Sequential's children,
+    joining the names with "_" ("stages_0.x", "features_conv0.x" are the file's "stages.0.x", "features.conv0.x")."""
+    first, dot, rest = name.partition(".")
+    return [name] + [f"{first[:i]}.{first[i + 1 :]}{dot}{rest}" for i, char in enumerate(first) if char == "_" and i > 0]
 
 
 def _extra_tensors(model: nn.Module, state: dict, whole: nn.Module | None) -> list:
     """The file's keys that sit in a module ``model`` keeps (or on the model itself) but that it lacks."""
-    kept_keys = {form for key in model.state_dict() for form in (key, _unflatten(key))}
-    kept = {form for name, _ in model.named_modules() if name for form in (name, _unflatten(name + ".")[:-1])}
+    reference = model if whole is None else whole
+    known = {name for name, _ in reference.named_modules() if name}
+    kept = {form for name, _ in model.named_modules() if name for form in _file_forms(name) if form == name or form in known}
     # A container features_only cut or flattened ("layer1", "stages") is kept when any child is.
     kept |= {name.rsplit(".", depth)[0] for name in kept for depth in range(1, name.count(".") + 1)}
-    reference = model if whole is None else whole
-    known_keys = kept_keys | set(reference.state_dict())
-    known = kept | {name for name, _ in reference.named_modules() if name}
+    known_keys = {form for key in model.state_dict() for form in _file_forms(key)} | set(reference.state_dict())
+    known |= kept
     classifiers = (getattr(reference, "pretrained_cfg", None) or {}).get("classifier") or ()
     classifiers = (classifiers,) if isinstance(classifiers, str) else tuple(classifiers)
     extra = []
