@@ -9,11 +9,12 @@ import pickle
 import pytest
 import torch
 from conftest import TINY, make_table
+from safetensors.torch import save_file
 
 import tabformer
 from tabformer import PretrainedEncoder, TabFormerClassifier, TransformerEncoder
 from tabformer.nn.embedders.backbone import load_backbone
-from tabformer.nn.safe_load import UnsafeFileError
+from tabformer.nn.safe_load import UnsafeFileError, load_tensors
 from tabformer.persistence import PersistenceError
 
 PACKAGE = pathlib.Path(tabformer.__file__).parent
@@ -196,3 +197,64 @@ def test_a_damaged_config_is_a_persistence_error_naming_the_folder(tmp_path, edi
     _edit_config(folder, edit)
     with pytest.raises(PersistenceError, match=r"does not hold a model tabformer can read: \w+Error"):
         tabformer.load(folder)
+
+
+class _Shell:
+    """Unpickling this runs a shell command (``os.system``): torch refuses it as a blocked module."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        import os
+
+        return (os.system, (f"touch {self.marker}",))
+
+
+class _Copy:
+    """Unpickling this copies a file onto the marker (``shutil.copy``): torch refuses it as not allowlisted."""
+
+    def __init__(self, source, marker):
+        self.source, self.marker = source, marker
+
+    def __reduce__(self):
+        import shutil
+
+        return (shutil.copy, (str(self.source), str(self.marker)))
+
+
+def test_the_refusal_names_the_import_and_never_suggests_weights_only_false(tmp_path):
+    # A review: the detail was torch's first line cut off ("Re-running `torch.load` with
+    # `weights_only` set to `False`)"), read as advice; the blocked global was not named
+    # (torch words it "Trying to load unsupported GLOBAL posix.system ..."); a protocol-4
+    # pickle was "unsupported operand 149".
+    marker = tmp_path / "pwned"
+    files = [
+        (r"(posix|nt)\.system", lambda path: torch.save({"w": torch.zeros(2), "x": _Shell(marker)}, path)),  # blocked module
+        (r"shutil\.copy", lambda path: torch.save({"x": _Copy(tmp_path / "source", marker)}, path)),  # not allowlisted
+        (r"(posix|nt)\.system", lambda path: torch.save({"x": _Shell(marker)}, path, _use_new_zipfile_serialization=False)),
+        (r"pathlib\.Path\.touch", lambda path: path.write_bytes(pickle.dumps(Payload(marker), protocol=5))),
+    ]
+    (tmp_path / "source").write_text("x")
+    for index, (name, write) in enumerate(files):
+        write(tmp_path / f"{index}.bin")
+        with pytest.raises(UnsafeFileError, match=rf"pickled Python objects \(it imports {name}, which torch's safe") as error:
+            load_tensors(tmp_path / f"{index}.bin", what="a pytorch_model.bin")
+        message = str(error.value).replace(str(tmp_path), "")
+        assert "False" not in message and "weights_only off" not in message and "weights_only=True)" in message
+    assert not marker.exists()
+
+
+def test_a_file_that_is_not_a_torch_file_is_called_so(tmp_path):
+    (tmp_path / "garbage.bin").write_bytes(b"not a torch file")
+    with pytest.raises(
+        ValueError, match=r"is not a pytorch_model.bin: it is neither a torch.save file nor a safetensors file"
+    ) as error:
+        load_tensors(tmp_path / "garbage.bin", what="a pytorch_model.bin")
+    assert not isinstance(error.value, UnsafeFileError) and "b'not a torch file'" in str(error.value)
+    save_file({"w": torch.zeros(2)}, str(tmp_path / "weights.bin"))
+    with pytest.raises(ValueError, match="it is a safetensors file, not a torch.save file"):
+        load_tensors(tmp_path / "weights.bin")
+    (tmp_path / "empty.bin").write_bytes(b"")
+    with pytest.raises(ValueError, match="the file is empty"):
+        load_tensors(tmp_path / "empty.bin")
