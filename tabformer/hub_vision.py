@@ -23,6 +23,8 @@ norm                                           encoder.final_norm
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 from torch import nn
@@ -79,6 +81,12 @@ def load_timm_vit(path, model: str, image_size=None, pixel_scale="auto") -> Pret
     from timm.models.vision_transformer import VisionTransformer
 
     check_backbone(model)
+    with torch.device("meta"):  # the bare architecture, to refuse early what cannot load
+        skeleton = timm.create_model(model, num_classes=0)
+    if not isinstance(skeleton, VisionTransformer):
+        raise ValueError(f"{model} is a {type(skeleton).__name__}, not a timm VisionTransformer (ViT, DeiT)")
+    if image_size is not None:
+        image_size = _check_image_size(image_size, getattr(skeleton.patch_embed, "patch_size", (1, 1)), model)
     state = read_weights(path, model)
     # num_classes=0: timm drops the checkpoint's classifier, whatever its number of classes.
     options = {"num_classes": 0} if image_size is None else {"num_classes": 0, "img_size": image_size}
@@ -86,8 +94,6 @@ def load_timm_vit(path, model: str, image_size=None, pixel_scale="auto") -> Pret
         vit = timm.create_model(model, pretrained=True, pretrained_cfg_overlay={"state_dict": state}, **options)
     except RuntimeError as error:
         raise ValueError(f"{path} does not fit {model}: {str(error)[:500]}") from None
-    if not isinstance(vit, VisionTransformer):
-        raise ValueError(f"{model} is a {type(vit).__name__}, not a timm VisionTransformer (ViT, DeiT)")
     check_covered(vit, state, model, path)
     _check_plain(vit, model)
     vit.eval()
@@ -133,6 +139,25 @@ def load_timm_vit(path, model: str, image_size=None, pixel_scale="auto") -> Pret
     if unloaded or unexpected:  # pragma: no cover - guards the mapping above
         raise RuntimeError(f"ViT mapping incomplete: missing {unloaded}, unexpected {unexpected}")
     return pretrained.eval()
+
+
+def _check_image_size(image_size, patch, model: str):
+    """``image_size`` as ints, or an error naming the nearest sizes the model's patches tile."""
+    single = isinstance(image_size, (int, np.integer)) and not isinstance(image_size, bool)
+    sides = (image_size, image_size) if single else image_size
+    if not isinstance(sides, (tuple, list)) or len(sides) != 2 or not all(isinstance(side, (int, np.integer)) for side in sides):
+        raise ValueError(f"image_size must be an int or a (height, width) pair of ints, got {image_size!r}")
+    if all(side > 0 and side % size == 0 for side, size in zip(sides, patch)):
+        return int(image_size) if single else tuple(int(side) for side in sides)
+    nearest = {
+        tuple(max(rounding(side / size) * size, size) for side, size in zip(sides, patch)): None
+        for rounding in (math.floor, math.ceil)
+    }
+    shown = [size[0] if single and size[0] == size[1] else size for size in nearest]
+    raise ValueError(
+        f"image_size={image_size!r} is not a multiple of {model}'s patch size {patch[0]}x{patch[1]}, which its "
+        f"pretrained weights fix: pass an image_size that is, e.g. the nearest {' or '.join(map(str, shown))}"
+    )
 
 
 def _check_plain(vit, model: str) -> None:

@@ -124,3 +124,15 @@ def test_a_checkpoint_with_tensors_the_named_vit_lacks_is_refused(tmp_path):
         load_timm_vit(tmp_path / "reg.safetensors", "vit_tiny_patch16_224", image_size=32)
     save_file(plain, str(tmp_path / "plain.safetensors"))  # its 10-class head is legitimately unused
     assert load_timm_vit(tmp_path / "plain.safetensors", "vit_tiny_patch16_224", image_size=32).tokenizer.grid_shape_ == (2, 2)
+
+
+def test_an_image_size_the_patches_do_not_tile_names_the_nearest_that_do(tmp_path):
+    # It said "choose another patch_size", which pretrained weights fix.
+    path = _checkpoint(tmp_path, "vit_tiny_patch16_224")
+    with pytest.raises(ValueError, match=r"image_size=30 is not a multiple of .* patch size 16x16, .* the nearest 16 or 32$"):
+        load_timm_vit(path, "vit_tiny_patch16_224", image_size=30)
+    with pytest.raises(ValueError, match=r"the nearest \(16, 64\) or \(32, 64\)$"):
+        load_timm_vit(path, "vit_tiny_patch16_224", image_size=(30, 64))
+    with pytest.raises(ValueError, match=r"image_size must be an int or a \(height, width\) pair of ints, got 32.0"):
+        load_timm_vit(path, "vit_tiny_patch16_224", image_size=32.0)
+    assert load_timm_vit(path, "vit_tiny_patch16_224", image_size=np.int64(48)).tokenizer.grid_shape_ == (3, 3)
