@@ -85,9 +85,16 @@ def load_timm_vit(path, model: str, image_size=None, pixel_scale="auto") -> Pret
         skeleton = timm.create_model(model, num_classes=0)
     if not isinstance(skeleton, VisionTransformer):
         raise ValueError(f"{model} is a {type(skeleton).__name__}, not a timm VisionTransformer (ViT, DeiT)")
+    patch = tuple(getattr(skeleton.patch_embed, "patch_size", (1, 1)))
     if image_size is not None:
-        image_size = _check_image_size(image_size, getattr(skeleton.patch_embed, "patch_size", (1, 1)), model)
+        image_size = _check_image_size(image_size, patch, model)
     state = read_weights(path, model)
+    saved = getattr(state.get("patch_embed.proj.weight"), "shape", ())
+    if len(saved) == 4 and tuple(saved[-2:]) != patch:  # timm would resample them (FlexiViT-style), silently
+        raise ValueError(
+            f"{path} holds {saved[-2]}x{saved[-1]} patches (patch_embed.proj), {model} has {patch[0]}x{patch[1]}: "
+            f"pass the timm model name the file was saved from (a *_patch{saved[-2]}_* model)"
+        )
     # num_classes=0: timm drops the checkpoint's classifier, whatever its number of classes.
     options = {"num_classes": 0} if image_size is None else {"num_classes": 0, "img_size": image_size}
     try:

@@ -136,3 +136,13 @@ def test_an_image_size_the_patches_do_not_tile_names_the_nearest_that_do(tmp_pat
     with pytest.raises(ValueError, match=r"image_size must be an int or a \(height, width\) pair of ints, got 32.0"):
         load_timm_vit(path, "vit_tiny_patch16_224", image_size=32.0)
     assert load_timm_vit(path, "vit_tiny_patch16_224", image_size=np.int64(48)).tokenizer.grid_shape_ == (3, 3)
+
+
+def test_a_checkpoint_of_another_patch_size_is_refused(tmp_path):
+    # timm resamples a file's patch embedding to the named model's patch size: a patch-32
+    # file named as a patch-16 model loaded silently, as another model.
+    torch.manual_seed(0)
+    save_file(timm.create_model("vit_small_patch32_224", img_size=64).state_dict(), str(tmp_path / "p32.safetensors"))
+    with pytest.raises(ValueError, match=r"holds 32x32 patches \(patch_embed.proj\), vit_small_patch16_224 has 16x16"):
+        load_timm_vit(tmp_path / "p32.safetensors", "vit_small_patch16_224", image_size=64)
+    assert load_timm_vit(tmp_path / "p32.safetensors", "vit_small_patch32_224", image_size=64).tokenizer.grid_shape_ == (2, 2)
