@@ -74,7 +74,7 @@ SHARED_PARAMS_DOC = """
         Stop after this many epochs without a better validation score, and restore the
         best weights. ``None`` disables early stopping. What is watched is the recipe's
         (``resolved_params_["monitor"]``: ``valid_loss``, or ``valid_acc`` for text
-        classifiers) unless ``callbacks__early_stopping__monitor`` says otherwise (whether
+        classifiers of one label) unless ``callbacks__early_stopping__monitor`` says otherwise (whether
         lower is better is read from its name; ``callbacks__early_stopping__lower_is_better``
         sets it).
     random_state : int, RandomState instance or None, default=None

@@ -305,7 +305,8 @@ def resolve_recipe(estimator, tokenizer, X, n_rows: int, pretrained: bool) -> di
             settings = stem_settings(side, upscale=resized_to is None)
             recipe.update({f"tokenizer__image__{k}": v for k, v in settings.items()})
     resolved = {name: _resolved(estimator, recipe, name) for name in TOP_LEVEL}
-    resolved["monitor"] = recipe["monitor"] if estimator._recipe_role == "classifier" else "valid_loss"
+    multilabel = getattr(estimator, "multilabel_", False)  # subset accuracy moves by whole rows: it kept epoch 1 of 10
+    resolved["monitor"] = "valid_loss" if estimator._recipe_role != "classifier" or multilabel else recipe["monitor"]
     for name in ("patience", "monitor"):  # routed to the callback, they win over the recipe there too
         if f"callbacks__early_stopping__{name}" in user:
             resolved[name] = getattr(estimator, f"callbacks__early_stopping__{name}")
