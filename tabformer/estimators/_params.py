@@ -184,12 +184,35 @@ def _check_part_settings(estimator) -> None:
             signature = None
         if not signature or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.values()):
             continue
-        accepted = sorted((set(signature) - {"self", "params"}) | extra)
+        # settings the estimator checks once y is seen (the classifier's criterion__pos_weight, for a multi-label y)
+        later = getattr(estimator, "_settings_checked_with_y", lambda prefix: set())(prefix)
+        accepted = sorted((set(signature) - {"self", "params"}) | extra | later)
         given = {key.split("__")[1] for key in getattr(estimator, "_params_to_validate", ()) if key.startswith(prefix + "__")}
         for key in sorted(given - set(accepted)):
             close = difflib.get_close_matches(key, accepted, n=1)
             hint = f" (did you mean {prefix}__{close[0]}?)" if close else ""
             raise ValueError(f"{prefix}__{key}: not a parameter of {part.__name__}{hint}; it takes {accepted}")
+    _check_reduction(estimator)
+
+
+def _check_reduction(estimator) -> None:
+    """Refuse a criterion ``reduction`` other than ``"mean"``: the training loop needs the rows' mean loss.
+
+    ``sample_weight``, ``class_weight`` and an ensemble's out-of-fold members compute that mean
+    themselves (``_weights.weighted_loss``), so ``"sum"`` was dropped silently there (and only
+    there), and ``"none"`` failed in backward with torch's "grad can be implicitly created only
+    for scalar outputs".
+    """
+    criterion = getattr(estimator, "criterion", None)
+    routed = NeuralNet.get_params_for(estimator, "criterion") if criterion is not None else {}
+    reduction = routed.get("reduction", getattr(criterion, "reduction", "mean"))
+    if isinstance(reduction, str) and reduction != "mean":
+        name = "criterion__reduction" if "reduction" in routed else "the criterion's reduction"
+        raise ValueError(
+            f"{name}={reduction!r} is not supported: training minimises the rows' mean loss (sample_weight, "
+            "class_weight and ensemble members weigh it themselves, which would drop 'sum'; 'none' leaves no single loss "
+            "to minimise); leave reduction='mean' and scale lr instead of the loss"
+        )
 
 
 def check_resolved_heads(estimator) -> None:

@@ -37,6 +37,7 @@ from ._docs import (
     SHARED_PARAMS_DOC,
 )
 from ._ensemble import ENSEMBLE_PARAM_DOC
+from ._multilabel import check_criterion_for_y, multilabel_criterion
 from ._params import (
     CLASS_WEIGHT_CONSTRAINT,
 )
@@ -121,16 +122,24 @@ class TabFormerClassifier(CLSHeadNet, NeuralNetClassifier):
         -------
         self
         """
-        super().initialize_criterion()
         if self._multilabel and self.criterion is torch.nn.CrossEntropyLoss:
-            self.criterion_ = torch.nn.BCEWithLogitsLoss().to(self.device)
-        return self
+            self.criterion_ = multilabel_criterion(self.get_params_for("criterion")).to(self.device)  # criterion__* kept
+            return self
+        return super().initialize_criterion()
+
+    def _settings_checked_with_y(self, prefix: str) -> set:
+        """``criterion__pos_weight``: a setting of the multi-label loss, checked once y is seen (``_fit_target``)."""
+        return {"pos_weight"} if prefix == "criterion" and self.criterion is torch.nn.CrossEntropyLoss else set()
 
     def _row_weights(self, y_encoded, sample_weight, continued=False):
         weights, source = sample_weight, "sample_weight"
         if self.class_weight is not None:
             if self._multilabel:
-                raise ValueError("class_weight is not supported with a multi-label y; pass sample_weight instead")
+                raise ValueError(
+                    "class_weight is not supported with a multi-label y (its classes are label columns, each 0 or 1): "
+                    "weigh each label's positives with criterion__pos_weight (one weight per label column, e.g. its "
+                    "negatives / positives), or rows with sample_weight"
+                )
             weights = self._class_weights(self.class_weight, y_encoded, continued)[y_encoded]
             weights, source = (
                 (weights, "class_weight")
@@ -177,6 +186,7 @@ class TabFormerClassifier(CLSHeadNet, NeuralNetClassifier):
             y = y.toarray()
         y = check_target(y, n_samples, numeric=False)
         self.multilabel_ = type_of_target(y) == "multilabel-indicator"
+        check_criterion_for_y(self, y.shape[1] if self._multilabel else None)  # before the tokenizer's fit
         declared = self.__dict__.get("_classes_for_fit")  # partial_fit's classes=, over the constructor's
         declared = self.classes if declared is None else declared
         if self._multilabel:
