@@ -38,8 +38,10 @@ __all__ = [
     "PROBABILITY_SPREAD",
     "RARE_SHARE",
     "class_rows",
+    "constant_columns",
     "is_constant",
     "kept_epoch_answers_vary",
+    "kept_epoch_constant_columns",
     "spread_indices",
     "spread_rows",
 ]
@@ -71,9 +73,19 @@ def is_constant(count: int, total: np.ndarray, squares: np.ndarray) -> bool:
     -------
     bool
     """
-    mean = total / count
-    variance = np.maximum(squares / count - mean**2, 0.0)
-    return bool(np.all(np.sqrt(variance) < CONSTANT_STD))
+    return bool(np.all(constant_columns(count, total, squares)))
+
+
+def constant_columns(count: int, total: np.ndarray, squares: np.ndarray) -> np.ndarray:
+    """Which columns of answers summed to ``total`` and ``squares`` over ``count`` rows have a std under :data:`CONSTANT_STD`.
+
+    Returns
+    -------
+    ndarray of bool, shape (k,)
+    """
+    mean = np.asarray(total, dtype=np.float64) / count
+    variance = np.maximum(np.asarray(squares, dtype=np.float64) / count - mean**2, 0.0)
+    return np.atleast_1d(np.sqrt(variance) < CONSTANT_STD)
 
 
 def spread_indices(n: int, k: int) -> np.ndarray:
@@ -264,11 +276,28 @@ def kept_epoch_answers_vary(net) -> bool:
     -------
     bool
     """
+    constant = kept_epoch_constant_columns(net)
+    return constant is not None and not constant.all()
+
+
+def kept_epoch_constant_columns(net) -> np.ndarray | None:
+    """Which answer columns (a multi-label classifier's labels) the kept epoch's validation pass answered the same for every row.
+
+    None where there is nothing to read (as :func:`kept_epoch_answers_vary`'s False).
+
+    Parameters
+    ----------
+    net : a fitted tabformer estimator
+
+    Returns
+    -------
+    ndarray of bool, shape (k,), or None
+    """
     if getattr(net, "_out_of_fold", bool)():  # each row answered by its fold's member: members differ, a mean may not
-        return False
+        return None
     spread = dict(getattr(net, "callbacks_", ())).get("collapse")
     epoch = _kept_epoch(net)
     if not isinstance(spread, ValidationAnswerSpread) or epoch is None or epoch not in spread.sums_:
-        return False
+        return None
     count, total, squares = (torch.as_tensor(value).cpu().numpy() for value in spread.sums_[epoch])
-    return count >= 2 and not is_constant(int(count), total, squares)
+    return constant_columns(int(count), total, squares) if count >= 2 else None

@@ -1,4 +1,5 @@
-"""Multi-label classification: the loss that replaces cross-entropy, and its routed settings.
+"""Multi-label classification: the loss that replaces cross-entropy and its routed settings, and
+the per-label collapse check.
 
 A 0/1 indicator ``y`` trains one sigmoid per label with ``BCEWithLogitsLoss`` in place of the
 classifier's default ``CrossEntropyLoss``. The user's ``criterion__*`` settings go to that loss:
@@ -6,15 +7,33 @@ they were dropped before (``criterion__weight`` accepted and thrown away) and th
 per-label setting, ``criterion__pos_weight``, was refused as "not a parameter of CrossEntropyLoss".
 Which loss the settings are for is known once ``y`` is, so they are checked in ``fit`` then,
 before the tokenizer's fit.
+
+The collapse check of a multi-label fit looked at the labels together: it warned only when every
+label was predicted the same for every row, so a rare label never predicted (capital gain > 0 at
+9%, next to a learned one) passed silently where the same label fitted alone warned. Each label is
+checked now, but a label that is constant in ``y`` itself is left out: answering it is expected
+(it is warned of as ``fit`` starts, as scikit-learn's ``OneVsRestClassifier`` does).
 """
 
 from __future__ import annotations
 
 import inspect
+import warnings
 
+import numpy as np
 import torch
 
-__all__ = ["MULTILABEL_LOSS", "check_criterion_for_y", "multilabel_criterion"]
+from .._warnings import user_stacklevel
+from ._collapse import CHECK_ROWS, FIRST_LOOK, PER_CLASS, PROBABILITY_SPREAD, RARE_SHARE, class_rows, kept_epoch_constant_columns
+
+__all__ = [
+    "MULTILABEL_LOSS",
+    "check_criterion_for_y",
+    "collapsed_labels",
+    "label_names",
+    "multilabel_criterion",
+    "warn_constant_labels",
+]
 
 #: the loss of a multi-label y, where the classifier's criterion is left at its default
 MULTILABEL_LOSS = torch.nn.BCEWithLogitsLoss
@@ -98,3 +117,105 @@ def multilabel_criterion(params: dict) -> torch.nn.Module:
         if params.get(key) is not None:
             params[key] = torch.as_tensor(params[key], dtype=torch.float32)
     return MULTILABEL_LOSS(**params)
+
+
+def label_names(y) -> list | None:
+    """The label columns' names of a DataFrame ``y`` (for messages), else None."""
+    columns = getattr(y, "columns", None)
+    return None if columns is None else list(columns)
+
+
+def _label(j: int, names) -> str:
+    return f"{j} ({names[j]!r})" if names is not None and j < len(names) else str(j)
+
+
+def warn_constant_labels(y: np.ndarray, names) -> None:
+    """Warn of label columns that hold one value in every row of ``y``: the model cannot learn when they differ.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples, n_labels), 0/1
+    names : list or None
+        The label columns' names (a DataFrame ``y``'s).
+    """
+    constant = np.flatnonzero(y.min(0) == y.max(0))
+    if len(constant):
+        which = ", ".join(f"{_label(j, names)} is {int(y[0, j])}" for j in constant)
+        warnings.warn(
+            f"label column {which} in every training row: the model can only learn to answer that for it",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )
+
+
+def _label_rows(y: np.ndarray, per_class: int, n_rows: int) -> np.ndarray:
+    """Row indices holding, for every label, up to ``per_class`` rows of each of its values (a rare label's too)."""
+    take = max(1, min(per_class, n_rows // (2 * y.shape[1])))
+    return np.unique(np.concatenate([class_rows(y[:, j].astype(np.int64), take, n_rows) for j in range(y.shape[1])]))
+
+
+def collapsed_labels(net, data: dict, y: np.ndarray) -> str | None:
+    """What the collapse warning says of the labels predicted the same for every checked row, else None.
+
+    Labels constant in ``y`` are left out. The kept epoch's validation pass settles it where every
+    other label varied there; else training rows are read, a few first (8 of each value of each
+    label), then up to 64 of each.
+
+    Parameters
+    ----------
+    net : fitted multi-label TabFormerClassifier
+    data : dict of ndarray
+        The training rows' tokens.
+    y : ndarray of shape (n_samples, n_labels)
+        The encoded 0/1 labels.
+
+    Returns
+    -------
+    str or None
+        The warning's text after "predicts".
+    """
+    varying = y.min(0) != y.max(0)
+    constant = kept_epoch_constant_columns(net)
+    if not varying.any() or (constant is not None and len(constant) == len(varying) and not (constant & varying).any()):
+        return None
+    for per_class, n_rows in ((FIRST_LOOK, 8 * FIRST_LOOK), (PER_CLASS, CHECK_ROWS)):
+        rows = _label_rows(y, per_class, n_rows)
+        tokens = {key: value[rows] for key, value in data.items()}
+        logits = net.collect(tokens, lambda inputs: net.module_(**inputs).float().cpu().numpy(), trim=True)
+        logits = np.asarray(logits, dtype=np.float64).reshape(len(rows), -1)
+        answers = logits >= 0  # a sigmoid of at least 0.5, as predict
+        collapsed = np.flatnonzero(varying & (answers.min(0) == answers.max(0)))
+        if not len(collapsed):
+            return None
+    names = getattr(net, "_label_names_", None)
+    probabilities = 1.0 / (1.0 + np.exp(-logits))
+    answered = ", ".join(f"label {_label(j, names)} as {int(answers[0, j])}" for j in collapsed)
+    reasons, rare, pos_weight = [], [], np.ones(y.shape[1])
+    for j in collapsed:
+        value, spread = int(answers[0, j]), float(probabilities[:, j].std())
+        other = float(np.mean(y[:, j] != value))  # the share of the value never predicted
+        if other < RARE_SHARE / 2 and spread >= PROBABILITY_SPREAD:  # the binary classifier's rule
+            never = "reach" if value == 0 else "fall below"
+            reasons.append(
+                f"label {_label(j, names)}'s probabilities vary (std {spread:.3f}), but never {never} 0.5 "
+                f"(it is {1 - value} in {other:.1%} of the training rows)"
+            )
+            positives = float(y[:, j].mean())
+            pos_weight[j] = round((1 - positives) / positives, 1)
+            rare.append(j)
+    if rare:
+        sides = {"below" if answers[0, j] == 0 else "above" for j in rare}
+        side = sides.pop() if len(sides) == 1 else "away from"
+        reasons[-1] += (
+            f". To predict {'it' if len(rare) == 1 else 'them'}, threshold predict_proba's column{'s' * (len(rare) > 1)} "
+            f"{side} 0.5 (sklearn's TunedThresholdClassifierCV), or weigh each label's positives with "
+            f"criterion__pos_weight={pos_weight.tolist()} (negatives / positives, 1 elsewhere)"
+        )
+    unlearned = [j for j in collapsed if j not in rare]
+    if unlearned:
+        which = ", ".join(_label(j, names) for j in unlearned)
+        reasons.append(
+            f"label{'s' * (len(unlearned) > 1)} {which} {'has' if len(unlearned) == 1 else 'have'} not learned beyond a "
+            f"constant answer; {net._collapse_advice()}"
+        )
+    return f"{answered} for every training row it was checked on: {'; '.join(reasons)}"

@@ -37,7 +37,7 @@ from ._docs import (
     SHARED_PARAMS_DOC,
 )
 from ._ensemble import ENSEMBLE_PARAM_DOC
-from ._multilabel import check_criterion_for_y, multilabel_criterion
+from ._multilabel import check_criterion_for_y, collapsed_labels, label_names, multilabel_criterion, warn_constant_labels
 from ._params import (
     CLASS_WEIGHT_CONSTRAINT,
 )
@@ -157,22 +157,21 @@ class TabFormerClassifier(CLSHeadNet, NeuralNetClassifier):
         return torch.nn.functional.one_hot(outputs.argmax(-1), outputs.shape[-1]).float()
 
     def _warn_if_collapsed(self, data: dict, y) -> None:
-        if kept_epoch_answers_vary(self):  # the validation pass already showed two answers: no forward needed
+        if self._multilabel:  # each label on its own: one never predicted hid behind the others
+            message = collapsed_labels(self, data, np.asarray(y))
+        elif kept_epoch_answers_vary(self):  # the validation pass already showed two answers: no forward needed
             return
-        answers = self._constant_answers(data, None if self._multilabel else np.asarray(y))
-        if answers is None:
-            return
-        if self._multilabel:
-            what, why = "the same labels", None
-        else:  # tolist: 2, not np.int64(2)
+        else:
+            answers = self._constant_answers(data, np.asarray(y))
+            if answers is None:
+                return
+            # tolist: 2, not np.int64(2)
             what = f"one class ({np.asarray(self.classes_).tolist()[int(answers[0].argmax())]!r})"
             why = rare_class_note(self, data, np.asarray(y))  # probabilities that vary: no collapse, a rare class
-        why = why or f"it has not learned beyond a constant answer; {self._collapse_advice()}"
-        warnings.warn(
-            f"{type(self).__name__} predicts {what} for every training row it was checked on: {why}",
-            ConvergenceWarning,
-            stacklevel=user_stacklevel(),
-        )
+            why = why or f"it has not learned beyond a constant answer; {self._collapse_advice()}"
+            message = f"{what} for every training row it was checked on: {why}"
+        if message:
+            warnings.warn(f"{type(self).__name__} predicts {message}", ConvergenceWarning, stacklevel=user_stacklevel())
 
     @property
     def classes_(self):
@@ -184,6 +183,7 @@ class TabFormerClassifier(CLSHeadNet, NeuralNetClassifier):
     def _fit_target(self, y, n_samples, sample_weight=None):
         if sp.issparse(y):  # MultiLabelBinarizer(sparse_output=True)
             y = y.toarray()
+        self._label_names_ = label_names(y)  # for the collapse warning's labels
         y = check_target(y, n_samples, numeric=False)
         self.multilabel_ = type_of_target(y) == "multilabel-indicator"
         check_criterion_for_y(self, y.shape[1] if self._multilabel else None)  # before the tokenizer's fit
@@ -196,7 +196,9 @@ class TabFormerClassifier(CLSHeadNet, NeuralNetClassifier):
                     f"classes are its {y.shape[1]} indicator columns (classes_ is 0 to {y.shape[1] - 1}): drop classes="
                 )
             self.label_encoder_ = LabelEncoder().fit(np.arange(y.shape[1]))
-            return self._encode_target(y)
+            y = self._encode_target(y)
+            warn_constant_labels(y, self._label_names_)
+            return y
         y = fitted_label_vector(y)
         self.label_encoder_ = fit_label_encoder(y, declared)
         return self._encode_target(y)
