@@ -198,9 +198,10 @@ def check_target(y, n_samples: int, *, numeric: bool):
             raise ValueError(f"regression targets must be numbers: {error}{_first_non_number(y_array)}") from None
         bad = ~np.isfinite(y_array)
         if bad.any():
-            row = int(np.argwhere(bad)[0][0])
+            first = np.argwhere(bad)[0]
+            row, column = int(first[0]), _column(y, int(first[1])) if y_array.ndim == 2 else ""
             raise ValueError(
-                f"y holds {int(bad.sum())} NaN or infinite value(s) (first at row {row}: "
+                f"y holds {int(bad.sum())} NaN or infinite value(s) (first at row {row}{column}: "
                 f"{y_array.reshape(len(y_array), -1)[row].tolist()}); drop or impute them first"
             )
     else:
@@ -208,7 +209,7 @@ def check_target(y, n_samples: int, *, numeric: bool):
 
         if y_array.ndim == 2 and np.any(pd.isna(y_array)):  # a multi-label indicator matrix with gaps
             row, column = (int(i) for i in np.argwhere(pd.isna(y_array))[0])
-            raise ValueError(f"y holds {int(np.sum(pd.isna(y_array)))} missing value(s) (first at row {row}, column {column})")
+            raise ValueError(f"y holds {int(np.sum(pd.isna(y_array)))} missing value(s) (first at row {row}{_column(y, column)})")
         if (
             y_array.dtype.kind == "f"
             and type_of_target(y_array[~np.isnan(y_array)] if y_array.ndim == 1 else y_array) == "continuous"
@@ -222,6 +223,12 @@ def check_target(y, n_samples: int, *, numeric: bool):
             row = int(np.argwhere(missing)[0][0])
             raise ValueError(f"y holds {int(np.sum(missing))} missing label(s) (first at row {row})")
     return y_array
+
+
+def _column(y, column: int) -> str:
+    """``, column j`` of a 2-D ``y``, with its name where ``y`` is a DataFrame (``, column 1 ('price')``)."""
+    names = getattr(y, "columns", None)
+    return f", column {column}" + (f" ({names[column]!r})" if names is not None and column < len(names) else "")
 
 
 def _first_non_number(y_array: np.ndarray) -> str:

@@ -285,7 +285,7 @@ def test_check_target_messages_and_rows():
         check_target(["a", "b"], 2, numeric=True)
     with pytest.raises(ValueError, match=r"^y holds 2 NaN or infinite value\(s\) \(first at row 1: \[inf\]\); drop or impute"):
         check_target([0.0, np.inf, np.nan], 3, numeric=True)
-    with pytest.raises(ValueError, match=r"first at row 1: \[1.0, nan\]\)"):
+    with pytest.raises(ValueError, match=r"first at row 1, column 1: \[1.0, nan\]\)"):
         check_target(np.array([[0.0, 1.0], [1.0, np.nan]]), 2, numeric=True)
     with pytest.raises(ValueError, match=r"^Unknown label type: continuous\. A classifier needs discrete class labels"):
         check_target([0.5, 1.25, np.nan], 3, numeric=False)

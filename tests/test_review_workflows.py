@@ -19,7 +19,7 @@ def test_a_multi_label_frame_of_nullable_dtypes_is_multi_label(dtype):
     clf = TabFormerClassifier(**SMALL).fit(X, Y)
     assert clf.multilabel_ and clf.predict(X).shape == (80, 2)
     Y.iloc[5, 1] = pd.NA
-    with pytest.raises(ValueError, match=r"y holds 1 missing value\(s\) \(first at row 5, column 1\)"):
+    with pytest.raises(ValueError, match=r"y holds 1 missing value\(s\) \(first at row 5, column 1 \('old'\)\)"):
         TabFormerClassifier(**SMALL).fit(X, Y)
 
 
@@ -27,7 +27,7 @@ def test_a_two_target_regression_frame_with_pd_na_names_the_row():
     X, _ = make_table(60)
     Y = pd.DataFrame({"a": np.arange(60.0), "b": np.arange(60.0) * 2}).astype("Float64")
     Y.iloc[3, 1] = pd.NA
-    with pytest.raises(ValueError, match=r"y holds 1 NaN or infinite value\(s\) \(first at row 3: \[3.0, nan\]\)"):
+    with pytest.raises(ValueError, match=r"NaN or infinite value\(s\) \(first at row 3, column 1 \('b'\): \[3.0, nan\]\)"):
         TabFormerRegressor(**SMALL).fit(X, Y)
 
 

@@ -15,7 +15,15 @@ from sklearn.preprocessing import LabelEncoder
 
 from .._warnings import user_stacklevel
 
-__all__ = ["fit_label_encoder", "check_weighted_classes", "check_same_classes", "fitted_label_vector", "label_vector"]
+__all__ = [
+    "fit_label_encoder",
+    "check_indicator_values",
+    "check_weighted_classes",
+    "check_same_classes",
+    "fitted_label_vector",
+    "label_vector",
+    "refuse_label_lists",
+]
 
 
 def fit_label_encoder(y: np.ndarray, declared) -> LabelEncoder:
@@ -79,6 +87,42 @@ def check_weighted_classes(y_encoded: np.ndarray, sample_weight, classes_, sourc
         raise ValueError(f"{message}; a classifier needs at least 2 classes with weight")
 
 
+def check_indicator_values(y: np.ndarray) -> None:
+    """Refuse a two-valued 2-D ``y`` other than 0/1 (-1/1, 1/2) that sklearn's ``type_of_target`` calls multi-label.
+
+    sklearn's multi-label estimators read such a ``y`` as 0/1 and predict 0/1 (``OneVsRestClassifier``,
+    ``MLPClassifier``), which then scores against the user's -1/1 as wrong; its forests read it as a
+    class per column. Here fit refused it as "y must be a 0/1 indicator matrix with 3 label columns,
+    as in fit; got shape (200, 3)": of the right shape, during fit.
+    """
+    values = np.unique(y)
+    if not np.isin(values, (0, 1)).all():
+        raise ValueError(
+            f"y of shape {y.shape} holds the values {values.tolist()}: a multi-label y is a 0/1 indicator matrix (1 where the "
+            f"row has the label); map yours to 0/1, e.g. (y == {values.tolist()[-1]!r}).astype(int)"
+        )
+
+
+def refuse_label_lists(y) -> None:
+    """Refuse a ``y`` of each row's labels as lists or sets (ragged, or sets), pointing to ``MultiLabelBinarizer``.
+
+    numpy failed on it with "setting an array element with a sequence ... inhomogeneous shape", or
+    the label encoder with "Encoders require their input argument must be uniformly strings or numbers".
+    """
+    if isinstance(y, np.ndarray) and y.dtype != object:
+        return
+    rows = y.tolist() if hasattr(y, "tolist") and not isinstance(y, list) else y
+    if not isinstance(rows, (list, tuple)):
+        return
+    sequences = [row for row in rows if isinstance(row, (list, tuple, set, frozenset))]
+    sets = any(isinstance(row, (set, frozenset)) for row in sequences)
+    if sequences and (sets or len({len(row) for row in sequences}) > 1 or len(sequences) < len(rows)):
+        raise ValueError(
+            "y holds each row's labels as lists or sets; a multi-label y is a 0/1 indicator matrix: make one with "
+            "sklearn.preprocessing.MultiLabelBinarizer().fit_transform(y) (its classes_ name the columns)"
+        )
+
+
 def label_vector(y) -> np.ndarray:
     """``y`` as 1-D class labels; a column vector is raveled, a wider 2-D ``y`` refused (a single-label model).
 
@@ -90,12 +134,14 @@ def label_vector(y) -> np.ndarray:
     return y.ravel()
 
 
-def fitted_label_vector(y: np.ndarray) -> np.ndarray:
+def fitted_label_vector(y: np.ndarray, dtypes=None) -> np.ndarray:
     """``fit``'s ``y`` (not multi-label) as 1-D labels: a column vector raveled with sklearn's warning, else refused.
 
     Parameters
     ----------
     y : ndarray
+    dtypes : list of str, optional
+        The dtypes of a DataFrame ``y``'s columns, for the message.
 
     Returns
     -------
@@ -109,7 +155,15 @@ def fitted_label_vector(y: np.ndarray) -> np.ndarray:
         return y.ravel()
     if y.ndim == 2:
         other = next((value for value in y.ravel().tolist() if value not in (0, 1)), None)
+        if other is None:  # 0 and 1 only, of a dtype sklearn's type_of_target does not read as numbers
+            dtype = ", ".join(dtypes) if dtypes else str(y.dtype)
+            raise ValueError(
+                f"y of shape {y.shape} holds only 0 and 1, but of dtype {dtype}, which is not read as a 0/1 indicator "
+                "matrix (multi-label) of numbers; pass y.astype(int)"
+            )
         raise ValueError(
-            f"y of shape {y.shape} is neither 1-D class labels nor a 0/1 indicator matrix (multi-label): it holds {other!r}"
+            f"y of shape {y.shape} is neither 1-D class labels nor a 0/1 indicator matrix (multi-label): it holds {other!r}. "
+            "A class per column (multi-output multiclass) is not supported: fit one classifier per column (sklearn's "
+            "MultiOutputClassifier); each row's label names become an indicator matrix with sklearn's MultiLabelBinarizer"
         )
     raise ValueError(f"y must be 1-D class labels for a classifier, got shape {y.shape}")

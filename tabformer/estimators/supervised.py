@@ -11,6 +11,7 @@ import warnings
 from functools import partial
 
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
 import torch
 from sklearn.exceptions import ConvergenceWarning
@@ -24,7 +25,14 @@ from .._warnings import user_stacklevel
 from ..nn.heads import ClassificationHead, RegressionHead
 from ._base import construct
 from ._categories import NEW_CATEGORIES_PARAM_DOC
-from ._classes import check_weighted_classes, fit_label_encoder, fitted_label_vector, label_vector
+from ._classes import (
+    check_indicator_values,
+    check_weighted_classes,
+    fit_label_encoder,
+    fitted_label_vector,
+    label_vector,
+    refuse_label_lists,
+)
 from ._cls_head import CLSHeadNet
 from ._collapse import kept_epoch_answers_vary, rare_class_note
 from ._docs import (
@@ -183,9 +191,13 @@ class TabFormerClassifier(CLSHeadNet, NeuralNetClassifier):
     def _fit_target(self, y, n_samples, sample_weight=None):
         if sp.issparse(y):  # MultiLabelBinarizer(sparse_output=True)
             y = y.toarray()
+        refuse_label_lists(y)
         self._label_names_ = label_names(y)  # for the collapse warning's labels
+        dtypes = sorted({str(dtype) for dtype in y.dtypes}) if isinstance(getattr(y, "dtypes", None), pd.Series) else None
         y = check_target(y, n_samples, numeric=False)
         self.multilabel_ = type_of_target(y) == "multilabel-indicator"
+        if self._multilabel:
+            check_indicator_values(y)
         check_criterion_for_y(self, y.shape[1] if self._multilabel else None)  # before the tokenizer's fit
         declared = self.__dict__.get("_classes_for_fit")  # partial_fit's classes=, over the constructor's
         declared = self.classes if declared is None else declared
@@ -199,17 +211,18 @@ class TabFormerClassifier(CLSHeadNet, NeuralNetClassifier):
             y = self._encode_target(y)
             warn_constant_labels(y, self._label_names_)
             return y
-        y = fitted_label_vector(y)
+        y = fitted_label_vector(y, dtypes)
         self.label_encoder_ = fit_label_encoder(y, declared)
         return self._encode_target(y)
 
     def _encode_target(self, y):
         if self._multilabel:
             y = np.asarray(y.toarray() if sp.issparse(y) else y)
-            if y.ndim != 2 or y.shape[1] != len(self.classes_) or not np.isin(y, (0, 1)).all():
+            if y.ndim != 2 or y.shape[1] != len(self.classes_):
                 raise ValueError(
                     f"y must be a 0/1 indicator matrix with {len(self.classes_)} label columns, as in fit; got shape {y.shape}"
                 )
+            check_indicator_values(y)
             return y.astype(np.float32)
         y = label_vector(y)
         unknown = set(np.unique(y)) - set(self.label_encoder_.classes_)
