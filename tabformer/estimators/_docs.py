@@ -266,16 +266,18 @@ FUSION_PARAM_DOC = """    fusion : {"auto", "early", "late"} or int, default="au
 CRITERION_DOC = """    criterion : torch.nn.Module class
         The loss, built at ``initialize`` (``criterion__*`` routes its arguments):
         ``torch.nn.CrossEntropyLoss`` for the classifier (per-label
-        ``BCEWithLogitsLoss`` for a multi-label ``y``), ``torch.nn.MSELoss`` for the
+        ``BCEWithLogitsLoss`` for a multi-label ``y``, which takes the routed ``weight`` and
+        ``pos_weight``, one per label column), ``torch.nn.MSELoss`` for the
         regressor (``L1Loss``, ``HuberLoss``... read standardised targets: ``HuberLoss``'s
         ``delta`` is in standard deviations). ``sample_weight`` and ``class_weight`` need one
-        with a ``reduction``.
+        with a ``reduction``, which must stay ``"mean"``.
 """
 
 CLASS_WEIGHT_DOC = """    class_weight : "balanced", dict or None, default=None
         Weights of the classes in the loss (multiplied with ``fit``'s ``sample_weight``).
         ``"balanced"``: ``n_samples / (n_classes * np.bincount(y))`` as in scikit-learn; a
-        dict ``{label: weight}`` (labels it omits weigh 1). Not for multi-label ``y``. The
+        dict ``{label: weight}`` (labels it omits weigh 1). Not for multi-label ``y`` (there,
+        ``criterion__pos_weight`` weighs each label's positives). The
         weights in use are ``class_weight_`` (one per class of ``classes_``); ``partial_fit`` on a
         fitted model keeps the fit's ``"balanced"`` weights rather than weighing each chunk's counts.
 """
