@@ -1,22 +1,26 @@
-"""Entity-level scores for BIO tags, with the CoNLL-2000 ``conlleval`` chunk rules."""
+"""Entity-level scores for BIO and BIOES (IOBES) tags, with the CoNLL-2000 ``conlleval`` chunk rules."""
 
 from __future__ import annotations
 
-__all__ = ["bio_entities", "entity_f1", "is_bio_tag"]
+__all__ = ["bio_entities", "entity_f1", "is_bio_tag", "tag_scheme"]
 
 
 # ------------------------------------------------------------------ metric
-def _split_tag(tag: str) -> tuple[str, str]:
+def _split_tag(tag) -> tuple[str, str]:
     if tag == "O":
         return "O", ""
     prefix, dash, kind = str(tag).partition("-")
-    if not dash or prefix not in ("B", "I"):
-        raise ValueError(f"tag {tag!r} is not BIO: expected 'O', 'B-<type>' or 'I-<type>'")
+    if not dash or prefix not in ("B", "I", "E", "S"):
+        raise ValueError(
+            f"tag {tag!r} is not BIO nor BIOES: expected 'O', 'B-<type>', 'I-<type>' (and for BIOES 'E-<type>', 'S-<type>')"
+        )
+    if not kind:  # "B-" would be an entity of no type, which no scorer counts
+        raise ValueError(f"tag {tag!r} has no entity type after {prefix + '-'!r}")
     return prefix, kind
 
 
 def is_bio_tag(tag) -> bool:
-    """Whether ``tag`` is ``"O"``, ``"B-<type>"`` or ``"I-<type>"`` (what :func:`entity_f1` reads).
+    """Whether ``tag`` is ``"O"``, ``"B-<type>"`` or ``"I-<type>"`` with a non-empty type.
 
     Parameters
     ----------
@@ -28,10 +32,36 @@ def is_bio_tag(tag) -> bool:
     bool
     """
     try:
-        _split_tag(tag)
+        return _split_tag(tag)[0] in ("O", "B", "I")
     except ValueError:
         return False
-    return True
+
+
+def tag_scheme(tags) -> str | None:
+    """The entity scheme a tag set follows: ``"BIO"``, ``"BIOES"`` (also called IOBES), or None.
+
+    Parameters
+    ----------
+    tags : iterable of object
+        A tag set, e.g. a tagger's ``classes_``.
+
+    Returns
+    -------
+    str or None
+        ``"BIO"`` when every tag is ``"O"``, ``"B-<type>"`` or ``"I-<type>"``; ``"BIOES"`` when
+        ``"E-<type>"`` or ``"S-<type>"`` are among them too; None when a tag is neither (POS tags).
+        Prefixes and ``"O"`` are case-sensitive, and a type must follow the dash.
+
+    Examples
+    --------
+    >>> tag_scheme(["O", "B-PER", "I-PER"]), tag_scheme(["O", "S-PER", "E-PER"]), tag_scheme(["NN", "VB"])
+    ('BIO', 'BIOES', None)
+    """
+    try:
+        prefixes = {_split_tag(tag)[0] for tag in tags}
+    except ValueError:
+        return None
+    return "BIO" if prefixes <= {"O", "B", "I"} else "BIOES"
 
 
 def bio_entities(tags) -> list[tuple[int, int, str]]:
@@ -40,11 +70,14 @@ def bio_entities(tags) -> list[tuple[int, int, str]]:
     CoNLL rules (``conlleval``): an entity starts at ``B-X``, at ``I-X`` after ``O``, or
     at ``I-X`` after a tag of another type; it ends before ``B``, ``O`` or a type change.
     So both IOB2 and IOB1 sequences are read the way the shared-task scorer reads them.
+    BIOES (IOBES) tags are read as seqeval's default (lenient) mode reads them: ``S-X`` is an
+    entity of one word, an entity ends after ``E-X`` or ``S-X``, and ``I-X`` or ``E-X`` after ``O``,
+    ``E``, ``S`` or another type starts one (as ``I-X`` after ``O`` does in BIO).
 
     Parameters
     ----------
     tags : sequence of str
-        One sentence's tags: ``"O"``, ``"B-<type>"`` or ``"I-<type>"``.
+        One sentence's tags: ``"O"``, ``"B-<type>"``, ``"I-<type>"``, ``"E-<type>"`` or ``"S-<type>"``.
 
     Returns
     -------
@@ -54,21 +87,24 @@ def bio_entities(tags) -> list[tuple[int, int, str]]:
     Raises
     ------
     ValueError
-        If a tag is not BIO.
+        If a tag is neither BIO nor BIOES.
 
     Examples
     --------
     >>> bio_entities(["B-PER", "I-PER", "O", "I-LOC", "B-LOC", "I-ORG"])
     [(0, 2, 'PER'), (3, 4, 'LOC'), (4, 5, 'LOC'), (5, 6, 'ORG')]
+    >>> bio_entities(["S-PER", "B-LOC", "E-LOC", "O", "E-ORG"])
+    [(0, 1, 'PER'), (1, 3, 'LOC'), (4, 5, 'ORG')]
     """
     entities, start, previous, previous_kind = [], None, "O", ""
     for i, tag in enumerate(list(tags) + ["O"]):
         prefix, kind = _split_tag(tag)
-        ends = previous != "O" and (prefix in ("B", "O") or kind != previous_kind)
+        ends = previous != "O" and (previous in ("E", "S") or prefix in ("B", "S", "O") or kind != previous_kind)
         if ends and start is not None:
             entities.append((start, i, previous_kind))
             start = None
-        if prefix == "B" or (prefix == "I" and (previous == "O" or kind != previous_kind)):
+        inside = prefix in ("I", "E")  # continues an open entity of its type; else starts one (conlleval's I-X after O)
+        if prefix in ("B", "S") or (inside and (previous in ("O", "E", "S") or kind != previous_kind)):
             start = i
         previous, previous_kind = prefix, kind
     return entities
@@ -80,7 +116,7 @@ def entity_f1(y_true, y_pred, return_precision_recall: bool = False):
     Parameters
     ----------
     y_true, y_pred : list of n lists of str
-        BIO tags per sentence; sentence ``i`` has equal length in both.
+        BIO or BIOES tags per sentence (read by :func:`bio_entities`); sentence ``i`` has equal length in both.
     return_precision_recall : bool, default=False
         Return ``(precision, recall, f1)`` instead of ``f1``.
 
@@ -92,7 +128,7 @@ def entity_f1(y_true, y_pred, return_precision_recall: bool = False):
     Raises
     ------
     ValueError
-        If the two lists, or a sentence's tags, differ in length, or a tag is not BIO.
+        If the two lists, or a sentence's tags, differ in length, or a tag is neither BIO nor BIOES.
 
     Examples
     --------

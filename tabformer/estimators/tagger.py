@@ -4,11 +4,12 @@ Words are split into WordPiece sub-words; the first sub-word of a word carries t
 word's label and the rest are ignored by the loss (``ignore_index``), as in BERT's NER
 fine-tuning. ``predict`` reads the first sub-word's prediction back, so it returns
 exactly one tag per input word. ``score`` is entity-level F1 with the CoNLL-2000
-``conlleval`` chunk rules (:func:`tabformer.metrics.entity_f1`).
+``conlleval`` chunk rules (:func:`tabformer.metrics.entity_f1`) for BIO and BIOES tags.
 """
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import numpy as np
@@ -19,7 +20,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
 from .._warnings import user_stacklevel
-from ..metrics import entity_f1, is_bio_tag
+from ..metrics import entity_f1, tag_scheme
 from ..nn.heads import IGNORE_INDEX, TokenClassificationHead, TokenCrossEntropy
 from ._base import construct
 from ._collapse import spread_indices
@@ -82,6 +83,22 @@ def _warn_cut_words(sentences, batch, max_length, default_tag, when: str) -> Non
             UserWarning,
             stacklevel=user_stacklevel(),
         )
+
+
+def _warn_if_scored_by_accuracy(classes) -> None:
+    """At fit: a tag set that looks like entity tags but is neither BIO nor BIOES is scored by word accuracy; say which."""
+    if tag_scheme(classes) is not None:
+        return
+    # "0" for "O", "b-per" for "B-PER", "B-" without a type, BILOU's "L-"/"U-": one such tag and score reads words, not entities
+    if not any(re.match(r"[BIESLU]-", str(tag), re.IGNORECASE) for tag in classes):
+        return  # POS tags, integer tags: word accuracy is what they are scored by
+    stray = [str(tag) for tag in classes if tag_scheme(["O", tag]) is None]
+    warnings.warn(
+        f"score will be word accuracy, not entity F1: tag(s) {stray[:10]}{' ...' if len(stray) > 10 else ''} are neither BIO "
+        "nor BIOES ('O', 'B-<type>', 'I-<type>', 'E-<type>', 'S-<type>'; case matters); fix them in y to score entities",
+        UserWarning,
+        stacklevel=user_stacklevel(),
+    )
 
 
 class TabFormerTagger(FineTuningNet):
@@ -210,6 +227,7 @@ class TabFormerTagger(FineTuningNet):
             where = "y has" if declared is None else "classes lists"
             raise ValueError(f"{where} only 1 tag ({str(values[0])!r}); a tagger needs samples of at least 2 classes (tags)")
         self.classes_ = values
+        _warn_if_scored_by_accuracy(values)
         self.default_tag_ = "O" if "O" in values else str(seen[counts.argmax()])
         self._start_accelerator()
         with self._seeded():
@@ -354,7 +372,7 @@ class TabFormerTagger(FineTuningNet):
         return out
 
     def score(self, X, y, sample_weight=None):
-        """Entity-level F1 (CoNLL) for BIO tags; for any other tag set, the share of words tagged right.
+        """Entity-level F1 (CoNLL) for BIO and BIOES tags; for any other tag set, the share of words tagged right.
 
         Parameters
         ----------
@@ -367,8 +385,10 @@ class TabFormerTagger(FineTuningNet):
         -------
         score : float
             :func:`~tabformer.metrics.entity_f1` when every fitted tag is ``"O"``,
-            ``"B-<type>"`` or ``"I-<type>"``; else word accuracy (POS tags, integer tags),
-            which is what a grid search over a POS tagger needs.
+            ``"B-<type>"`` or ``"I-<type>"`` (BIO), or also ``"E-<type>"``, ``"S-<type>"`` (BIOES, IOBES)
+            (:func:`~tabformer.metrics.tag_scheme`); else word accuracy (POS tags, integer tags),
+            which is what a grid search over a POS tagger needs. A tag set almost BIO
+            (``"0"`` for ``"O"``, ``"b-per"``) gets word accuracy too: fit warns, naming the tags.
         """
         if sample_weight is not None:
             raise ValueError("TabFormerTagger.score does not support sample_weight")
@@ -377,7 +397,7 @@ class TabFormerTagger(FineTuningNet):
         # y read as fit reads it: a one-column DataFrame of tag lists was one "sentence", its column name.
         tags = self._check_tags(X, y)
         predicted = self.predict(X)
-        if all(is_bio_tag(tag) for tag in self.classes_):
+        if tag_scheme(self.classes_) is not None:
             return entity_f1(tags, predicted)
         truth = [str(tag) for row in tags for tag in row]
         if not truth:
