@@ -10,6 +10,10 @@ alone; a missing text is a masked segment, or an error for a text model), and a 
 column's empty cell is most often an empty text: in the columns the model reads as text
 (:func:`text_columns` at predict, :func:`fit_text_columns` at fit), an empty cell reads as
 ``""``, both at fit and at predict. Elsewhere (numbers, categories, dates) it stays missing.
+
+A tagger's sentences are read as written (``as_written``): every cell is its text, so the one-word
+sentences "NA", "null", "None", "nan" are words to tag, "007" keeps its zeros, and only an empty
+cell is an empty sentence.
 """
 
 from __future__ import annotations
@@ -95,7 +99,13 @@ def _lines(text: str) -> list:
 
 
 def _read_file(
-    path: Path, dtypes: dict | None, category_kinds: dict | None = None, parse_dates: bool = False, texts=(), hive=False
+    path: Path,
+    dtypes: dict | None,
+    category_kinds: dict | None = None,
+    parse_dates: bool = False,
+    texts=(),
+    hive=False,
+    as_written=False,
 ):
     suffix = path.suffix.lower()
     if hive or suffix in (".parquet", ".pq"):  # a hive-partitioned folder (year=2020/...): its partition columns too
@@ -117,6 +127,8 @@ def _read_file(
         # In a file of one column a blank line is an empty cell, as in a .txt: pandas skipped it, and the output had
         # fewer rows than the input. (With more columns a row has separators; a blank line is no row.)
         blank_lines = len(pd.read_csv(path, sep=sep, nrows=0).columns) > 1
+        if as_written:  # pandas' NA strings are words here: the sentence "NA" was read as missing and got no tag
+            return pd.read_csv(path, sep=sep, dtype=str, keep_default_na=False, skip_blank_lines=blank_lines)
         frame = pd.read_csv(path, sep=sep, dtype=text or None, skip_blank_lines=blank_lines)
         # Dates first: a date column's empty cell is a missing date, and as "" it would fail
         # the ISO parse and leave the whole column text (texts is judged on the parsed frame).
@@ -262,7 +274,9 @@ def category_kinds(estimator) -> dict:
     return kinds
 
 
-def read_data(path, image_root=None, dtypes=None, category_kinds=None, images=None, parse_dates=False, texts=()):
+def read_data(
+    path, image_root=None, dtypes=None, category_kinds=None, images=None, parse_dates=False, texts=(), as_written=False
+):
     """A DataFrame (table files), a list of str (``.txt``) or a list of image paths (a folder of images).
 
     ``dtypes`` (column -> the dtype's name at fit) and ``category_kinds`` (see
@@ -270,6 +284,7 @@ def read_data(path, image_root=None, dtypes=None, category_kinds=None, images=No
     :func:`image_columns`) names the columns whose relative paths start at the data's folder.
     ``parse_dates`` (a training file) reads a CSV's ISO 8601 date columns as datetimes. The
     empty cells of the ``texts`` columns (a set, or a function of the frame read) are ``""``.
+    ``as_written`` reads every CSV cell as its text, with no NA strings nor numbers (a tagger's sentences).
     """
     path = Path(path)
     if not path.exists():
@@ -282,16 +297,16 @@ def read_data(path, image_root=None, dtypes=None, category_kinds=None, images=No
                 return images
             tables = [p for p in files if p.suffix.lower() in TABLE_SUFFIXES]
             if not tables and any(p.is_dir() and "=" in p.name for p in path.iterdir()):
-                data = _read_file(path, dtypes, category_kinds, parse_dates, texts, hive=True)
+                data = _read_file(path, dtypes, category_kinds, parse_dates, texts, hive=True, as_written=as_written)
             elif not tables:
                 raise CLIError(f"{path} holds no image or data file ({', '.join(TABLE_SUFFIXES)})")
             else:
-                parts = [_read_file(p, dtypes, category_kinds, parse_dates, texts) for p in tables]
+                parts = [_read_file(p, dtypes, category_kinds, parse_dates, texts, as_written=as_written) for p in tables]
                 if all(isinstance(part, list) for part in parts):
                     return [text for part in parts for text in part]
                 data = pd.concat(parts, ignore_index=True)
         else:
-            data = _read_file(path, dtypes, category_kinds, parse_dates, texts)
+            data = _read_file(path, dtypes, category_kinds, parse_dates, texts, as_written=as_written)
     except CLIError:
         raise
     except UnicodeDecodeError as error:  # a ValueError too: caught first, for the hint

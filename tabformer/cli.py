@@ -200,7 +200,7 @@ def _predictions(estimator, X, proba: bool) -> pd.DataFrame:
         if isinstance(X, pd.DataFrame) and X.shape[1] != 1:
             raise CLIError(f"a tagger reads one column of space-separated words; the file has {list(X.columns)}")
         column = X.iloc[:, 0] if isinstance(X, pd.DataFrame) else pd.Series(X)
-        sentences = [[] if pd.isna(text) else str(text).split() for text in column]  # a blank cell: no words, not "nan"
+        sentences = [[] if pd.isna(text) else str(text).split() for text in column]  # a Parquet null: no words, not "nan"
         return pd.DataFrame({"tags": [" ".join(tags) for tags in estimator.predict(sentences)]})
     if hasattr(estimator, "classes_") and proba:
         probabilities = estimator.predict_proba(X)
@@ -226,7 +226,8 @@ def cmd_predict(args):
         raise CLIError(f"{args.model} holds a {what}, which does not predict; use it as an estimator's encoder=")
     dtypes = getattr(estimator, "feature_dtypes_in_", None)
     kinds, images = category_kinds(estimator), image_columns(estimator)
-    data = read_data(args.data, args.image_root, dtypes, kinds, images, texts=text_columns(estimator))
+    tagger = hasattr(estimator, "default_tag_")  # its sentences are words as written: "NA" is a word, not missing
+    data = read_data(args.data, args.image_root, dtypes, kinds, images, texts=text_columns(estimator), as_written=tagger)
     names = getattr(estimator, "feature_names_in_", None)
     if isinstance(data, pd.DataFrame) and names is not None:
         extra = [c for c in data.columns if c not in set(names)]

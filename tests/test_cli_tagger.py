@@ -1,0 +1,45 @@
+"""``tabformer predict`` on a saved tagger: a CSV's sentences are read as written."""
+
+import pandas as pd
+import pytest
+import torch
+
+from tabformer.cli import main
+
+
+@pytest.fixture(scope="module")
+def tagger(tmp_path_factory):
+    from tabformer import TabFormerTagger
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    folder = tmp_path_factory.mktemp("tagger")
+    sentences, tags = [["alice", "visits", "paris"], ["bob", "stays", "home"]] * 10, [["PER", "O", "LOC"], ["PER", "O", "O"]] * 10
+    settings = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, max_epochs=1, verbose=0, random_state=0)
+    TabFormerTagger(tokenizer="wordpiece", tokenizer__vocab_size=60, **settings).fit(sentences, tags).save(folder / "m")
+    torch.set_num_threads(before)
+    return folder / "m"
+
+
+# pandas' default NA strings, and cells it parses as numbers or booleans: each is a one-word sentence
+WORDS = ["NA", "None", "null", "nan", "N/A", "NaN", "#N/A", "007", "1.50", "True"]
+
+
+# the words are unseen: the point is that each gets a tag
+@pytest.mark.filterwarnings("ignore:.*sub-words of the texts are \\[UNK\\]:UserWarning")
+def test_a_tagger_tags_one_word_sentences_pandas_reads_as_missing(tagger, tmp_path, capsys):
+    # "NA", "None", "null", "nan", "N/A" were read as missing and got no tag at all.
+    from tabformer import load
+
+    (tmp_path / "words.csv").write_text("sentence\n" + "\n".join(WORDS) + '\n""\nalice visits NA\n')
+    capsys.readouterr()
+    assert main(["predict", str(tagger), str(tmp_path / "words.csv")]) == 0
+    out = pd.read_csv(pd.io.common.StringIO(capsys.readouterr().out), keep_default_na=False)
+    assert list(out.columns) == ["tags"]
+    sentences = [[word] for word in WORDS] + [[], ["alice", "visits", "NA"]]  # an empty cell: an empty sentence, no tag
+    assert [row.split() for row in out["tags"]] == load(tagger).predict(sentences)
+    # the same lines in a .txt read the same (a .txt echoes its lines in an `input` column, for every model)
+    (tmp_path / "words.txt").write_text("\n".join(WORDS) + "\n\nalice visits NA\n")
+    assert main(["predict", str(tagger), str(tmp_path / "words.txt")]) == 0
+    echoed = pd.read_csv(pd.io.common.StringIO(capsys.readouterr().out), keep_default_na=False)
+    assert echoed["tags"].tolist() == out["tags"].tolist() and echoed["input"].tolist() == WORDS + ["", "alice visits NA"]
