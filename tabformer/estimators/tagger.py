@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Mapping, Set
 
 import numpy as np
 import pandas as pd
@@ -57,25 +58,57 @@ def _check_sentences(X, what="X") -> list:
                 f"{'tag' if what == 'y' else 'word'} lists ({what}[{name}])"
             )
         X = X.iloc[:, 0]
+    if isinstance(X, (Mapping, Set)):  # a dict iterates its keys, a set in an arbitrary order
+        raise ValueError(
+            f"{what} is a {type(X).__name__}; pass a list of {'tag lists' if what == 'y' else 'sentences'}, in order"
+        )
     sentences = list(X)
     if not sentences:
         raise ValueError(f"{what} has 0 sentences; at least 1 is required")
-    unit, advice = ("tags", "one tag per word") if what == "y" else ("words (str)", "split the text into words first")
+    unit = "tags" if what == "y" else "words (str)"
     for i, words in enumerate(sentences):
+        if words is None:
+            raise ValueError(f"{what}[{i}] is None; every sentence must be a list of {unit} (an empty sentence is [])")
+        if isinstance(words, (Mapping, Set)):
+            why = "which has no order" if isinstance(words, Set) else "whose keys would be read"
+            raise ValueError(f"{what}[{i}] is a {type(words).__name__}, {why}; pass the {unit} as a list, in order")
         if isinstance(words, str) or not hasattr(words, "__len__"):
-            raise ValueError(f"{what}[{i}] must be a list of {unit}, got {type(words).__name__}: {advice}")
+            advice = "one tag per word" if what == "y" else "split the text into words first" if isinstance(words, str) else ""
+            raise ValueError(f"{what}[{i}] must be a list of {unit}, got {type(words).__name__}{': ' * bool(advice)}{advice}")
     return [list(words) for words in sentences]
 
 
-def _warn_cut_words(sentences, batch, max_length, default_tag, when: str) -> None:
+def _check_sentence_weights(sample_weight) -> None:
+    """Refuse per-word weights: numpy said "inhomogeneous shape", or "got 2D array" where sentences are equally long."""
+    if isinstance(sample_weight, np.ndarray) and sample_weight.ndim > 1:
+        found = f" has shape {sample_weight.shape}"
+    else:
+        rows = sample_weight if isinstance(sample_weight, (list, tuple, pd.Series)) else ()
+        found = next((f"[{i}] holds {len(w)} numbers" for i, w in enumerate(rows) if np.ndim(w) > 0), None)
+    if found:
+        raise ValueError(
+            f"sample_weight{found}: sample_weight is one number per sentence (each of its words counts that many times), "
+            "not one per word"
+        )
+
+
+def _warn_cut_words(tagger, sentences, batch, when: str) -> None:
     """Warn when ``tokenizer__max_length`` cut words off the end of sentences (their tags are never read)."""
+    max_length = getattr(tagger.tokenizer_, "max_length", None)
     if max_length is None:  # a tokenizer of its own, without the setting
         return
     word_ids, full = batch["word_ids"], batch["attention_mask"].sum(axis=1) >= int(max_length) - 1
-    cut = [len(words) - 1 - int(word_ids[i].max(initial=-1)) for i, words in enumerate(sentences) if full[i]]
-    cut = [n for n in cut if n > 0]
+    tails = [words[int(word_ids[i].max(initial=-1)) + 1 :] for i, words in enumerate(sentences) if full[i]]
+    tails = [tail for tail in tails if tail]
+    if not tails:
+        return
+    # Words of no sub-word ("\x00", a zero-width space) past the end were not cut: they get default_tag_ at any length
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the [UNK] share was said of the whole sentences
+        pieces = (tagger.tokenizer_.transform([[word] for tail in tails for word in tail])["word_ids"] >= 0).any(axis=1)
+    cut = [int(n) for n in np.add.reduceat(pieces.astype(int), np.cumsum([0] + [len(tail) for tail in tails[:-1]])) if n]
     if cut:
-        fate = "are never trained on" if when == "fit" else f"get default_tag_ {default_tag!r} without being read"
+        fate = "are never trained on" if when == "fit" else f"get default_tag_ {tagger.default_tag_!r} without being read"
         warnings.warn(
             f"{len(cut)} of {len(sentences)} sentences are longer than tokenizer__max_length={max_length} sub-words "
             f"(CLS and [SEP] included): the {sum(cut)} words past it {fate}; raise tokenizer__max_length "
@@ -209,6 +242,7 @@ class TabFormerTagger(FineTuningNet):
         """
         check_params(self)
         check_fit_params(self, fit_params)
+        _check_sentence_weights(sample_weight)
         if self._continues():
             return self.partial_fit(X, y, sample_weight=sample_weight, **fit_params)
         X = _check_sentences(X)
@@ -232,7 +266,7 @@ class TabFormerTagger(FineTuningNet):
         self._start_accelerator()
         with self._seeded():
             batch = self._fit_tokenizer(X)
-            _warn_cut_words(X, batch, getattr(self.tokenizer_, "max_length", None), self.default_tag_, "fit")
+            _warn_cut_words(self, X, batch, "fit")
             labels = self._align(batch, tags)
             self._train_new_module(with_weights(batch, self._row_weights(labels, weights)), labels, **fit_params)
         self._warn_if_one_tag(batch, labels)
@@ -287,6 +321,7 @@ class TabFormerTagger(FineTuningNet):
         -------
         self
         """
+        _check_sentence_weights(sample_weight)
         if classes is not None:  # a later call compares them with classes_, which are the tags' str
             classes = np.unique(np.asarray(list(classes), dtype=object).astype(str))
         return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight, **fit_params)
@@ -310,9 +345,9 @@ class TabFormerTagger(FineTuningNet):
         tags = self._check_tags(X, y)
         unknown = {str(t) for row in tags for t in row} - set(self.classes_)  # classes_ are str: int tags too
         if unknown:
-            raise ValueError(f"y holds tag(s) {sorted(unknown)} not seen in fit; tags are {list(self.classes_)}")
+            raise ValueError(f"y holds tag(s) {sorted(unknown)} not seen in fit; tags are {self.classes_.tolist()}")
         batch = self.tokenize(X)
-        _warn_cut_words(X, batch, getattr(self.tokenizer_, "max_length", None), self.default_tag_, "fit")
+        _warn_cut_words(self, X, batch, "fit")
         return batch, self._align(batch, tags)
 
     def predict_proba(self, X):
@@ -358,7 +393,7 @@ class TabFormerTagger(FineTuningNet):
         """
         X = _check_sentences(X)
         proba, batch = self.predict_proba(X)
-        _warn_cut_words(X, batch, getattr(self.tokenizer_, "max_length", None), self.default_tag_, "predict")
+        _warn_cut_words(self, X, batch, "predict")
         best = proba.argmax(axis=-1)
         word_ids = batch["word_ids"]
         out = []
