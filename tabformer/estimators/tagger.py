@@ -381,7 +381,11 @@ class TabFormerTagger(FineTuningNet):
         return proba, batch
 
     def predict(self, X):
-        """One tag per word.
+        """One tag per word: the most probable tag of its first sub-word, each word on its own.
+
+        Tags are not repaired into valid IOB2: ``I-X`` may follow ``O`` or another type.
+        ``score`` (:func:`~tabformer.metrics.bio_entities`) reads such an ``I-X`` as conlleval does, as the
+        start of an entity.
 
         Parameters
         ----------
