@@ -32,6 +32,15 @@ def test_a_fitted_model_refuses_other_values_naming_them():
         clf.partial_fit(X, 2 * Y - 1)
 
 
+def test_score_refuses_other_values_rather_than_scoring_them_against_0_1():
+    # score read a -1/1 y as it came, against 0/1 predictions: subset accuracy 0, silently
+    X, Y = table()
+    clf = TabFormerClassifier(**QUICK).fit(X, Y)
+    with pytest.raises(ValueError, match=r"holds the values \[-1, 1\]"):
+        clf.score(X, 2 * Y - 1)
+    assert 0 <= clf.score(X, Y) <= 1
+
+
 @pytest.mark.parametrize("dtype", ["object", "category"])
 def test_a_frame_of_0_1_of_object_or_category_dtype_names_the_dtype(dtype):
     X, Y = table()

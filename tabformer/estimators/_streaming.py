@@ -27,7 +27,7 @@ from .._stream import (
 from .._validation import check_target
 from ..tokenizers.tabular import MISSING_ID
 from ._categories import missing_token_widths, note_trained_missing
-from ._classes import check_same_classes
+from ._classes import check_indicator_values, check_same_classes
 from ._params import check_fit_params, check_params
 from ._weights import SAMPLE_WEIGHT, as_float32_weights, check_sample_weight, check_split_weights
 
@@ -120,6 +120,8 @@ class StreamingMixin:
         if isinstance(y, str):
             source, values = self._open_stream(X, y)
             y = values if source is not None else y
+        if getattr(self, "multilabel_", False):  # a -1/1 y was scored as it came, against 0/1 predictions
+            check_indicator_values(y.toarray() if hasattr(y, "toarray") else np.asarray(y))
         return super().score(X, y, sample_weight=sample_weight)
 
     def _sample_size(self, kind: str) -> int:
