@@ -116,3 +116,11 @@ def test_text_sentiment_example_runs_on_a_slice(capsys):
     attended = [line.split("most attended: ")[1] for line in out.splitlines() if "most attended" in line]
     assert attended and not any("##" in line for line in attended)  # whole words, as it says, not sub-words
     assert clf.get_params()["tokenizer__vocab_size"] == 30000 and clf.module_.encoder.n_layers == 1
+
+
+@pytest.mark.slow  # about a minute: six fits of the 256-wide text encoder
+def test_bench_own_text_encoder_prints_its_table(tmp_path, capsys):
+    _load("bench_own_text_encoder").main(["--quick", "--mlm-epochs", "1", "--seeds", "0", "--encoder", str(tmp_path / "enc")])
+    out = capsys.readouterr().out
+    assert "| defaults |" in out and "| no pretraining (tokenizer='wordpiece') |" in out
+    assert (tmp_path / "enc").is_dir()

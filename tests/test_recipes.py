@@ -74,13 +74,13 @@ def test_text_from_scratch_and_from_pretrained_get_their_recipes():
     # 15 epochs to the end of the decay, no early stopping on a small holdout
     assert r["max_epochs"] == 1 and r["patience"] is None and "early_stopping" not in dict(scratch.callbacks_)
     assert r["validation_fraction"] is None and "valid_acc" not in scratch.history_[-1]  # every row trains
-    # a pretrained encoder switches to BERT's fine-tuning recipe
+    # a pretrained encoder switches to the pretrained recipe; tabformer's own (a pretrainer's) fine-tunes at lr 5e-4
     pre = TabFormerPretrainer(max_epochs=1, validation_fraction=None, **{k: v for k, v in SMALL.items() if k != "max_epochs"})
     encoder = pre.fit(texts).encoder_
     assert isinstance(encoder, PretrainedEncoder) and pre.resolved_params_["lr"] == 1e-3
     tuned = TabFormerClassifier(encoder=encoder, max_epochs=1, verbose=0).fit(texts, labels)
     r = tuned.resolved_params_
-    assert r["lr"] == 5e-5 and r["lr_schedule"] == "warmup_linear" and r["iterator_train__group_by_length"] is True
+    assert r["lr"] == 5e-4 and r["lr_schedule"] == "warmup_linear" and r["iterator_train__group_by_length"] is True
     assert isinstance(dict(tuned.callbacks_)["lr_scheduler"], WarmupLinearLR)
     assert tuned.module_.encoder.d_model == 16  # the pretrained encoder, not the scratch recipe's width
     # the user's head setting wins over the recipe's mean pooling

@@ -152,7 +152,7 @@ def test_freezing_the_default_weights_is_a_linear_probe():
 
 
 def test_small_text_sets_fine_tune_for_at_least_300_steps():
-    from tabformer.estimators._recipes import pretrained_text_epochs
+    from tabformer.estimators._text_finetune import pretrained_text_epochs
 
     # 930 icon names at batch 32: 27 steps an epoch, so 10 epochs (the cap); 2,192 names: 5; 10,000 texts: BERT's 3
     assert [pretrained_text_epochs(n, 32) for n in (930, 2192, 10_000)] == [10, 5, 3]

@@ -21,9 +21,10 @@ Where the numbers come from (docs/defaults.md has the tables):
   smaller batches on small tables so that an epoch has enough steps to learn from;
 - text from pretrained BERT-family weights: BERT's fine-tuning recipe (Devlin et al.,
   2019): lr 5e-5, linear warm-up and decay, 3 epochs (more on small data, for at least 300
-  steps: ``pretrained_text_epochs``), keep the most accurate epoch,
+  steps: ``_text_finetune.pretrained_text_epochs``), keep the most accurate epoch,
   length-grouped batches, mean pooling (all-MiniLM-L6-v2 on Rotten Tomatoes: 0.842;
-  tagging CoNLL-2003 at lr 1e-4: entity F1 0.855);
+  tagging CoNLL-2003 at lr 1e-4: entity F1 0.855); a classifier of tabformer's own
+  pretrained text encoder (a ``TabFormerPretrainer``'s) at lr 5e-4, 15 epochs (``_text_finetune``);
 - text from scratch: the recipe a 74-trial random search chose on validation accuracy
   (docs/text.md): 30k WordPiece, d_model 256, 2 layers, dropout 0.3, lr 3e-4; trained 15
   epochs to the end of the decay instead of early stopping on a small holdout (regressors
@@ -42,7 +43,6 @@ from __future__ import annotations
 import contextlib
 import inspect
 import math
-import numbers
 
 import torch
 from skorch.callbacks import LRScheduler
@@ -63,6 +63,7 @@ from ._precision import fuses_optimizer_step
 from ._probe import probe_recipe
 from ._routing import routed_kinds
 from ._split import DEFAULT_VALIDATION_FRACTION, auto_validation_fraction
+from ._text_finetune import text_finetune_recipe
 
 __all__ = [
     "AUTO",
@@ -181,23 +182,6 @@ def auto_batch_size(n_rows: int, largest: int = 256) -> int:
     return int(min(largest, max(16, 2 ** math.floor(math.log2(max(n_rows / 32, 1))))))
 
 
-#: the fewest optimizer steps a fine-tune of pretrained text weights takes by default (3 to 10 epochs)
-MIN_FINE_TUNING_STEPS = 300
-
-
-def pretrained_text_epochs(n_rows: int, batch_size: int) -> int:
-    """BERT's 3 epochs, or more on small data: enough for ``MIN_FINE_TUNING_STEPS`` steps, at most 10.
-
-    On 930 icon names, 3 epochs (81 steps) read 0.797 validation accuracy, below the
-    from-scratch recipe's 0.839, and 10 epochs 0.871 (docs/defaults.md). Few-sample
-    fine-tuning wants more steps, not more epochs of a large set (Zhang et al., 2021).
-    """
-    if not isinstance(batch_size, numbers.Integral) or batch_size <= 0:  # -1: the whole set in one step
-        return _TEXT_PRETRAINED["max_epochs"]
-    steps = math.ceil(n_rows * (1 - DEFAULT_VALIDATION_FRACTION) / batch_size)
-    return int(min(10, max(_TEXT_PRETRAINED["max_epochs"], math.ceil(MIN_FINE_TUNING_STEPS / max(steps, 1)))))
-
-
 def _resolved(estimator, recipe: dict, name: str):
     value = getattr(estimator, name)
     return recipe[name] if isinstance(value, str) and value == AUTO else value
@@ -291,8 +275,8 @@ def resolve_recipe(estimator, tokenizer, X, n_rows: int, pretrained: bool) -> di
     if kind == "table" and not pretrained and estimator._recipe_role == "classifier":
         small = 0 < _resolved(estimator, recipe, "batch_size") <= SMALL_BATCH  # -1 (skorch: one batch of all rows) is large
         recipe["lr"] = SMALL_BATCH_TABLE_LR if small else recipe["lr"]
-    if pretrained and kind == "text" and estimator._recipe_role in ("classifier", "regressor"):
-        recipe["max_epochs"] = pretrained_text_epochs(n_rows, _resolved(estimator, recipe, "batch_size"))
+    if pretrained and kind == "text" and estimator._recipe_role in ("classifier", "regressor"):  # BERT's, or tabformer's own
+        recipe.update(text_finetune_recipe(tokenizer, estimator._recipe_role, n_rows, _resolved(estimator, recipe, "batch_size")))
     recipe.update(probe_recipe(estimator, "text" if all_text else kind, pretrained))  # a frozen encoder's head
     user = set(estimator.get_params(deep=False))
     supervised = not pretrained and estimator._recipe_role in ("classifier", "regressor")
