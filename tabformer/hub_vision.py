@@ -78,7 +78,7 @@ def load_timm_vit(path, model: str, image_size=None, pixel_scale="auto") -> Pret
     (4, 4)
     """
     import timm
-    from timm.models.vision_transformer import VisionTransformer
+    from timm.models.vision_transformer import VisionTransformer, checkpoint_filter_fn
 
     check_backbone(model)
     with torch.device("meta"):  # the bare architecture, to refuse early what cannot load
@@ -101,7 +101,11 @@ def load_timm_vit(path, model: str, image_size=None, pixel_scale="auto") -> Pret
         vit = timm.create_model(model, pretrained=True, pretrained_cfg_overlay={"state_dict": state}, **options)
     except RuntimeError as error:
         raise ValueError(f"{path} does not fit {model}: {str(error)[:500]}") from None
-    check_covered(vit, state, model, path)
+    # The check sees the tensors as timm loaded them: its ViT filter drops pre_logits (older in21k files) and
+    # converts other layouts (CLIP, DINOv2); an unfiltered file would be refused for tensors timm never uses.
+    # timm's DeiT entry points (deit.py) load with adapt_layer_scale (gamma_1 -> ls1.gamma), its ViT ones without.
+    adapt = timm.models.model_entrypoint(timm.models.get_arch_name(model)).__module__.endswith(".deit")
+    check_covered(vit, checkpoint_filter_fn(state, vit, adapt_layer_scale=adapt), model, path)
     _check_plain(vit, model)
     vit.eval()
     width = vit.embed_dim

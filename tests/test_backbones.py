@@ -137,3 +137,22 @@ def test_a_stem_whose_flattened_names_join_words_loads(tmp_path):
     save_file(extra, str(tmp_path / "extra.safetensors"))
     with pytest.raises(ValueError, match=r"holds 1 tensor\(s\) .*'features\.denseblock1\.denselayer7\.conv1\.weight'"):
         load_backbone("densenet121", 2, weights=tmp_path / "extra.safetensors")
+
+
+@pytest.mark.parametrize("name", ["tiny_vit_5m_224", "swin_tiny_patch4_window7_224"])
+def test_a_file_holding_the_models_non_persistent_buffers_loads(tmp_path, name):
+    # A review: files from Microsoft's Swin/TinyViT releases (and older timm) hold relative_position_index,
+    # attn_mask or attention_bias_idxs, buffers the model rebuilds and leaves out of state_dict() (timm's
+    # filters drop them); they loaded, then the extra-tensor check refused them as another architecture's.
+    torch.manual_seed(0)
+    model = timm.create_model(name, num_classes=3)
+    state = {key: tensor.contiguous() for key, tensor in model.state_dict().items()}
+    buffers = {key: tensor.contiguous() for key, tensor in model.named_buffers() if key not in state}
+    assert any(key.startswith(("stages.1.", "layers.1.")) for key in buffers)  # inside a stage kept
+    save_file(dict(state, **buffers), str(tmp_path / "release.safetensors"))
+    stem = load_backbone(name, 2, weights=tmp_path / "release.safetensors")
+    assert stem(torch.zeros(1, 3, 224, 224)).shape[0] == 1
+    stray = ("stages" if name.startswith("tiny") else "layers") + ".1.blocks.0.attn.stray_index"  # no buffer of the model
+    save_file(dict(state, **buffers, **{stray: torch.zeros(2)}), str(tmp_path / "other.safetensors"))
+    with pytest.raises(ValueError, match=rf"holds 1 tensor\(s\) .*'{stray}'"):
+        load_backbone(name, 2, weights=tmp_path / "other.safetensors")

@@ -146,3 +146,19 @@ def test_a_checkpoint_of_another_patch_size_is_refused(tmp_path):
     with pytest.raises(ValueError, match=r"holds 32x32 patches \(patch_embed.proj\), vit_small_patch16_224 has 16x16"):
         load_timm_vit(tmp_path / "p32.safetensors", "vit_small_patch16_224", image_size=64)
     assert load_timm_vit(tmp_path / "p32.safetensors", "vit_small_patch32_224", image_size=64).tokenizer.grid_shape_ == (2, 2)
+
+
+def test_an_older_in21k_file_with_pre_logits_loads(tmp_path):
+    # A review: older in21k ViT files hold pre_logits.fc (a representation layer); timm's ViT filter drops
+    # it, and they loaded, until the extra-tensor check refused them. The check now sees timm's filtered tensors.
+    path = _checkpoint(tmp_path, "vit_tiny_patch16_224")
+    state = dict(timm.models.load_state_dict(str(path)))
+    state.update({"pre_logits.fc.weight": torch.zeros(192, 192), "pre_logits.fc.bias": torch.zeros(192)})
+    save_file(state, str(tmp_path / "in21k.safetensors"))
+    reference = timm.create_model("vit_tiny_patch16_224", img_size=32, num_classes=0)
+    reference.load_state_dict({k: v for k, v in state.items() if not k.startswith(("pre_logits", "head"))})
+    _compare(load_timm_vit(tmp_path / "in21k.safetensors", "vit_tiny_patch16_224", image_size=32), reference, 32)
+    state["blocks.0.ls1.gamma"] = torch.ones(192)  # LayerScale stays refused, pre_logits or not
+    save_file(state, str(tmp_path / "ls.safetensors"))
+    with pytest.raises(ValueError, match=r"holds 1 tensor\(s\) .*ls1/ls2.gamma are LayerScale"):
+        load_timm_vit(tmp_path / "ls.safetensors", "vit_tiny_patch16_224", image_size=32)

@@ -143,7 +143,7 @@ def check_covered(model: nn.Module, state: dict, what: str, source, whole: nn.Mo
     random weights, and a file of another depth or other settings (LayerScale, a ResNet-34 named
     as a ResNet-18) would load with its extra tensors dropped, computing another model.
     Tensors of modules ``model`` does not keep (the classifier, stages after the last one
-    kept) are legitimately unused.
+    kept) are legitimately unused, as are the model's non-persistent buffers, which it rebuilds.
 
     Parameters
     ----------
@@ -201,6 +201,10 @@ def _extra_tensors(model: nn.Module, state: dict, whole: nn.Module | None) -> li
     # A container features_only cut or flattened ("layer1", "stages") is kept when any child is.
     kept |= {name.rsplit(".", depth)[0] for name in kept for depth in range(1, name.count(".") + 1)}
     known_keys = {form for key in model.state_dict() for form in _file_forms(key)} | set(reference.state_dict())
+    # Non-persistent buffers (Swin's relative_position_index, TinyViT/LeViT's attention_bias_idxs) are rebuilt by
+    # the model, absent from state_dict(), yet held by original releases and older timm files; timm's filters drop them.
+    known_keys |= {form for key, _ in model.named_buffers() for form in _file_forms(key)}
+    known_keys |= {key for key, _ in reference.named_buffers()}
     known |= kept
     classifiers = (getattr(reference, "pretrained_cfg", None) or {}).get("classifier") or ()
     classifiers = (classifiers,) if isinstance(classifiers, str) else tuple(classifiers)
