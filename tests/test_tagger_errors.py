@@ -111,3 +111,14 @@ def test_words_of_no_sub_word_after_a_full_sentence_are_not_counted_as_cut(tagge
     X = [["bob"] * 4 + ["\x00"], ["bob"] * 5 + ["\x00"], ["bob"] * 4 + ["\x00", "bob", "bob", "\x00"], ["bob"]]
     (message,) = _cut_warnings(tagger, X)
     assert message.startswith("2 of 4 sentences are longer") and "the 3 words past it" in message, message
+
+
+def test_the_cut_check_tokenizes_each_distinct_word_past_the_end_once(tagger, monkeypatch):
+    # A review: the check tokenized every word past the end, one per row, on every predict: 2,000 sentences
+    # of 400 words at max_length 16 took 13.7 s, against 3.3 s before it. Long sentences repeat their words.
+    calls, transform = [], tagger.tokenizer_.transform
+    monkeypatch.setattr(tagger.tokenizer_, "transform", lambda X, *a, **k: calls.append(len(X)) or transform(X, *a, **k))
+    X = [["bob"] * 4 + ["alice", "paris", "\x00"] * 20] * 30
+    (message,) = _cut_warnings(tagger, X)
+    assert message.startswith("30 of 30 sentences are longer") and "the 1200 words past it" in message, message
+    assert calls == [30, 3], calls  # the sentences, then "alice", "paris" and "\x00" once each

@@ -102,11 +102,14 @@ def _warn_cut_words(tagger, sentences, batch, when: str) -> None:
     tails = [tail for tail in tails if tail]
     if not tails:
         return
-    # Words of no sub-word ("\x00", a zero-width space) past the end were not cut: they get default_tag_ at any length
+    # Words of no sub-word ("\x00", a zero-width space) past the end were not cut: they get default_tag_ at any length.
+    # Each distinct word is tokenized once: tails are most of a long sentence, and their words repeat.
+    distinct = list(dict.fromkeys(word for tail in tails for word in tail))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the [UNK] share was said of the whole sentences
-        pieces = (tagger.tokenizer_.transform([[word] for tail in tails for word in tail])["word_ids"] >= 0).any(axis=1)
-    cut = [int(n) for n in np.add.reduceat(pieces.astype(int), np.cumsum([0] + [len(tail) for tail in tails[:-1]])) if n]
+        pieces = (tagger.tokenizer_.transform([[word] for word in distinct])["word_ids"] >= 0).any(axis=1)
+    has_pieces = dict(zip(distinct, pieces.tolist()))
+    cut = [n for n in (sum(has_pieces[word] for word in tail) for tail in tails) if n]
     if cut:
         fate = "are never trained on" if when == "fit" else f"get default_tag_ {tagger.default_tag_!r} without being read"
         warnings.warn(
