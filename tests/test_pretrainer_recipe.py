@@ -27,8 +27,20 @@ def test_image_patch_size_resolves_as_the_classifiers():
     assert pre.tokenizer_.patch_size == pre.resolved_params_["tokenizer__patch_size"] == auto_patch_size(30, 30) == 6
     assert "tokenizer__patch_size" not in pre.get_params()
     assert pre.transform(IMAGES_30).shape == (8, 16)
-    resized = TabFormerPretrainer(**SMALL, tokenizer__image_size=(28, 28)).fit(IMAGES_30)
-    assert resized.tokenizer_.patch_size == 7  # the size the images are resized to decides
+    images_28 = IMAGES_30[:, :28, :28]
+    resized = TabFormerPretrainer(**SMALL, tokenizer__image_size=(30, 30)).fit(images_28)
+    assert resized.tokenizer_.patch_size == 6  # the size the images are resized to decides
+    assert TabFormerPretrainer(**SMALL, tokenizer__image_size=(28, 28)).fit(IMAGES_30).tokenizer_.patch_size == 4
+
+
+def test_images_the_default_patch_divides_keep_it():
+    # A review: the auto patch applied to every size, so 28/32/64 px images that pretrained with the
+    # tokenizer's default patch of 4 (49/64/256 tokens) got 7/8/16 (16 tokens): it is for the sizes 4 refused.
+    for side in (28, 32):
+        images = np.random.default_rng(0).random((8, side, side, 3)).astype("float32")
+        pre = TabFormerPretrainer(**SMALL).fit(images)
+        assert pre.tokenizer_.patch_size == 4 and "tokenizer__patch_size" not in pre.resolved_params_
+        assert pre.tokenizer_.grid_shape_ == (side // 4, side // 4)
 
 
 def test_image_patch_size_the_user_sets_is_kept_and_checked():

@@ -188,7 +188,10 @@ RECIPES_NOTES_DOC = """
     tagger, from scratch    1e-3, cosine           40 (pat. 3)   32             cased 30k
                                                                                 WordPiece, d 256
     pretrainer              1e-3, cosine           20 (pat. 5)   128; tables:   images alone:
-                                                                 32 steps/ep    ~16 patches
+                                                                 32 steps/ep    patch 4, or ~16
+                                                                                patches where 4
+                                                                                does not divide
+                                                                                the image
     ======================  =====================  ============  =============  =================
 
     "pretrained by tabformer": a ``TabFormerPretrainer``'s masked-token encoder (or a saved

@@ -4,13 +4,14 @@ trained with the model, or plain patches), by size and channels; see docs/defaul
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import math
 
 import numpy as np
 
 from ..tokenizers._image_io import image_header
 from ..tokenizers.detect import is_pil
-from ..tokenizers.image import _pair
+from ..tokenizers.image import PatchTokenizer, _pair
 
 __all__ = [
     "CONV_STEM",
@@ -195,10 +196,11 @@ def image_tokens(shape, user: set, supervised: bool, resized_to=None) -> dict:
 def image_recipe(estimator, X, user: set, supervised: bool) -> dict:
     """Tokenizer settings for images given alone to ``estimator``, from scratch: :func:`image_tokens` of ``X``'s images.
 
-    A pretrainer takes the patch size alone, by the same rule (about 16 patches): the tokenizer's
-    default patch of 4 refused the 30x30 images a classifier reads. The classifier's pixel shift and
-    conv stem stay out: SimCLR's augmented views are the pretrainer's augmentation, and they were not
-    measured there.
+    A pretrainer takes the patch size alone, by the same rule (about 16 patches), and only where the
+    tokenizer's default patch (4) does not divide the images (30x30: 6), which it refused; where it
+    divides them (28x28, 32x32, 64x64) the default stays, as pretrainers fitted before had it. The
+    classifier's pixel shift and conv stem stay out: SimCLR's augmented views are the pretrainer's
+    augmentation, and they were not measured there.
 
     Parameters
     ----------
@@ -216,7 +218,12 @@ def image_recipe(estimator, X, user: set, supervised: bool) -> dict:
     dict
         ``tokenizer__*`` settings.
     """
-    tokens = image_tokens(image_shape(X), user, supervised, user_image_side(estimator, "tokenizer__image_size"))
+    shape, resized_to = image_shape(X), user_image_side(estimator, "tokenizer__image_size")
+    tokens = image_tokens(shape, user, supervised, resized_to)
     if estimator._recipe_role != "pretrainer":
         return tokens
+    side = resized_to or (None if shape is None else shape[:2])
+    default = inspect.signature(PatchTokenizer).parameters["patch_size"].default
+    if side is None or (side[0] % default == 0 and side[1] % default == 0):
+        return {}
     return {key: value for key, value in tokens.items() if key == "tokenizer__patch_size"}

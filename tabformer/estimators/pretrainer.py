@@ -116,8 +116,9 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         left ``"auto"`` (``lr`` 1e-3, ``max_epochs`` 20, ``batch_size`` 128 or on a
         table by its rows, ``lr_schedule`` ``"cosine"``, ``patience`` 5), plus
         ``monitor`` (``"valid_loss"``) and ``objective`` (the objective's name); for
-        images given alone, unless you set it, ``tokenizer__patch_size``: about 16 patches,
-        as the classifier's plain patches (30x30 images: 6); see
+        images given alone, unless you set it, ``tokenizer__patch_size``: where the
+        tokenizer's default patch of 4 does not divide the images, about 16 patches, as the
+        classifier's plain patches (30x30 images: 6; 28x28 or 32x32 keep 4); see
         :mod:`tabformer.estimators._recipes`.
         ``get_params`` still returns what you passed.
 
