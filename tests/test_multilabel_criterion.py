@@ -65,3 +65,19 @@ def test_an_explicit_criterion_keeps_its_own_settings():
     assert clf.fit(X, Y).criterion_.pos_weight.tolist() == [1.0, 4.0]
     with pytest.raises(ValueError, match=r"criterion__reduction='sum' is not supported"):
         TabFormerClassifier(**QUICK, criterion__reduction="sum").fit(X, Y[:, 0])
+
+
+def test_a_refit_on_a_multilabel_y_drops_the_previous_image_fits_label_smoothing():
+    # The image recipe's label smoothing (CrossEntropyLoss's) stays in resolved_params_ until the
+    # next fit resolves its own; the multi-label check read it as the user's and refused the refit.
+    rng = np.random.default_rng(0)
+    images = rng.random((30, 8, 8, 3)).astype("float32")
+    Y = np.column_stack([np.arange(30) % 2, np.arange(30) % 3 == 0]).astype(int)
+    clf = TabFormerClassifier(**QUICK).fit(images, Y[:, 0])
+    assert clf.resolved_params_["criterion__label_smoothing"] == 0.1
+    clf.fit(images, Y)
+    assert type(clf.criterion_) is torch.nn.BCEWithLogitsLoss
+    assert "criterion__label_smoothing" not in clf.resolved_params_
+    mine = TabFormerClassifier(**QUICK, criterion__label_smoothing=0.1).fit(images, Y[:, 0])
+    with pytest.raises(ValueError, match=r"criterion__label_smoothing: a multi-label y trains BCEWithLogitsLoss"):
+        mine.fit(images, Y)  # the user's own setting is refused still

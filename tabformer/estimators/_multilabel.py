@@ -22,6 +22,7 @@ import warnings
 
 import numpy as np
 import torch
+from skorch import NeuralNet
 
 from .._warnings import user_stacklevel
 from ._collapse import CHECK_ROWS, FIRST_LOOK, PER_CLASS, PROBABILITY_SPREAD, RARE_SHARE, class_rows, kept_epoch_constant_columns
@@ -32,6 +33,7 @@ __all__ = [
     "collapsed_labels",
     "label_names",
     "multilabel_criterion",
+    "user_criterion_params",
     "warn_constant_labels",
 ]
 
@@ -65,7 +67,9 @@ def check_criterion_for_y(net, n_labels: int | None) -> None:
     """
     if not _swaps(net):
         return
-    params = net.get_params_for("criterion")
+    # The user's settings only: the recipe's (a previous image fit's label_smoothing, kept in
+    # resolved_params_ until this fit resolves its own) are the recipe's to drop, not the user's error.
+    params = user_criterion_params(net)
     if n_labels is None:
         if "pos_weight" in params:
             raise ValueError(
@@ -98,6 +102,20 @@ def check_criterion_for_y(net, n_labels: int | None) -> None:
             raise ValueError(f"criterion__{key} must be finite and non-negative; got {value.tolist()}")
 
 
+def user_criterion_params(net) -> dict:
+    """The ``criterion__*`` settings the user passed, without the recipe's (``resolved_params_``).
+
+    Parameters
+    ----------
+    net : TabFormerClassifier
+
+    Returns
+    -------
+    dict
+    """
+    return NeuralNet.get_params_for(net, "criterion")
+
+
 def multilabel_criterion(params: dict) -> torch.nn.Module:
     """``MULTILABEL_LOSS`` built with the routed settings (``check_criterion_for_y`` checked them).
 
@@ -106,7 +124,7 @@ def multilabel_criterion(params: dict) -> torch.nn.Module:
     Parameters
     ----------
     params : dict
-        ``net.get_params_for("criterion")``.
+        ``user_criterion_params(net)``: the recipe's settings are cross-entropy's (label smoothing).
 
     Returns
     -------

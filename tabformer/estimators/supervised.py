@@ -45,7 +45,14 @@ from ._docs import (
     SHARED_PARAMS_DOC,
 )
 from ._ensemble import ENSEMBLE_PARAM_DOC
-from ._multilabel import check_criterion_for_y, collapsed_labels, label_names, multilabel_criterion, warn_constant_labels
+from ._multilabel import (
+    check_criterion_for_y,
+    collapsed_labels,
+    label_names,
+    multilabel_criterion,
+    user_criterion_params,
+    warn_constant_labels,
+)
 from ._params import (
     CLASS_WEIGHT_CONSTRAINT,
 )
@@ -131,7 +138,8 @@ class TabFormerClassifier(CLSHeadNet, NeuralNetClassifier):
         self
         """
         if self._multilabel and self.criterion is torch.nn.CrossEntropyLoss:
-            self.criterion_ = multilabel_criterion(self.get_params_for("criterion")).to(self.device)  # criterion__* kept
+            # The user's criterion__* only: a recipe's (label smoothing) is cross-entropy's, which this loss lacks.
+            self.criterion_ = multilabel_criterion(user_criterion_params(self)).to(self.device)
             return self
         return super().initialize_criterion()
 
