@@ -63,28 +63,40 @@ def _image_files(folder: Path) -> list[str]:
     return sorted(str(p) for p in folder.rglob("*") if p.suffix.lower() in IMAGE_EXTENSIONS and p.is_file())
 
 
-def parquet_dataset(path):
+def parquet_dataset(path, expected=()):
     """A Parquet file or folder as a ``pyarrow.dataset.Dataset``, with a folder's hive partition columns.
 
     A folder written as ``data/year=2020/part-0.parquet`` holds the column ``year`` in its
     folder names, not in its files. It is read as ``pandas.read_parquet`` reads it
     (``pyarrow.parquet``'s ``partitioning="hive"``): as a column of categories. A single
     file is read with its own columns only, as ``pandas.read_parquet`` reads it, wherever it
-    lies (pyarrow found ``year`` in the path ``data/year=2020/part-0.parquet`` too).
+    lies (pyarrow found ``year`` in the path ``data/year=2020/part-0.parquet`` too), but for
+    those in ``expected``: a model fitted so before (or on the folder) predicts on the file still.
 
     Parameters
     ----------
     path : str or os.PathLike
+    expected : iterable of str, default=()
+        A fitted model's ``feature_names_in_``: a file's hive keys it names are read from the path.
 
     Returns
     -------
     pyarrow.dataset.Dataset
     """
+    import pyarrow as pa
     import pyarrow.dataset as ds
 
-    if Path(path).is_file():
-        return ds.dataset(str(path), format="parquet")
-    return ds.dataset(str(path), format="parquet", partitioning=ds.HivePartitioning.discover(infer_dictionary=True))
+    hive = ds.HivePartitioning.discover(infer_dictionary=True)
+    if not Path(path).is_file():
+        return ds.dataset(str(path), format="parquet", partitioning=hive)
+    dataset = ds.dataset(str(path), format="parquet")
+    keys = {folder.name.partition("=")[0] for folder in Path(path).absolute().parents if "=" in folder.name}
+    wanted = [str(name) for name in expected if str(name) in keys and str(name) not in dataset.schema.names]
+    if not wanted:
+        return dataset
+    found = ds.dataset(str(path), format="parquet", partitioning=hive)
+    names = dataset.schema.names + [name for name in wanted if name in found.schema.names]
+    return found.replace_schema(pa.schema([found.schema.field(name) for name in names]))
 
 
 def open_source(X, y=None, chunk_rows: int = 8192):

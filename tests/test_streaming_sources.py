@@ -31,6 +31,24 @@ def test_a_single_file_under_a_hive_style_folder_gains_no_partition_column(tmp_p
     assert list(TabFormerClassifier(**SMALL).fit(str(tmp_path / "data"), "label").feature_names_in_) == ["x", "year"]
 
 
+def test_a_model_expecting_the_partition_column_predicts_on_the_single_file_still(tmp_path):
+    # A model fitted on the file before it lost its partition column (or on its folder) has "year"
+    # among its features: predict on the file refused it as "missing column(s) ['year']".
+    folder = tmp_path / "data" / "year=2020"
+    folder.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=40)
+    path = folder / "part-0.parquet"
+    pd.DataFrame({"x": x, "colour": rng.choice(["red", "blue"], 40), "label": (x > 0).astype(int)}).to_parquet(path, index=False)
+    clf = TabFormerClassifier(**SMALL).fit(str(tmp_path / "data"), "label")
+    assert list(clf.feature_names_in_) == ["x", "colour", "year"]
+    frame = pd.read_parquet(tmp_path / "data").drop(columns="label")  # as pandas reads the folder: year included
+    np.testing.assert_allclose(clf.predict_proba(path), clf.predict_proba(frame), rtol=1e-5)
+    assert clf.score(path, "label") == clf.score(frame, (x > 0).astype(int))
+    # Only the partition columns the model expects are read: one without "year" still sees the file's own.
+    assert list(TabFormerClassifier(**SMALL).fit(frame.drop(columns="year"), x > 0).predict(path).shape) == [40]
+
+
 @pytest.fixture
 def dated(tmp_path):
     """A Parquet file of every date and time type, each missing a value, and the same rows in memory as datetimes."""

@@ -313,8 +313,9 @@ class StreamingMixin:
         an image folder as its image paths; other input unchanged."""
         source, _ = open_source(X, y=0) if not isinstance(X, (list, tuple)) else (None, None)
         if source is not None and source.kind == "table":
-            X = X if hasattr(X, "count_rows") else parquet_dataset(X)
             fitted = getattr(self, "feature_names_in_", None)
+            # A model fitted on a single file's path before its partition columns were dropped expects them.
+            X = X if hasattr(X, "count_rows") else parquet_dataset(X, expected=() if fitted is None else fitted)
             if fitted is not None and set(map(str, fitted)) < set(X.schema.names):  # e.g. the target column
                 X = X.replace_schema(_project(X.schema, fitted))
         elif source is not None:
