@@ -120,3 +120,24 @@ def test_a_streamed_fit_notes_its_missing_values_when_workers_read_them(tmp_path
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         reg.predict(X)
+
+
+def test_a_streamed_fit_without_workers_needs_no_shared_memory(tmp_path, monkeypatch):
+    # The missing-value note went to shared memory on every streamed fit: where /dev/shm is missing
+    # (AWS Lambda, some sandboxes) a fit with num_workers=0, which has no worker to share it with, failed.
+    import torch
+
+    from tabformer import TabFormerRegressor
+
+    def no_shared_memory(self):
+        raise RuntimeError("unable to open shared memory object </torch_1_1> in read-write mode: Function not implemented (38)")
+
+    monkeypatch.setattr(torch.Tensor, "share_memory_", no_shared_memory)
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"age": rng.normal(40, 5, 120), "city": rng.choice(["rome", "oslo"], 120)})
+    X.loc[119, "age"] = np.nan  # only in rows the tokenizer's sample of 10 missed
+    path = tmp_path / "late_missing.parquet"
+    X.assign(target=np.linspace(0.0, 1.0, 120)).to_parquet(path, row_group_size=40)
+    settings = dict(SMALL, validation_fraction=None, fit_sample_size=10, batch_size=32, iterator_train__shuffle=False)
+    reg = TabFormerRegressor(**settings).fit(path, "target")
+    assert reg.tokenizer_.had_missing_["age"]  # noted in the fitting process itself

@@ -53,8 +53,10 @@ class MissingNote:
     A streamed fit's tokenizer saw only a sample: the training rows train the missing tokens
     of more columns, and predict need not warn that they never trained. Each DataLoader worker
     process tokenizes its own rows, and a note it kept on its copy of the tokenizer was lost
-    with it. The flags (one per token column) are in shared memory: every worker sets them,
-    and the fitting process reads them into its tokenizer (:meth:`apply`).
+    with it. The flags (one per token column) are moved to shared memory when workers read the
+    stream (:meth:`share`): every worker sets them, and the fitting process reads them into its
+    tokenizer (:meth:`apply`). Without workers they stay in ordinary memory, where there is no
+    ``/dev/shm`` (AWS Lambda, some sandboxes) a streamed fit with ``num_workers=0`` failed.
 
     Parameters
     ----------
@@ -63,7 +65,12 @@ class MissingNote:
 
     def __init__(self, tokenizer):
         widths = missing_token_widths(tokenizer)
-        self.flags = {key: torch.zeros(width, dtype=torch.bool).share_memory_() for key, width in widths.items()}
+        self.flags = {key: torch.zeros(width, dtype=torch.bool) for key, width in widths.items()}
+
+    def share(self) -> None:
+        """Move the flags to shared memory (in place, flags kept), for DataLoader workers to set."""
+        for flags in self.flags.values():
+            flags.share_memory_()
 
     def __call__(self, tokens: dict) -> None:
         """Flag the columns whose missing token ``tokens`` (a buffer's) holds."""
@@ -265,6 +272,8 @@ class StreamingMixin:
         if isinstance(dataset.on_tokens, MissingNote):  # the epochs so far: read by callbacks that predict mid-fit
             dataset.on_tokens.apply(self.tokenizer_)
         noted = dataset.on_tokens if training else None  # validation rows train nothing
+        if workers and isinstance(noted, MissingNote):  # before the loader forks or pickles it to its workers
+            noted.share()
         stream = dataset.with_options(
             batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, workers=workers, on_tokens=noted
         )
