@@ -81,3 +81,11 @@ def test_a_refit_on_a_multilabel_y_drops_the_previous_image_fits_label_smoothing
     mine = TabFormerClassifier(**QUICK, criterion__label_smoothing=0.1).fit(images, Y[:, 0])
     with pytest.raises(ValueError, match=r"criterion__label_smoothing: a multi-label y trains BCEWithLogitsLoss"):
         mine.fit(images, Y)  # the user's own setting is refused still
+
+
+def test_set_params_after_fit_refuses_a_setting_the_multilabel_loss_lacks_by_name():
+    # skorch rebuilds the criterion at set_params on a fitted net: torch raised "unexpected keyword argument"
+    X, Y = rare_labels()
+    clf = TabFormerClassifier(**QUICK).fit(X, Y)
+    with pytest.raises(ValueError, match="criterion__label_smoothing: a multi-label y trains BCEWithLogitsLoss"):
+        clf.set_params(criterion__label_smoothing=0.1)

@@ -138,6 +138,7 @@ class TabFormerClassifier(CLSHeadNet, NeuralNetClassifier):
         self
         """
         if self._multilabel and self.criterion is torch.nn.CrossEntropyLoss:
+            check_criterion_for_y(self, len(self.classes_))  # set_params after fit lands here: torch's TypeError before
             # The user's criterion__* only: a recipe's (label smoothing) is cross-entropy's, which this loss lacks.
             self.criterion_ = multilabel_criterion(user_criterion_params(self)).to(self.device)
             return self
