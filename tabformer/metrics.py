@@ -1,8 +1,12 @@
-"""Entity-level scores for BIO and BIOES (IOBES) tags, with the CoNLL-2000 ``conlleval`` chunk rules."""
+"""Entity-level scores for BIO, BIOES (IOBES) and BILOU tags, with the CoNLL-2000 ``conlleval`` chunk rules."""
 
 from __future__ import annotations
 
 __all__ = ["bio_entities", "entity_f1", "is_bio_tag", "tag_scheme"]
+
+
+#: BILOU's Last and Unit are BIOES's End and Single under other letters
+_BILOU = {"L": "E", "U": "S"}
 
 
 # ------------------------------------------------------------------ metric
@@ -10,13 +14,14 @@ def _split_tag(tag) -> tuple[str, str]:
     if tag == "O":
         return "O", ""
     prefix, dash, kind = str(tag).partition("-")
-    if not dash or prefix not in ("B", "I", "E", "S"):
+    if not dash or prefix not in ("B", "I", "E", "S", "L", "U"):
         raise ValueError(
-            f"tag {tag!r} is not BIO nor BIOES: expected 'O', 'B-<type>', 'I-<type>' (and for BIOES 'E-<type>', 'S-<type>')"
+            f"tag {tag!r} is not BIO nor BIOES: expected 'O', 'B-<type>', 'I-<type>' (and for BIOES 'E-<type>', 'S-<type>'; "
+            "BILOU's 'L-<type>', 'U-<type>')"
         )
     if not kind:  # "B-" would be an entity of no type, which no scorer counts
         raise ValueError(f"tag {tag!r} has no entity type after {prefix + '-'!r}")
-    return prefix, kind
+    return _BILOU.get(prefix, prefix), kind
 
 
 def is_bio_tag(tag) -> bool:
@@ -38,7 +43,7 @@ def is_bio_tag(tag) -> bool:
 
 
 def tag_scheme(tags) -> str | None:
-    """The entity scheme a tag set follows: ``"BIO"``, ``"BIOES"`` (also called IOBES), or None.
+    """The entity scheme a tag set follows: ``"BIO"``, ``"BIOES"`` (also called IOBES), ``"BILOU"``, or None.
 
     Parameters
     ----------
@@ -49,7 +54,8 @@ def tag_scheme(tags) -> str | None:
     -------
     str or None
         ``"BIO"`` when every tag is ``"O"``, ``"B-<type>"`` or ``"I-<type>"``; ``"BIOES"`` when
-        ``"E-<type>"`` or ``"S-<type>"`` are among them too; None when a tag is neither (POS tags).
+        ``"E-<type>"`` or ``"S-<type>"`` are among them too; ``"BILOU"`` with ``"L-<type>"`` or
+        ``"U-<type>"`` (read as BIOES's ``E`` and ``S``); None when a tag is none of these (POS tags).
         Prefixes and ``"O"`` are case-sensitive, and a type must follow the dash.
 
     Examples
@@ -57,10 +63,13 @@ def tag_scheme(tags) -> str | None:
     >>> tag_scheme(["O", "B-PER", "I-PER"]), tag_scheme(["O", "S-PER", "E-PER"]), tag_scheme(["NN", "VB"])
     ('BIO', 'BIOES', None)
     """
+    tags = list(tags)
     try:
         prefixes = {_split_tag(tag)[0] for tag in tags}
     except ValueError:
         return None
+    if any(str(tag)[:2] in ("L-", "U-") for tag in tags):
+        return "BILOU"
     return "BIO" if prefixes <= {"O", "B", "I"} else "BIOES"
 
 
@@ -72,7 +81,8 @@ def bio_entities(tags) -> list[tuple[int, int, str]]:
     So both IOB2 and IOB1 sequences are read the way the shared-task scorer reads them.
     BIOES (IOBES) tags are read as seqeval's default (lenient) mode reads them: ``S-X`` is an
     entity of one word, an entity ends after ``E-X`` or ``S-X``, and ``I-X`` or ``E-X`` after ``O``,
-    ``E``, ``S`` or another type starts one (as ``I-X`` after ``O`` does in BIO).
+    ``E``, ``S`` or another type starts one (as ``I-X`` after ``O`` does in BIO). BILOU's ``L-X``
+    and ``U-X`` are read as ``E-X`` and ``S-X``.
 
     Parameters
     ----------

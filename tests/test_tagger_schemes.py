@@ -37,8 +37,9 @@ def one_thread():
 def test_tag_scheme_is_read_from_the_tag_set():
     assert tag_scheme(["O", "B-PER", "I-PER"]) == "BIO"
     assert tag_scheme(["O", "B-PER", "I-PER", "E-PER", "S-LOC"]) == tag_scheme(["S-LOC", "O"]) == "BIOES"
-    for stray in (["0", "B-PER"], ["o", "b-per"], ["O", "B-"], ["NN", "VB"], ["O", "L-PER", "U-PER"]):
+    for stray in (["0", "B-PER"], ["o", "b-per"], ["O", "B-"], ["NN", "VB"], ["O", "l-PER"]):
         assert tag_scheme(stray) is None, stray
+    assert tag_scheme(["O", "B-PER", "L-PER", "U-LOC"]) == "BILOU"
     # an entity type must follow the dash
     assert not is_bio_tag("B-") and is_bio_tag("B-X") and not is_bio_tag("S-X")
     with pytest.raises(ValueError, match="no entity type"):
@@ -90,7 +91,7 @@ def test_a_bioes_tagger_is_scored_by_entity_f1(monkeypatch):
 def test_a_stray_tag_warns_at_fit_that_score_is_word_accuracy(stray):
     sentences, tags = _bioes_corpus()
     tags = [[stray if tag == "O" else tag for tag in row] for row in tags]
-    with pytest.warns(UserWarning, match=rf"score will be word accuracy.*\['{stray}'\] are neither BIO nor BIOES") as caught:
+    with pytest.warns(UserWarning, match=rf"score will be word accuracy.*\['{stray}'\] are not BIO, BIOES or BILOU") as caught:
         tagger = TabFormerTagger(**TINY).fit(sentences, tags)
     assert sum("score will be word accuracy" in str(w.message) for w in caught) == 1
     predicted = tagger.predict(sentences)
@@ -108,3 +109,10 @@ def test_pos_tags_are_word_accuracy_without_a_warning():
     assert not [w for w in caught if "score will be" in str(w.message)]
     right = sum(t == p for row, guess in zip(tags, tagger.predict(sentences)) for t, p in zip(row, guess))
     assert tagger.score(sentences, tags) == pytest.approx(right / 36)
+
+
+def test_bilou_reads_as_bioes_under_its_own_letters():
+    bioes = ["S-PER", "B-LOC", "I-LOC", "E-LOC", "O", "E-ORG"]
+    bilou = ["U-PER", "B-LOC", "I-LOC", "L-LOC", "O", "L-ORG"]
+    assert bio_entities(bilou) == bio_entities(bioes) == [(0, 1, "PER"), (1, 4, "LOC"), (5, 6, "ORG")]
+    assert entity_f1([bilou], [["U-PER", "B-LOC", "I-LOC", "L-LOC", "O", "O"]]) == pytest.approx(0.8)

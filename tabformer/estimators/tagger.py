@@ -4,7 +4,7 @@ Words are split into WordPiece sub-words; the first sub-word of a word carries t
 word's label and the rest are ignored by the loss (``ignore_index``), as in BERT's NER
 fine-tuning. ``predict`` reads the first sub-word's prediction back, so it returns
 exactly one tag per input word. ``score`` is entity-level F1 with the CoNLL-2000
-``conlleval`` chunk rules (:func:`tabformer.metrics.entity_f1`) for BIO and BIOES tags.
+``conlleval`` chunk rules (:func:`tabformer.metrics.entity_f1`) for BIO, BIOES and BILOU tags.
 """
 
 from __future__ import annotations
@@ -122,16 +122,17 @@ def _warn_cut_words(tagger, sentences, batch, when: str) -> None:
 
 
 def _warn_if_scored_by_accuracy(classes) -> None:
-    """At fit: a tag set that looks like entity tags but is neither BIO nor BIOES is scored by word accuracy; say which."""
+    """At fit: a tag set that looks like entity tags but is not BIO, BIOES or BILOU is scored by word accuracy; say which."""
     if tag_scheme(classes) is not None:
         return
-    # "0" for "O", "b-per" for "B-PER", "B-" without a type, BILOU's "L-"/"U-": one such tag and score reads words, not entities
+    # "0" for "O", "b-per" for "B-PER", "B-" without a type: one such tag and score reads words, not entities
     if not any(re.match(r"[BIESLU]-", str(tag), re.IGNORECASE) for tag in classes):
         return  # POS tags, integer tags: word accuracy is what they are scored by
     stray = [str(tag) for tag in classes if tag_scheme(["O", tag]) is None]
     warnings.warn(
-        f"score will be word accuracy, not entity F1: tag(s) {stray[:10]}{' ...' if len(stray) > 10 else ''} are neither BIO "
-        "nor BIOES ('O', 'B-<type>', 'I-<type>', 'E-<type>', 'S-<type>'; case matters); fix them in y to score entities",
+        f"score will be word accuracy, not entity F1: tag(s) {stray[:10]}{' ...' if len(stray) > 10 else ''} are not BIO, "
+        "BIOES or BILOU tags ('O', or B-, I-, E-, S-, L-, U- before a type; case matters); "
+        "fix them in y to score entities",
         UserWarning,
         stacklevel=user_stacklevel(),
     )
@@ -414,7 +415,7 @@ class TabFormerTagger(FineTuningNet):
         return out
 
     def score(self, X, y, sample_weight=None):
-        """Entity-level F1 (CoNLL) for BIO and BIOES tags; for any other tag set, the share of words tagged right.
+        """Entity-level F1 (CoNLL) for BIO, BIOES and BILOU tags; for any other tag set, the share of words tagged right.
 
         Parameters
         ----------
