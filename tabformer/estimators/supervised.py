@@ -205,8 +205,6 @@ class TabFormerClassifier(CLSHeadNet, NeuralNetClassifier):
         dtypes = sorted({str(dtype) for dtype in y.dtypes}) if isinstance(getattr(y, "dtypes", None), pd.Series) else None
         y = check_target(y, n_samples, numeric=False)
         self.multilabel_ = type_of_target(y) == "multilabel-indicator"
-        if self._multilabel:
-            check_indicator_values(y)
         check_criterion_for_y(self, y.shape[1] if self._multilabel else None)  # before the tokenizer's fit
         declared = self.__dict__.get("_classes_for_fit")  # partial_fit's classes=, over the constructor's
         declared = self.classes if declared is None else declared

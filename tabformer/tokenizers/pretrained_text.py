@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 from sklearn.utils.validation import check_is_fitted
 
-from ._vocab import backend_from_json, bert_config_normalizer
+from ._vocab import _read_json, backend_from_json, bert_config_normalizer
 from .base import SPECIAL_TOKENS, register_tokenizer
 from .text import WordPieceTokenizer
 
@@ -64,11 +64,8 @@ def special_tokens_of(folder: str, vocab: dict) -> dict:
     """
     named = {}
     for name in ("tokenizer_config.json", "special_tokens_map.json"):  # the map wins: read last
-        path = os.path.join(folder, name)
-        if os.path.exists(path):
-            with open(path, encoding="utf-8") as handle:
-                config = json.load(handle)
-            named.update({role: _token_text(config[key]) for role, key in _ROLE_KEYS.items() if config.get(key)})
+        config = _read_json(os.path.join(folder, name))
+        named.update({role: _token_text(config[key]) for role, key in _ROLE_KEYS.items() if config.get(key)})
     out = {}
     for role in SPECIAL_TOKENS:
         candidates = [named[role]] if role in named else [convention[role] for convention in _CONVENTIONS]
