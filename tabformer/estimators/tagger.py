@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Mapping, Set
 
 import numpy as np
 import pandas as pd
 import torch
-from scipy.sparse import issparse
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted
 
@@ -38,87 +36,10 @@ from ._params import (
     check_fit_params,
     check_params,
 )
+from ._sentences import check_sentence_weights, check_sentences, warn_cut_words
 from ._weights import check_sample_weight, with_weights
 
 __all__ = ["TabFormerTagger"]
-
-
-def _check_sentences(X, what="X") -> list:
-    if issparse(X):
-        raise TypeError(f"{what} is a sparse matrix; sparse input is not supported: pass a list of sentences (lists of words)")
-    if isinstance(X, np.ndarray) and np.iscomplexobj(X):
-        raise ValueError(f"Complex data not supported: {what} must be a list of sentences, each a list of words")
-    if isinstance(X, str) or not hasattr(X, "__len__"):
-        raise ValueError(f"{what} must be a list of sentences, each a list of words; got {type(X).__name__}")
-    if isinstance(X, pd.DataFrame):  # iterating a frame gives its column names, not its rows
-        if X.shape[1] != 1:
-            name = repr(X.columns[0]) if X.shape[1] else "'column'"
-            raise ValueError(
-                f"{what} is a DataFrame of {X.shape[1]} columns {list(X.columns)}; pass its one column of "
-                f"{'tag' if what == 'y' else 'word'} lists ({what}[{name}])"
-            )
-        X = X.iloc[:, 0]
-    if isinstance(X, (Mapping, Set)):  # a dict iterates its keys, a set in an arbitrary order
-        raise ValueError(
-            f"{what} is a {type(X).__name__}; pass a list of {'tag lists' if what == 'y' else 'sentences'}, in order"
-        )
-    sentences = list(X)
-    if not sentences:
-        raise ValueError(f"{what} has 0 sentences; at least 1 is required")
-    unit = "tags" if what == "y" else "words (str)"
-    for i, words in enumerate(sentences):
-        if words is None:
-            raise ValueError(f"{what}[{i}] is None; every sentence must be a list of {unit} (an empty sentence is [])")
-        if isinstance(words, (Mapping, Set)):
-            why = "which has no order" if isinstance(words, Set) else "whose keys would be read"
-            raise ValueError(f"{what}[{i}] is a {type(words).__name__}, {why}; pass the {unit} as a list, in order")
-        if isinstance(words, str) or not hasattr(words, "__len__"):
-            advice = "one tag per word" if what == "y" else "split the text into words first" if isinstance(words, str) else ""
-            raise ValueError(f"{what}[{i}] must be a list of {unit}, got {type(words).__name__}{': ' * bool(advice)}{advice}")
-    return [list(words) for words in sentences]
-
-
-def _check_sentence_weights(sample_weight) -> None:
-    """Refuse per-word weights: numpy said "inhomogeneous shape", or "got 2D array" where sentences are equally long."""
-    if isinstance(sample_weight, np.ndarray) and sample_weight.ndim > 1:
-        found = f" has shape {sample_weight.shape}"
-    else:
-        rows = sample_weight if isinstance(sample_weight, (list, tuple, pd.Series)) else ()
-        found = next((f"[{i}] holds {len(w)} numbers" for i, w in enumerate(rows) if np.ndim(w) > 0), None)
-    if found:
-        raise ValueError(
-            f"sample_weight{found}: sample_weight is one number per sentence (each of its words counts that many times), "
-            "not one per word"
-        )
-
-
-def _warn_cut_words(tagger, sentences, batch, when: str) -> None:
-    """Warn when ``tokenizer__max_length`` cut words off the end of sentences (their tags are never read)."""
-    max_length = getattr(tagger.tokenizer_, "max_length", None)
-    if max_length is None:  # a tokenizer of its own, without the setting
-        return
-    word_ids, full = batch["word_ids"], batch["attention_mask"].sum(axis=1) >= int(max_length) - 1
-    tails = [words[int(word_ids[i].max(initial=-1)) + 1 :] for i, words in enumerate(sentences) if full[i]]
-    tails = [tail for tail in tails if tail]
-    if not tails:
-        return
-    # Words of no sub-word ("\x00", a zero-width space) past the end were not cut: they get default_tag_ at any length.
-    # Each distinct word is tokenized once: tails are most of a long sentence, and their words repeat.
-    distinct = list(dict.fromkeys(word for tail in tails for word in tail))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the [UNK] share was said of the whole sentences
-        pieces = (tagger.tokenizer_.transform([[word] for word in distinct])["word_ids"] >= 0).any(axis=1)
-    has_pieces = dict(zip(distinct, pieces.tolist()))
-    cut = [n for n in (sum(has_pieces[word] for word in tail) for tail in tails) if n]
-    if cut:
-        fate = "are never trained on" if when == "fit" else f"get default_tag_ {tagger.default_tag_!r} without being read"
-        warnings.warn(
-            f"{len(cut)} of {len(sentences)} sentences are longer than tokenizer__max_length={max_length} sub-words "
-            f"(CLS and [SEP] included): the {sum(cut)} words past it {fate}; raise tokenizer__max_length "
-            "or split long sentences",
-            UserWarning,
-            stacklevel=user_stacklevel(),
-        )
 
 
 def _warn_if_scored_by_accuracy(classes) -> None:
@@ -207,7 +128,7 @@ class TabFormerTagger(FineTuningNet):
     def _check_tags(self, X, y):
         if y is None:
             raise ValueError("TabFormerTagger needs y: one list of tags per sentence")
-        tags = _check_sentences(y, "y")
+        tags = check_sentences(y, "y")
         if len(tags) != len(X):
             raise ValueError(f"X has {len(X)} sentences but y has {len(tags)} tag lists")
         for i, (words, row) in enumerate(zip(X, tags)):
@@ -246,10 +167,10 @@ class TabFormerTagger(FineTuningNet):
         """
         check_params(self)
         check_fit_params(self, fit_params)
-        _check_sentence_weights(sample_weight)
+        check_sentence_weights(sample_weight)
         if self._continues():
             return self.partial_fit(X, y, sample_weight=sample_weight, **fit_params)
-        X = _check_sentences(X)
+        X = check_sentences(X)
         weights = check_sample_weight(sample_weight, len(X))
         tags = self._check_tags(X, y)
         flat = [tag for row in tags for tag in row]
@@ -270,7 +191,7 @@ class TabFormerTagger(FineTuningNet):
         self._start_accelerator()
         with self._seeded():
             batch = self._fit_tokenizer(X)
-            _warn_cut_words(self, X, batch, "fit")
+            warn_cut_words(self, X, batch, "fit")
             labels = self._align(batch, tags)
             self._train_new_module(with_weights(batch, self._row_weights(labels, weights)), labels, **fit_params)
         self._warn_if_one_tag(batch, labels)
@@ -325,7 +246,7 @@ class TabFormerTagger(FineTuningNet):
         -------
         self
         """
-        _check_sentence_weights(sample_weight)
+        check_sentence_weights(sample_weight)
         if classes is not None:  # a later call compares them with classes_, which are the tags' str
             classes = np.unique(np.asarray(list(classes), dtype=object).astype(str))
         return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight, **fit_params)
@@ -345,13 +266,13 @@ class TabFormerTagger(FineTuningNet):
 
     def _continued_data(self, X, y):
         """Tokens of ``X`` and the sub-word labels of ``y``, with the fitted tag set."""
-        X = _check_sentences(X)
+        X = check_sentences(X)
         tags = self._check_tags(X, y)
         unknown = {str(t) for row in tags for t in row} - set(self.classes_)  # classes_ are str: int tags too
         if unknown:
             raise ValueError(f"y holds tag(s) {sorted(unknown)} not seen in fit; tags are {self.classes_.tolist()}")
         batch = self.tokenize(X)
-        _warn_cut_words(self, X, batch, "fit")
+        warn_cut_words(self, X, batch, "fit")
         return batch, self._align(batch, tags)
 
     def predict_proba(self, X):
@@ -365,7 +286,7 @@ class TabFormerTagger(FineTuningNet):
         batch : dict from the tokenizer (its ``word_ids`` map positions to words)
         """
         check_is_fitted(self)
-        batch = self.tokenize(_check_sentences(X))
+        batch = self.tokenize(check_sentences(X))
         proba = np.zeros(batch["input_ids"].shape + (len(self.classes_),), dtype=np.float32)
 
         def tag_probabilities(inputs):
@@ -399,9 +320,9 @@ class TabFormerTagger(FineTuningNet):
         -------
         list of n lists of str, ``len(result[i]) == len(X[i])``
         """
-        X = _check_sentences(X)
+        X = check_sentences(X)
         proba, batch = self.predict_proba(X)
-        _warn_cut_words(self, X, batch, "predict")
+        warn_cut_words(self, X, batch, "predict")
         best = proba.argmax(axis=-1)
         word_ids = batch["word_ids"]
         out = []
@@ -436,7 +357,7 @@ class TabFormerTagger(FineTuningNet):
         if sample_weight is not None:
             raise ValueError("TabFormerTagger.score does not support sample_weight")
         check_is_fitted(self)
-        X = _check_sentences(X)
+        X = check_sentences(X)
         # y read as fit reads it: a one-column DataFrame of tag lists was one "sentence", its column name.
         tags = self._check_tags(X, y)
         predicted = self.predict(X)
