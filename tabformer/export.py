@@ -139,7 +139,7 @@ class _Exported(nn.Module):
         if self.output == "predictions":
             return out * self.scale + self.mean
         proba = torch.sigmoid(out) if self.multilabel else torch.softmax(out, dim=-1)
-        if proba.dim() == 3 and "attention_mask" in batch:  # a tagger's (B, T, K): 0 at padding, as its predict_proba
+        if proba.dim() == 3 and "attention_mask" in batch:  # a tagger's (B, T, K): 0 at padding, as its predict_subword_proba
             proba = proba * batch["attention_mask"][:, :, None].to(proba.dtype)
         return proba
 

@@ -190,7 +190,7 @@ def test_tagger_round_trip(tmp_path):
     tagger = TabFormerTagger(**dict(TEXT, tokenizer__vocab_size=60)).fit(sentences, tags)
     loaded = round_trip(tagger, tmp_path / "tagger")
     assert loaded.predict(sentences) == tagger.predict(sentences)
-    np.testing.assert_array_equal(loaded.predict_proba(sentences)[0], tagger.predict_proba(sentences)[0])
+    np.testing.assert_array_equal(loaded.predict_subword_proba(sentences)[0], tagger.predict_subword_proba(sentences)[0])
     assert loaded.default_tag_ == "O"
 
 

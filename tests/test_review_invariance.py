@@ -52,9 +52,9 @@ def test_tagger_probabilities_do_not_depend_on_the_inference_batch_size():
     sentences = [list(rng.choice(words, size=k)) for k in rng.integers(1, 10, size=40)]
     tags = [["B" if word in ("good", "bad") else "O" for word in sentence] for sentence in sentences]
     tagger = TabFormerTagger(max_epochs=1, **TINY).fit(sentences, tags)
-    proba, batch = tagger.predict_proba(sentences)
+    proba, batch = tagger.predict_subword_proba(sentences)
     tagger.set_params(iterator_valid__batch_size=3)
-    np.testing.assert_allclose(tagger.predict_proba(sentences)[0], proba, atol=1e-6)
+    np.testing.assert_allclose(tagger.predict_subword_proba(sentences)[0], proba, atol=1e-6)
     assert not proba[batch["attention_mask"] == 0].any()
 
 

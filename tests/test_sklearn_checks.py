@@ -170,7 +170,7 @@ def test_tagger_contract_on_sentences(tagger_params):
     check_is_fitted(tagger)
     # check_dont_overwrite_parameters / check_estimators_overwrite_params
     assert joblib.hash(tagger.get_params(deep=False)) == params
-    proba = tagger.predict_proba(SENTENCES)[0]
+    proba = tagger.predict_subword_proba(SENTENCES)[0]
     state = {k: v for k, v in vars(tagger).items() if k != "history_"}
     tagger.predict(SENTENCES), tagger.predict_proba(SENTENCES), tagger.score(SENTENCES, TAGS)
     assert set(vars(tagger)) - {"history_"} == set(state)  # check_dict_unchanged
@@ -179,21 +179,21 @@ def test_tagger_contract_on_sentences(tagger_params):
     assert tagger.predict(SENTENCES[:3]) == full[:3]
     assert tagger.predict(SENTENCES[::-1]) == full[::-1]
     # check_estimators_pickle
-    np.testing.assert_allclose(pickle.loads(pickle.dumps(tagger)).predict_proba(SENTENCES)[0], proba, atol=1e-6)
+    np.testing.assert_allclose(pickle.loads(pickle.dumps(tagger)).predict_subword_proba(SENTENCES)[0], proba, atol=1e-6)
     # check_fit_idempotent: the same fit again (a clone and a refit) gives the same probabilities
-    np.testing.assert_allclose(clone(tagger).fit(SENTENCES, TAGS).predict_proba(SENTENCES)[0], proba, atol=1e-6)
-    np.testing.assert_allclose(tagger.fit(SENTENCES, TAGS).predict_proba(SENTENCES)[0], proba, atol=1e-6)
+    np.testing.assert_allclose(clone(tagger).fit(SENTENCES, TAGS).predict_subword_proba(SENTENCES)[0], proba, atol=1e-6)
+    np.testing.assert_allclose(tagger.fit(SENTENCES, TAGS).predict_subword_proba(SENTENCES)[0], proba, atol=1e-6)
 
 
 def test_tagger_sample_weight_containers_on_sentences(tagger_params):
     """check_sample_weights_list / _pandas_series / _shape / _not_overwritten, on sentences."""
     weights = np.arange(1.0, len(SENTENCES) + 1)
     kept = weights.copy()
-    by_array = TabFormerTagger(**tagger_params).fit(SENTENCES, TAGS, sample_weight=weights).predict_proba(SENTENCES)[0]
+    by_array = TabFormerTagger(**tagger_params).fit(SENTENCES, TAGS, sample_weight=weights).predict_subword_proba(SENTENCES)[0]
     np.testing.assert_array_equal(weights, kept)
     for container in (list(weights), pd.Series(weights)):
         other = TabFormerTagger(**tagger_params).fit(SENTENCES, TAGS, sample_weight=container)
-        np.testing.assert_allclose(other.predict_proba(SENTENCES)[0], by_array, atol=1e-6)
+        np.testing.assert_allclose(other.predict_subword_proba(SENTENCES)[0], by_array, atol=1e-6)
     for bad in (weights[:-1], np.ones((len(SENTENCES), 2))):
         with pytest.raises(ValueError):
             TabFormerTagger(**tagger_params).fit(SENTENCES, TAGS, sample_weight=bad)

@@ -117,3 +117,25 @@ def test_tagger_input_errors():
         TabFormerTagger(max_epochs=1, **SMALL).fit(["a b c"], [["O", "O", "O"]])
     with pytest.raises(ValueError, match="needs y"):
         TabFormerTagger(max_epochs=1, **SMALL).fit(sentences)
+
+
+@pytest.mark.filterwarnings("ignore:.*longer than tokenizer__max_length:UserWarning")  # truncating is the point here
+def test_predict_proba_is_per_word_and_predict_is_its_argmax():
+    # predict_proba was per sub-word, (n, T, n_tags) with the tokenizer batch: no row per word, none for cut words
+    sentences, tags = _corpus(12)
+    tagger = TabFormerTagger(max_epochs=2, tokenizer__max_length=6, **SMALL).fit(sentences, tags)
+    X = [sentences[0], ["alice"] * 20, [], ["\x00"], sentences[1]]  # the second is cut at 6 sub-words
+    proba, predicted = tagger.predict_proba(X), tagger.predict(X)
+    assert isinstance(proba, list) and [p.shape for p in proba] == [(len(s), len(tagger.classes_)) for s in X]
+    for rows, tags_i in zip(proba, predicted):
+        np.testing.assert_allclose(rows.sum(axis=1), 1.0, rtol=1e-5)
+        assert tagger.classes_[rows.argmax(axis=1)].tolist() == tags_i
+    # a word past max_length, or of no sub-word, is certain of default_tag_, as predict gives it
+    default = np.zeros(len(tagger.classes_))
+    default[list(tagger.classes_).index(tagger.default_tag_)] = 1.0
+    np.testing.assert_array_equal(proba[1][-1], default)
+    np.testing.assert_array_equal(proba[3][0], default)
+    # the per-sub-word probabilities stay available, each word's first sub-word read into its row
+    subword, batch = tagger.predict_subword_proba(X)
+    assert subword.shape[:2] == batch["word_ids"].shape
+    np.testing.assert_allclose(proba[0][0], subword[0, list(batch["word_ids"][0]).index(0)], rtol=1e-6)

@@ -132,7 +132,9 @@ def test_tagger_sentence_weight_two_equals_a_duplicated_sentence(vocabulary):
     params = dict(EXACT, tokenizer__vocab_file=vocabulary, tokenizer__lowercase=False)
     weighted = TabFormerTagger(**params).fit(SENTENCES, TAGS, sample_weight=[1, 2, 1, 1])
     repeated = TabFormerTagger(**params).fit(SENTENCES + [SENTENCES[1]], TAGS + [TAGS[1]])
-    np.testing.assert_allclose(weighted.predict_proba(SENTENCES)[0], repeated.predict_proba(SENTENCES)[0], atol=1e-5)
+    np.testing.assert_allclose(
+        weighted.predict_subword_proba(SENTENCES)[0], repeated.predict_subword_proba(SENTENCES)[0], atol=1e-5
+    )
 
 
 def test_tagger_class_weight_moves_the_model(vocabulary):
@@ -140,8 +142,8 @@ def test_tagger_class_weight_moves_the_model(vocabulary):
     plain = TabFormerTagger(**params).fit(SENTENCES, TAGS)
     balanced = TabFormerTagger(**params, class_weight="balanced").fit(SENTENCES, TAGS)
     by_dict = TabFormerTagger(**params, class_weight={"B-LOC": 5.0}).fit(SENTENCES, TAGS)
-    p_plain, p_dict = plain.predict_proba(SENTENCES)[0], by_dict.predict_proba(SENTENCES)[0]
-    assert np.abs(p_plain - balanced.predict_proba(SENTENCES)[0]).max() > 1e-4
+    p_plain, p_dict = plain.predict_subword_proba(SENTENCES)[0], by_dict.predict_subword_proba(SENTENCES)[0]
+    assert np.abs(p_plain - balanced.predict_subword_proba(SENTENCES)[0]).max() > 1e-4
     loc = list(plain.classes_).index("B-LOC")
     # up-weighting B-LOC raises its probability where it is the tag (Paris, Rome)
     assert p_dict[0, 3, loc] > p_plain[0, 3, loc] or p_dict[1, 3, loc] > p_plain[1, 3, loc]

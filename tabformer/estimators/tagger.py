@@ -275,15 +275,21 @@ class TabFormerTagger(FineTuningNet):
         warn_cut_words(self, X, batch, "fit")
         return batch, self._align(batch, tags)
 
-    def predict_proba(self, X):
+    def predict_subword_proba(self, X):
         """Tag probabilities per sub-word position, shape (n, T, n_tags), plus the batch.
+
+        What :meth:`predict_proba` reads each word's row from (its first sub-word's).
+
+        Parameters
+        ----------
+        X : list of n lists of str
 
         Returns
         -------
         proba : ndarray of float32, shape (n_samples, T, n_tags)
             0 at padding positions (``batch["attention_mask"] == 0``); float32, not the classifiers'
             float64: one row per sub-word of every sentence is T times a classifier's output.
-        batch : dict from the tokenizer (its ``word_ids`` map positions to words)
+        batch : dict from the tokenizer (its ``word_ids`` map positions to words, -1 at [SEP] and padding)
         """
         check_is_fitted(self)
         batch = self.tokenize(check_sentences(X))
@@ -305,9 +311,40 @@ class TabFormerTagger(FineTuningNet):
             start += len(rows)
         return proba, batch
 
+    def predict_proba(self, X):
+        """Tag probabilities per word, in ``classes_`` order: those :meth:`predict` takes the argmax of.
+
+        A word's row is the softmax at its first sub-word (:meth:`predict_subword_proba` gives every
+        sub-word's). A word with no sub-word read, cut off by ``tokenizer__max_length`` (a ``UserWarning``
+        says how many) or made of characters the normaliser removes, gets probability 1 on ``default_tag_``,
+        the tag ``predict`` gives it.
+
+        Parameters
+        ----------
+        X : list of n lists of str
+
+        Returns
+        -------
+        list of n ndarrays of float64, array i of shape (len(X[i]), n_tags)
+            Each row sums to 1; ``classes_[proba[i].argmax(axis=1)]`` is ``predict(X)[i]``.
+        """
+        check_is_fitted(self)
+        X = check_sentences(X)
+        proba, batch = self.predict_subword_proba(X)
+        warn_cut_words(self, X, batch, "predict")
+        default = np.eye(len(self.classes_))[list(self.classes_).index(self.default_tag_)]
+        out = []
+        for i, words in enumerate(X):
+            rows = np.tile(default, (len(words), 1))
+            read, first = np.unique(batch["word_ids"][i], return_index=True)  # each word's first sub-word
+            rows[read[read >= 0]] = proba[i, first[read >= 0]]
+            out.append(rows)
+        return out
+
     def predict(self, X):
         """One tag per word: the most probable tag of its first sub-word, each word on its own.
 
+        The argmax of :meth:`predict_proba`; a word no sub-word is read for gets ``default_tag_``.
         Tags are not repaired into valid IOB2: ``I-X`` may follow ``O`` or another type.
         ``score`` (:func:`~tabformer.metrics.bio_entities`) reads such an ``I-X`` as conlleval does, as the
         start of an entity.
@@ -320,20 +357,7 @@ class TabFormerTagger(FineTuningNet):
         -------
         list of n lists of str, ``len(result[i]) == len(X[i])``
         """
-        X = check_sentences(X)
-        proba, batch = self.predict_proba(X)
-        warn_cut_words(self, X, batch, "predict")
-        best = proba.argmax(axis=-1)
-        word_ids = batch["word_ids"]
-        out = []
-        for i, words in enumerate(X):
-            row = [self.default_tag_] * len(words)
-            filled = [False] * len(words)
-            for position, word in enumerate(word_ids[i]):
-                if word >= 0 and not filled[word]:
-                    row[word], filled[word] = str(self.classes_[best[i, position]]), True
-            out.append(row)
-        return out
+        return [self.classes_[rows.argmax(axis=1)].tolist() for rows in self.predict_proba(X)]
 
     def score(self, X, y, sample_weight=None):
         """Entity-level F1 (CoNLL) for BIO, BIOES and BILOU tags; for any other tag set, the share of words tagged right.
