@@ -14,6 +14,8 @@ import pandas as pd
 import torch
 from sklearn.utils.validation import check_is_fitted
 
+from .nn.heads import TokenClassificationHead
+
 __all__ = ["explain", "modality_ablation", "attention_map", "aggregate_subwords"]
 
 
@@ -42,7 +44,7 @@ def explain(estimator, X, layer="all", level="token", y=None, query="auto") -> p
         Whose attention: ``"cls"`` the CLS query's row; ``"mean"`` the mean of the rows of
         CLS and every real token (what a mean-pooling head averages the outputs of);
         ``"auto"`` the one the estimator's head reads (``head__pooling``; CLS for a head
-        without pooling, such as the tagger's).
+        without pooling). A tagger is refused: its head has no one query.
 
     Returns
     -------
@@ -65,6 +67,8 @@ def explain(estimator, X, layer="all", level="token", y=None, query="auto") -> p
 
     Raises
     ------
+    TypeError
+        If ``estimator`` is a tagger: its head reads each sub-word's own output, not a pooled query's.
     ValueError
         If ``level``, ``layer`` or ``query`` is invalid, ``y`` comes with ``level="token"``, or ``y``
         comes with ``level="column"`` for an estimator whose input is not mixed.
@@ -72,6 +76,7 @@ def explain(estimator, X, layer="all", level="token", y=None, query="auto") -> p
         If ``estimator`` is not fitted.
     """
     check_is_fitted(estimator)
+    _check_pooled(estimator)
     if level not in ("token", "column"):
         raise ValueError(f"level must be 'token' or 'column', got {level!r}")
     query = _query(estimator, query)
@@ -114,6 +119,19 @@ def explain(estimator, X, layer="all", level="token", y=None, query="auto") -> p
             drops = dict(zip([name for name, _, _ in estimator.tokenizer_.transformers_], _ablation(estimator, batch, y)["drop"]))
             frame["ablation"] = frame["column"].map(owners).map(drops)
     return frame
+
+
+def _check_pooled(estimator) -> None:
+    """Refuse a per-token head: no one query's attention explains its answers, and CLS's is never read."""
+    model = getattr(estimator.module_, "members", [estimator.module_])[0]
+    if isinstance(getattr(model, "head", None), TokenClassificationHead):
+        raise TypeError(
+            "explain reports the attention of the query a pooled head reads (CLS, or the mean of the tokens); "
+            f"{type(estimator).__name__} reads each sub-word's own output (a word's tag at its first sub-word), never "
+            "CLS's, so that attention would not explain its tags. For what a word attends to, read "
+            "estimator.forward_features(X, return_attention=True)[1]: one (n, n_heads, 1+T, 1+T) map per layer, whose "
+            "row 1+t is sub-word t's query (estimator.tokenize(X)['word_ids'][:, t] is its word)"
+        )
 
 
 def _query(estimator, query) -> str:

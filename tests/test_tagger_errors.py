@@ -122,3 +122,19 @@ def test_the_cut_check_tokenizes_each_distinct_word_past_the_end_once(tagger, mo
     (message,) = _cut_warnings(tagger, X)
     assert message.startswith("30 of 30 sentences are longer") and "the 1200 words past it" in message, message
     assert calls == [30, 3], calls  # the sentences, then "alice", "paris" and "\x00" once each
+
+
+def test_explain_refuses_a_tagger_whose_head_never_reads_cls(tagger):
+    # explain reported CLS's attention row, which the per-token head never reads: a silently meaningless answer
+    from tabformer import inspection, plot
+
+    for call in (
+        lambda: tagger.explain(SENTENCES[:1]),
+        lambda: inspection.explain(tagger, SENTENCES[:1], query="mean"),
+        lambda: plot.attention(tagger, SENTENCES[:1]),
+    ):
+        with pytest.raises(TypeError, match=r"TabFormerTagger.*reads each sub-word's own output.*return_attention=True"):
+            call()
+    # the maps the message points to: one per layer, a query row per sub-word
+    maps = tagger.forward_features(SENTENCES[:1], return_attention=True)[1]
+    assert maps[0].shape[2] == 1 + tagger.tokenize(SENTENCES[:1])["word_ids"].shape[1]
