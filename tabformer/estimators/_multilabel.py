@@ -13,6 +13,10 @@ label was predicted the same for every row, so a rare label never predicted (cap
 9%, next to a learned one) passed silently where the same label fitted alone warned. Each label is
 checked now, but a label that is constant in ``y`` itself is left out: answering it is expected
 (it is warned of as ``fit`` starts, as scikit-learn's ``OneVsRestClassifier`` does).
+
+Each label's output starts at its training prevalence (``init_label_prior``): a label 0 in every
+training row was predicted 1 for some rows, since its bias started at random and the weights that
+read the rows had not pushed every row's logit below 0 after a short fit.
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ __all__ = [
     "MULTILABEL_LOSS",
     "check_criterion_for_y",
     "collapsed_labels",
+    "init_label_prior",
     "label_names",
+    "label_prior",
     "multilabel_criterion",
     "user_criterion_params",
     "warn_constant_labels",
@@ -42,6 +48,9 @@ MULTILABEL_LOSS = torch.nn.BCEWithLogitsLoss
 #: its settings, besides the deprecated size_average and reduce
 _TAKES = ("weight", "pos_weight", "reduction")
 _PER_LABEL = ("weight", "pos_weight")
+#: the prevalence an output's initial bias reads is clipped to [PRIOR_CLIP, 1 - PRIOR_CLIP] (RetinaNet's prior, 0.01):
+#: a constant label starts at a logit of -4.6 (or 4.6), far past the initial weights' spread
+PRIOR_CLIP = 0.01
 
 
 def _swaps(net) -> bool:
@@ -135,6 +144,50 @@ def multilabel_criterion(params: dict) -> torch.nn.Module:
         if params.get(key) is not None:
             params[key] = torch.as_tensor(params[key], dtype=torch.float32)
     return MULTILABEL_LOSS(**params)
+
+
+def label_prior(y: np.ndarray, sample_weight=None) -> np.ndarray:
+    """Each label's share of positives in ``y``, rows weighed as the loss weighs them.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples, n_labels), 0/1
+    sample_weight : ndarray of shape (n_samples,) or None
+
+    Returns
+    -------
+    ndarray of shape (n_labels,), float64
+    """
+    weights = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    if not weights.sum() > 0:  # weights the fit refuses later; the shares are only an initial bias
+        weights = np.ones(len(y))
+    return weights @ np.asarray(y, dtype=np.float64) / weights.sum()
+
+
+def init_label_prior(head: torch.nn.Module, prior: np.ndarray) -> None:
+    """Start each label's output at the log-odds of its prevalence; a constant label's reads no feature.
+
+    The usual start of a binary cross-entropy output (its loss at the first step is the labels'
+    entropy, not log 2 for each). A label of one value in every training row (prevalence 0 or 1)
+    also gets a zero weight row: its logit starts at the clipped constant, and as the head's input
+    is non-negative (the default ReLU activation) the loss's gradients only move it further that way, so the label is not
+    predicted otherwise, whatever the row.
+
+    Parameters
+    ----------
+    head : ClassificationHead
+        Its last layer, ``head.net[-1]``, is the output ``Linear``; a head without one is left as built.
+    prior : ndarray of shape (n_labels,)
+        ``label_prior`` of the training ``y``.
+    """
+    output = getattr(head, "net", [None])[-1]
+    if not isinstance(output, torch.nn.Linear) or output.bias is None or output.out_features != len(prior):
+        return
+    clipped = np.clip(prior, PRIOR_CLIP, 1 - PRIOR_CLIP)
+    with torch.no_grad():
+        output.bias.copy_(torch.as_tensor(np.log(clipped / (1 - clipped)), dtype=output.bias.dtype))
+        constant = torch.as_tensor((prior == 0) | (prior == 1))
+        output.weight[constant] = 0.0
 
 
 def label_names(y) -> list | None:

@@ -48,7 +48,9 @@ from ._ensemble import ENSEMBLE_PARAM_DOC
 from ._multilabel import (
     check_criterion_for_y,
     collapsed_labels,
+    init_label_prior,
     label_names,
+    label_prior,
     multilabel_criterion,
     user_criterion_params,
     warn_constant_labels,
@@ -202,6 +204,7 @@ class TabFormerClassifier(CLSHeadNet, NeuralNetClassifier):
             y = y.toarray()
         refuse_label_lists(y)
         self._label_names_ = label_names(y)  # for the collapse warning's labels
+        self._label_prior_ = None  # a multi-label y's prevalences, for the output's initial bias (build_head)
         dtypes = sorted({str(dtype) for dtype in y.dtypes}) if isinstance(getattr(y, "dtypes", None), pd.Series) else None
         y = check_target(y, n_samples, numeric=False)
         self.multilabel_ = type_of_target(y) == "multilabel-indicator"
@@ -217,6 +220,7 @@ class TabFormerClassifier(CLSHeadNet, NeuralNetClassifier):
             self.label_encoder_ = LabelEncoder().fit(np.arange(y.shape[1]))
             y = self._encode_target(y)
             warn_constant_labels(y, self._label_names_)
+            self._label_prior_ = label_prior(y, sample_weight)
             return y
         y = fitted_label_vector(y, dtypes)
         self.label_encoder_ = fit_label_encoder(y, declared)
@@ -257,9 +261,14 @@ class TabFormerClassifier(CLSHeadNet, NeuralNetClassifier):
         Returns
         -------
         ClassificationHead
-            Logits of shape (B, n_classes).
+            Logits of shape (B, n_classes); multi-label: each label's output starts at its
+            training prevalence (``init_label_prior``).
         """
-        return construct(ClassificationHead, self.get_params_for("head"), "head", d_model, len(self.classes_))
+        head = construct(ClassificationHead, self.get_params_for("head"), "head", d_model, len(self.classes_))
+        prior = getattr(self, "_label_prior_", None)  # a loaded model has none: its weights are loaded over the head
+        if self._multilabel and prior is not None:
+            init_label_prior(head, prior)
+        return head
 
     def predict_proba(self, X):
         """Class probabilities, float64, shape (n_samples, n_classes), columns in ``classes_`` order.
