@@ -50,6 +50,40 @@ def test_tokens_a_checkpoint_added_match_as_transformers_does(tmp_path, model_ty
     assert (hidden - reference).abs().max() < 1e-4
 
 
+def _slow_bert_tokenizer():
+    """transformers' python BERT tokenizer, which saves vocab.txt and no tokenizer.json (BertTokenizer before 5)."""
+    return getattr(transformers, "BertTokenizerLegacy", None) or transformers.BertTokenizer
+
+
+@pytest.mark.filterwarnings("ignore:.*are \\[UNK\\]:UserWarning")
+def test_tokens_added_in_tokenizer_config_of_a_vocab_txt_folder_match_as_one_id(tmp_path):
+    # A folder with vocab.txt and tokenizer_config.json only (a slow tokenizer's save): its
+    # added_tokens_decoder was ignored, "<ent>" read as "[UNK] e ##n ##t [UNK]" and "zzplain" as pieces.
+    model, fast = _save_model("bert", tmp_path)
+    (tmp_path / "tokenizer.json").unlink()
+    vocab = fast.convert_ids_to_tokens(range(len(fast)))
+    (tmp_path / "vocab.txt").write_text("".join(token + "\n" for token in vocab), encoding="utf-8")
+    tokenizer = _slow_bert_tokenizer()(str(tmp_path / "vocab.txt"), do_lower_case=True)
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<ent>"]})
+    tokenizer.add_tokens(["zzplain"])
+    model.resize_token_embeddings(len(tokenizer))
+    model.save_pretrained(tmp_path)
+    tokenizer.save_pretrained(tmp_path)
+    (tmp_path / "tokenizer.json").unlink(missing_ok=True)
+    decoder = json.loads((tmp_path / "tokenizer_config.json").read_text())["added_tokens_decoder"]
+    assert {entry["content"] for entry in decoder.values()} >= {"<ent>", "zzplain"}
+    pretrained = load_text_folder(tmp_path)
+    assert pretrained.tokenizer.vocab_size_ == len(tokenizer)
+    for text in ["the <ent> dog", "the<ent>dog sat zzplain", "a zzplain <ent> cat <ent>"]:
+        assert _ids(pretrained, text) == tokenizer(text)["input_ids"][1:], text
+    encoded = tokenizer(["the <ent> dog"], return_tensors="pt")
+    with torch.no_grad():
+        reference = model.eval()(**encoded).last_hidden_state
+        batch = pretrained.tokenizer.transform(["the <ent> dog"])
+        hidden = pretrained(**{key: torch.as_tensor(value) for key, value in batch.items()})
+    assert (hidden - reference).abs().max() < 1e-4
+
+
 def _cased_folder(folder, json_settings, config_settings, tokenizer_class="BertTokenizer"):
     """A tiny BERT whose tokenizer.json normalises with ``json_settings`` and tokenizer_config.json says ``config_settings``."""
     vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "The", "café", "Café", "cafe", "Cafe", "北", "京"]

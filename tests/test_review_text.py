@@ -32,6 +32,33 @@ def test_a_vocab_file_with_a_repeated_token_or_a_byte_order_mark(tmp_path):
     assert tok.convert_ids_to_tokens([0]) == ["[PAD]"]
 
 
+@pytest.mark.filterwarnings("ignore:.*are \\[UNK\\]:UserWarning")
+def test_a_vocab_files_folder_adds_the_tokens_its_tokenizer_config_adds(tmp_path):
+    """added_tokens_decoder beside a vocab.txt was ignored: "<ent>" (id 12) read as "< e ##n ##t >"."""
+    import json
+
+    tokens = ["the", "[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "film", "<", ">", "e", "##n", "##t"]
+    (tmp_path / "vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
+    flags = dict(lstrip=False, rstrip=False, single_word=False, normalized=False)
+
+    def config(decoder):
+        (tmp_path / "tokenizer_config.json").write_text(json.dumps({"added_tokens_decoder": decoder}))
+
+    config({"1": dict(flags, content="[PAD]", special=True), "12": dict(flags, content="<ent>", special=True)})
+    tok = WordPieceTokenizer(vocab_file=str(tmp_path)).fit(["x"])
+    assert tok.vocab_size_ == 13
+    for text in ["the<ent>film", "the <ent> film"]:
+        ids = tok.transform([text])["input_ids"][0]
+        assert tok.source_ids_[ids].tolist() == [0, 12, 6, 4], text  # the file's ids, its [SEP] closing
+    assert 0 not in tok.transform(["the [PAD] film"])["input_ids"][0]  # the five stay text when typed, as before
+    config({"13": dict(flags, content="<ent>", special=True)})
+    with pytest.raises(ValueError, match=r"'<ent>' at id 13 leaves ids 12\.\.12 empty"):
+        WordPieceTokenizer(vocab_file=str(tmp_path / "vocab.txt")).fit(["x"])
+    config({"6": dict(flags, content="<ent>", special=True)})
+    with pytest.raises(ValueError, match=r"puts '<ent>' at id 6, which is 'film' in"):
+        WordPieceTokenizer(vocab_file=str(tmp_path)).fit(["x"])
+
+
 def test_one_text_column_named_by_a_string_is_one_column_not_its_letters():
     X = pd.DataFrame({"ab": ["good film", "bad plot"] * 10, "a": ["x"] * 20, "b": ["y"] * 20})
     tok = WordPieceTokenizer(vocab_size=60, text_columns="ab").fit(X)

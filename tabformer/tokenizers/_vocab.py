@@ -8,6 +8,9 @@ the next. :func:`continuing_pieces` lists them for the trainer up front, sorted,
 equal ids. :func:`bert_normalizer` reads text as a ``tokenizer_config.json`` configures BERT to
 (:func:`bert_settings` reads it, :func:`bert_config_normalizer` applies it to a ``tokenizer.json``).
 :func:`backend_from_json` reads a fitted backend back, special tokens typed in a text read as text.
+:func:`read_vocab` also reads the tokens a ``tokenizer_config.json`` beside the ``vocab.txt`` adds
+(``added_tokens_decoder``: an entity marker added with ``add_special_tokens``), which
+:func:`with_added_tokens` makes the backend match as one id each, as ``transformers`` does.
 """
 
 from __future__ import annotations
@@ -27,7 +30,11 @@ __all__ = [
     "canonical_vocab",
     "continuing_pieces",
     "read_vocab",
+    "with_added_tokens",
 ]
+
+#: the flags of an added token (``tokenizers.AddedToken``'s), as ``added_tokens_decoder`` writes them
+_ADDED_FLAGS = ("single_word", "lstrip", "rstrip", "normalized")
 
 #: the tokenizer classes (``tokenizer_class``, or the ``model_type`` that implies one) whose ``transformers``
 #: ``__init__`` sets the BertNormalizer from ``tokenizer_config.json``, whatever ``tokenizer.json`` says
@@ -166,8 +173,56 @@ def bert_config_normalizer(spec: dict, folder: str) -> dict:
     return {**spec, "normalizer": normalizer}
 
 
+def _added_tokens(folder: str, tokens: list, where: str) -> list:
+    """``tokenizer_config.json``'s ``added_tokens_decoder`` beside a ``vocab.txt`` of ``tokens``: the
+    added tokens tabformer does not place itself (the five specials), as dicts with ``id`` and ``content``.
+
+    Those past the file's lines extend ``tokens`` (in place), in id order; one at a line's id must be that line.
+    """
+    path = os.path.join(folder, "tokenizer_config.json")
+    decoder = _read_json(path).get("added_tokens_decoder") or {}
+    added, n_lines = [], len(tokens)
+    for key, entry in sorted(decoder.items(), key=lambda item: int(item[0])):
+        token = {"content": entry} if isinstance(entry, str) else dict(entry)  # an AddedToken's dict, or its text
+        token["id"], content = int(key), token.get("content")
+        if not isinstance(content, str) or not content:
+            raise ValueError(f"{path}: added_tokens_decoder's entry {key} has no token text (content), got {entry!r}")
+        if token["id"] < n_lines and tokens[token["id"]] != content:
+            raise ValueError(
+                f"{path}: added_tokens_decoder puts {content!r} at id {token['id']}, which is {tokens[token['id']]!r} "
+                f"in {where}; an added token below {n_lines} must be the line at its id"
+            )
+        if token["id"] >= n_lines:
+            if token["id"] != len(tokens) or content in tokens:
+                why = "is a line of " + where if content in tokens else f"leaves ids {len(tokens)}..{token['id'] - 1} empty"
+                raise ValueError(
+                    f"{path}: added_tokens_decoder's {content!r} at id {token['id']} {why}; tokens added past "
+                    f"{where}'s {n_lines} lines must take the ids that follow, one each"
+                )
+            tokens.append(content)
+        if content not in SPECIAL_TOKENS:  # the five are tabformer's to place; typed in a text they are text
+            added.append(token)
+    return added
+
+
 def read_vocab(path):
-    """Read ``vocab.txt`` (one token per line) into the tabformer special layout."""
+    """Read ``vocab.txt`` (one token per line) into the tabformer special layout.
+
+    Parameters
+    ----------
+    path : str
+        A ``vocab.txt``, or a folder holding one. The tokens that a ``tokenizer_config.json``
+        beside it adds (``added_tokens_decoder``) join the vocabulary at their ids.
+
+    Returns
+    -------
+    vocab : dict of str to int
+        Token -> tabformer id.
+    source_ids : ndarray of shape (n_tokens,)
+        The file's id (line, or added id) behind each tabformer id.
+    added : list of dict
+        The added tokens (``content``, tabformer ``id`` and their flags), for :func:`with_added_tokens`.
+    """
     if os.path.isdir(path):
         path = os.path.join(path, "vocab.txt")
     with open(path, encoding="utf-8-sig") as handle:  # -sig: a byte-order mark is not part of the first token
@@ -182,10 +237,13 @@ def read_vocab(path):
             f"{path} lists the token {token!r} twice (lines {first + 1} and {position[token] + 1}); "
             "each token must appear once, its line number being its id"
         )
+    n_lines = len(tokens)
+    added = _added_tokens(os.path.dirname(path), tokens, path)
+    position.update({token: i for i, token in enumerate(tokens[n_lines:], n_lines)})
     missing = [t for t in SPECIAL_TOKENS if t not in position]
     if missing:
         raise ValueError(f"{path} lacks the special token(s) {missing}")
-    order = list(range(len(tokens)))  # tabformer id -> vocab.txt line
+    order = list(range(len(tokens)))  # tabformer id -> vocab.txt line (or added id)
     where = list(range(len(tokens)))  # vocab.txt line -> tabformer id
     for token, wanted in SPECIAL_TOKENS.items():
         current = where[position[token]]
@@ -194,7 +252,37 @@ def read_vocab(path):
             order[wanted], order[current] = position[token], line_at_wanted
             where[position[token]], where[line_at_wanted] = wanted, current
     vocab = {tokens[line]: new_id for new_id, line in enumerate(order)}
-    return vocab, np.asarray(order, dtype=np.int64)
+    added = [{**token, "id": where[token["id"]]} for token in added]
+    return vocab, np.asarray(order, dtype=np.int64), added
+
+
+def with_added_tokens(backend, added: list):
+    """``backend`` matching each added token (:func:`read_vocab`'s) as one id, before it splits words.
+
+    They are added unflagged as special, as a ``tokenizer.json``'s own markers are
+    (:func:`~tabformer.tokenizers.pretrained_text.renumber_tokenizer_json`): the backend reads
+    a special token typed in a text as its characters (:func:`backend_from_json`).
+
+    Parameters
+    ----------
+    backend : tokenizers.Tokenizer
+        A WordPiece backend whose vocabulary holds the added tokens at their ids.
+    added : list of dict
+
+    Returns
+    -------
+    tokenizers.Tokenizer
+        ``backend``, the tokens added.
+    """
+    from tokenizers import AddedToken
+
+    if added:
+        flags = [{flag: bool(token[flag]) for flag in _ADDED_FLAGS if flag in token} for token in added]
+        backend.add_tokens([AddedToken(token["content"], special=False, **flag) for token, flag in zip(added, flags)])
+    for token in added:
+        if backend.token_to_id(token["content"]) != token["id"]:  # pragma: no cover - guards the id contract
+            raise RuntimeError(f"added token {token['content']!r} got id {backend.token_to_id(token['content'])}")
+    return backend
 
 
 def continuing_pieces(backend, texts) -> list:

@@ -20,7 +20,7 @@ import pandas as pd
 from sklearn.utils.validation import check_is_fitted
 
 from ._texts import check_strings, check_words, warn_unread
-from ._vocab import backend_from_json, bert_normalizer, canonical_vocab, continuing_pieces, read_vocab
+from ._vocab import backend_from_json, bert_normalizer, canonical_vocab, continuing_pieces, read_vocab, with_added_tokens
 from .base import MASK, PAD, SEP, SPECIAL_TOKENS, UNK, BaseTokenizer, expecting_name, register_tokenizer
 from .detect import is_missing
 
@@ -47,8 +47,8 @@ class WordPieceTokenizer(BaseTokenizer):
     min_frequency : int, default=2
         Training: minimum count for a merge to enter the vocabulary.
     vocab_file : str or None, default=None
-        A BERT ``vocab.txt`` (or a folder holding one): use its vocabulary instead of training
-        one. It must contain [PAD], [UNK], [CLS], [SEP] and [MASK].
+        A BERT ``vocab.txt`` (or a folder holding one): use its vocabulary instead of training one, with
+        the tokens a ``tokenizer_config.json`` beside it adds. It must contain [PAD], [UNK], [CLS], [SEP] and [MASK].
     text_columns : list of str or None, default=None
         DataFrame input: the one or two text columns to read (two make sentence pairs).
         ``None`` uses every column, which must then be one or two.
@@ -67,7 +67,7 @@ class WordPieceTokenizer(BaseTokenizer):
     vocab_size_ : int
         Size of the fitted vocabulary, special tokens included.
     source_ids_ : ndarray of shape (vocab_size,) or None
-        ``vocab_file`` only: line of ``vocab.txt`` behind each tabformer id.
+        ``vocab_file`` only: line of ``vocab.txt`` (or added id) behind each tabformer id.
     tokenizer_json_ : str
         The whole fitted ``tokenizers`` model; pickles and deep-copies with the estimator.
     n_features_in_ : int
@@ -236,8 +236,8 @@ class WordPieceTokenizer(BaseTokenizer):
         first, second, pretokenized = self._parts(X, fitting=True)
         self._set_columns(second)
         if self.vocab_file is not None:
-            vocab, self.source_ids_ = read_vocab(self.vocab_file)
-            backend = self._new_backend(vocab)
+            vocab, self.source_ids_, added = read_vocab(self.vocab_file)
+            backend = with_added_tokens(self._new_backend(vocab), added)
         else:
             if not isinstance(self.vocab_size, numbers.Integral) or self.vocab_size <= len(SPECIAL_TOKENS):
                 raise ValueError(f"vocab_size must be an int > {len(SPECIAL_TOKENS)}, got {self.vocab_size!r}")
