@@ -27,6 +27,7 @@ from torch.utils.data import Subset
 
 from .._data import LengthGroupedBatchSampler, TensorDictDataset, collate_batched, collate_trimmed, sequence_lengths
 from ..callbacks import NonFiniteGuard
+from ._scored_rows import check_uncached_scoring, scored_datasets
 from ._weighted_scores import batch_weight
 
 __all__ = ["EpochMixin"]
@@ -34,7 +35,33 @@ __all__ = ["EpochMixin"]
 
 class EpochMixin:
     """The DataLoader (``get_iterator``: length grouping, host-side padding cuts, pinned memory on
-    a GPU), and ``run_single_epoch`` with batch losses read back once per phase."""
+    a GPU), ``run_single_epoch`` with batch losses read back once per phase, and the epoch's end
+    given to an uncached ``EpochScoring`` with its rows' targets (``_scored_rows``)."""
+
+    def notify(self, method_name, **cb_kwargs):
+        """skorch's, but an ``EpochScoring(use_caching=False)`` ends the epoch on rows whose targets it can read.
+
+        skorch reads them from its own ``Dataset`` only: on tabformer's it scored against ``y=None``.
+        A streamed fit refuses such a callback as training begins.
+
+        Parameters
+        ----------
+        method_name : str
+            ``"on_epoch_end"``, ``"on_batch_end"``...
+        **cb_kwargs : the callbacks' arguments
+        """
+        if method_name == "on_train_begin":
+            check_uncached_scoring(self, cb_kwargs.get("X"))
+        if method_name != "on_epoch_end":
+            return super().notify(method_name, **cb_kwargs)
+        getattr(self, method_name)(self, **cb_kwargs)
+        for _, callback in self.callbacks_:
+            getattr(callback, method_name)(self, **scored_datasets(self, callback, cb_kwargs))
+        return None
+
+    def _scored_targets(self, y):
+        """The targets of the epoch's rows as ``predict`` answers them (a classifier's encoded classes)."""
+        return y
 
     def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
         """One pass over ``iterator``, as skorch's, with losses read back at its end.

@@ -405,6 +405,12 @@ class TabFormerRegressor(CLSHeadNet, NeuralNetRegressor):
         y = original_scale(self, scaled.reshape(-1, self.n_targets_))
         return y.ravel() if self.target_ndim_ == 1 else y
 
+    def _scored_targets(self, y):
+        """The epoch's targets on the scale ``predict`` answers (the dataset holds them standardised)."""
+        # ``standardized`` undone; not original_scale, which also reads a Poisson output as a log-rate
+        y = np.asarray(y, dtype=np.float64).reshape(len(y), -1) * self.target_scale_ + self.target_mean_
+        return y.ravel() if self.target_ndim_ == 1 else y
+
     def _collapse_answers(self, outputs: torch.Tensor) -> torch.Tensor:
         """What the collapse check compares across rows: the standardised predicted values."""
         return outputs.float().reshape(len(outputs), -1)

@@ -1,0 +1,127 @@
+"""skorch's ``EpochScoring(use_caching=False)`` on tabformer's datasets: the rows with their targets.
+
+Without caching, skorch's scorer reads the targets to score against from the epoch's dataset,
+and only from its own ``skorch.dataset.Dataset`` (``data_from_dataset``); tabformer trains on a
+:class:`~tabformer._data.TensorDictDataset` (whole batches per index list), so the scorer got
+``y=None`` and sklearn's metric raised ("The 'y_true' parameter of accuracy_score must be an
+array-like ... Got None instead"), whatever ``on_train`` said. Such a callback (or any
+``EpochScoring`` when the net's ``use_caching=False``) now ends the epoch on :class:`ScoredRows`:
+a skorch ``Dataset`` whose ``X`` is tabformer's dataset itself, which ``predict`` reads as it
+reads the cached scorers' (encoded classes), and whose ``y`` holds the rows' targets as
+``predict`` answers them (``_scored_targets``: a regressor's on the original scale). Every other
+callback gets the datasets as before. A streamed fit's rows come in the order its DataLoader
+workers read them, which a new pass need not repeat: it refuses such a callback as training
+starts (:func:`check_uncached_scoring`), where it failed at the first epoch's end.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from skorch.callbacks import EpochScoring
+from skorch.dataset import Dataset as SkorchDataset
+from torch.utils.data import IterableDataset, Subset
+
+from .._data import TensorDictDataset
+
+__all__ = ["ScoredRows", "check_uncached_scoring", "dataset_targets", "scored_datasets", "scores_uncached"]
+
+
+class ScoredRows(SkorchDataset):
+    """A skorch ``Dataset`` of tabformer's rows: ``X`` the dataset, ``y`` its targets (for skorch's ``data_from_dataset``).
+
+    Parameters
+    ----------
+    rows : TensorDictDataset or (nested) Subset of one
+    y : ndarray of shape (len(rows), ...)
+    """
+
+    def __init__(self, rows, y):  # skorch's __init__ would index X as arrays; rows is read whole
+        self.X, self.y = rows, y
+
+    def __len__(self) -> int:
+        return len(self.X)
+
+    def __getitem__(self, index):
+        return self.X[index]
+
+
+def dataset_targets(dataset) -> np.ndarray | None:
+    """The targets of a ``TensorDictDataset`` (or a nested ``Subset`` of one) in its row order, else None.
+
+    Parameters
+    ----------
+    dataset : torch Dataset
+
+    Returns
+    -------
+    ndarray or None
+        None for other datasets (a stream) and for rows without targets.
+    """
+    indices = None
+    while isinstance(dataset, Subset):
+        step = torch.as_tensor(np.asarray(dataset.indices), dtype=torch.long)
+        indices = step if indices is None else step[indices]
+        dataset = dataset.dataset
+    if not isinstance(dataset, TensorDictDataset) or dataset.y is None:
+        return None
+    y = dataset.y if indices is None else dataset.y[indices]
+    return y.detach().cpu().numpy()
+
+
+def scores_uncached(net, callback) -> bool:
+    """Whether ``callback`` is an ``EpochScoring`` that predicts the rows anew (``use_caching=False``, its or the net's)."""
+    if not isinstance(callback, EpochScoring):
+        return False
+    use_caching = callback.use_caching if net.use_caching == "auto" else net.use_caching
+    return not use_caching
+
+
+def scored_datasets(net, callback, kwargs: dict) -> dict:
+    """``on_epoch_end``'s arguments for ``callback``: its datasets as :class:`ScoredRows` where it scores uncached.
+
+    Parameters
+    ----------
+    net : TabFormer estimator
+        Its ``_scored_targets`` turns the dataset's targets into what ``predict`` answers.
+    callback : skorch Callback
+    kwargs : dict
+        ``dataset_train``, ``dataset_valid`` (either may be None).
+
+    Returns
+    -------
+    dict
+    """
+    if not scores_uncached(net, callback):
+        return kwargs
+    kwargs = dict(kwargs)
+    for key in ("dataset_train", "dataset_valid"):
+        y = dataset_targets(kwargs.get(key))
+        if y is not None:
+            kwargs[key] = ScoredRows(kwargs[key], net._scored_targets(y))
+    return kwargs
+
+
+def check_uncached_scoring(net, X) -> None:
+    """Refuse an uncached ``EpochScoring`` on a streamed fit (``X`` a stream), naming it, before the first epoch.
+
+    Parameters
+    ----------
+    net : TabFormer estimator
+    X : what skorch trains on (``on_train_begin``'s ``X``): a dict of arrays, or a stream
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is a stream and a callback scores with ``use_caching=False``.
+    """
+    if not isinstance(X, IterableDataset):
+        return
+    names = [name for name, callback in net.callbacks_ if scores_uncached(net, callback)]
+    if names:
+        raise ValueError(
+            f"callback(s) {names} score with use_caching=False: each epoch they would predict the rows anew and compare "
+            f"them with their targets, which a streamed fit ({type(X).__name__}) cannot hand back in the order its "
+            "DataLoader workers read them. Pass use_caching=True (skorch's default; the net's use_caching='auto'): "
+            "it scores the predictions of the epoch's own pass over the same rows"
+        )
