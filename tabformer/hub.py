@@ -12,6 +12,7 @@ from .hub_text import FAMILIES, load_text_folder
 from .hub_vision import load_timm_vit
 from .nn.encoder import TransformerEncoder
 from .nn.models import PretrainedEncoder
+from .nn.positions import saved_encoder_config
 from .nn.safe_load import UnsafeFileError
 from .persistence import is_saved_folder, load_encoder
 from .tokenizers.image import _pair
@@ -190,7 +191,7 @@ def configure_pretrained(pretrained, tokenizer_params=None, encoder_params=None)
 
 
 def _configure_encoder(encoder: TransformerEncoder, params: dict) -> TransformerEncoder:
-    config = encoder.config
+    config = saved_encoder_config(encoder.config)  # one unpickled from before positions_scale: its raw table
     _check_settings("encoder", params, config, _ENCODER_TUNABLE, "TransformerEncoder")
     if all(params.get(key, config[key]) == config[key] for key in _ENCODER_TUNABLE):
         return encoder

@@ -69,8 +69,10 @@ def test_regressor_predictions_on_the_target_scale(tmp_path):
     np.testing.assert_allclose(out, reg.predict(X), rtol=1e-5, atol=ATOL)
 
 
-def test_text_classifier_dynamic_length(tmp_path):
-    clf = TabFormerClassifier(tokenizer="wordpiece", **dict(TEXT, encoder__n_layers=2)).fit(TEXTS, LABELS)
+@pytest.mark.parametrize("positions", ["learned", "sinusoidal"])  # sinusoidal: its scale is a constant of the graph
+def test_text_classifier_dynamic_length(positions, tmp_path):
+    settings = dict(TEXT, encoder__n_layers=2, encoder__positions=positions)
+    clf = TabFormerClassifier(tokenizer="wordpiece", **settings).fit(TEXTS, LABELS)
     clf.export_onnx(tmp_path / "t.onnx")
     session = ort.InferenceSession(str(tmp_path / "t.onnx"), providers=["CPUExecutionProvider"])
     for texts in (TEXTS, ["a", "i loved every minute of a wonderful film and a funny script from start to finish"], ["x"]):

@@ -173,6 +173,38 @@ def test_mixed_inputs_every_fusion_mode(fusion, tmp_path):
     assert loaded.fusion == fusion and loaded.resolved_params_.get("fusion") == clf.resolved_params_.get("fusion")
 
 
+def test_sinusoidal_positions_round_trip_with_their_scale(tmp_path):
+    clf = TabFormerClassifier(tokenizer="wordpiece", encoder__positions="sinusoidal", **TEXT).fit(TEXTS, LABELS)
+    loaded = round_trip(clf, tmp_path / "m")
+    np.testing.assert_array_equal(loaded.predict_proba(TEXTS), clf.predict_proba(TEXTS))
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert config["module"]["encoders"][0]["positions_scale"] == pytest.approx(0.02 * 2**0.5)
+    assert loaded.module_.encoder.positions.scale == clf.module_.encoder.positions.scale
+
+
+def test_sinusoidal_model_saved_before_positions_scale_loads_with_the_raw_table(tmp_path):
+    # The table is a non-persistent buffer: its scale is in the config alone, and a folder
+    # written before the setting existed has none. Its model was trained on the raw table.
+    raw = TabFormerClassifier(tokenizer="wordpiece", encoder__positions="sinusoidal", encoder__positions_scale=1.0, **TEXT)
+    raw.fit(TEXTS, LABELS).save(tmp_path / "m")
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    del config["module"]["encoders"][0]["positions_scale"]  # what earlier releases wrote
+    del config["estimator"]["params"]["encoder__positions_scale"]
+    (tmp_path / "m" / "config.json").write_text(json.dumps(config))
+    loaded = tabformer.load(tmp_path / "m")
+    assert loaded.module_.encoder.positions.scale == 1.0 and loaded.module_.encoder.config["positions_scale"] == 1.0
+    np.testing.assert_array_equal(loaded.predict_proba(TEXTS), raw.predict_proba(TEXTS))
+    # its encoder read alone (to warm-start another model) has the raw table too
+    encoder = PretrainedEncoder.load(tmp_path / "m")
+    batch = {k: torch.from_numpy(v) for k, v in encoder.tokenizer.transform(TEXTS).items()}
+    original = PretrainedEncoder(raw.tokenizer_, raw.module_.embedder, raw.module_.encoder).eval()
+    torch.testing.assert_close(encoder(**batch), original(**batch), rtol=0, atol=0)
+    # saved again, the scale is written out
+    loaded.save(tmp_path / "again")
+    assert json.loads((tmp_path / "again" / "config.json").read_text())["module"]["encoders"][0]["positions_scale"] == 1.0
+    np.testing.assert_array_equal(tabformer.load(tmp_path / "again").predict_proba(TEXTS), raw.predict_proba(TEXTS))
+
+
 def test_late_fusion_saved_before_its_module_moved_still_loads(tmp_path):
     X, y = mixed_frame()
     clf = TabFormerClassifier(fusion="late", **MIXED).fit(X, y)

@@ -81,6 +81,7 @@ ENCODER_CONSTRAINTS = {
     "max_length": [_POSITIVE],
     "layer_norm_eps": [Interval(Real, 0, None, closed="neither")],
     "gradient_checkpointing": ["boolean"],
+    "positions_scale": [Interval(Real, 0, None, closed="neither"), None],
 }
 
 #: what the classifier, regressor and tagger add: they warm-start and may freeze parts

@@ -13,7 +13,7 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 from .attention import MultiHeadSelfAttention, attention_bias_from_mask, grouped_attention_bias
-from .positions import LearnedPositions, SinusoidalPositions
+from .positions import SINUSOIDAL_SCALE, LearnedPositions, SinusoidalPositions, saved_encoder_config
 from .safe_load import load_tensors
 
 __all__ = ["FeedForward", "EncoderLayer", "TransformerEncoder"]
@@ -185,6 +185,10 @@ class TransformerEncoder(nn.Module):
         Width ``E`` of the input tokens when it differs from ``d_model`` (ELECTRA-small):
         CLS, positions and the embedding LayerNorm are ``E`` wide, and a linear layer
         projects the normalised tokens to ``d_model``. ``None``: ``E = d_model``.
+    positions_scale : float or None, default=None
+        Factor on the sinusoidal table (``positions="sinusoidal"`` only). ``None``:
+        ``0.02 * sqrt(2)``, the RMS of the learned positions, not the paper's 1 (see
+        :class:`~tabformer.nn.positions.SinusoidalPositions`). Recorded in ``config``.
 
     Attributes
     ----------
@@ -199,8 +203,8 @@ class TransformerEncoder(nn.Module):
     Raises
     ------
     ValueError
-        If ``positions`` or ``activation`` is not one of the values above, or ``d_model``
-        is not divisible by ``n_heads``.
+        If ``positions`` or ``activation`` is not one of the values above, ``d_model``
+        is not divisible by ``n_heads``, or ``positions_scale`` is given without sinusoidal positions.
 
     Examples
     --------
@@ -229,6 +233,7 @@ class TransformerEncoder(nn.Module):
         layer_norm_eps: float = 1e-5,
         gradient_checkpointing: bool = False,
         embedding_size: int | None = None,
+        positions_scale: float | None = None,
     ):
         super().__init__()
         # Kept so that save()/load() can rebuild the same architecture anywhere.
@@ -253,6 +258,10 @@ class TransformerEncoder(nn.Module):
             self.config["embedding_size"] = embedding_size
         if positions not in (None, "learned", "sinusoidal"):
             raise ValueError(f"positions must be None, 'learned' or 'sinusoidal', got {positions!r}")
+        if positions == "sinusoidal":  # only then, as embedding_size: other configs stay as they were saved
+            self.config["positions_scale"] = SINUSOIDAL_SCALE if positions_scale is None else float(positions_scale)
+        elif positions_scale is not None:
+            raise ValueError(f"positions_scale={positions_scale!r} scales sinusoidal positions; positions is {positions!r}")
         self.d_model = d_model
         self.n_layers = n_layers
         self.n_heads = n_heads
@@ -261,8 +270,9 @@ class TransformerEncoder(nn.Module):
         self.embedding_size = width = embedding_size or d_model
         self.cls_token = nn.Parameter(torch.empty(1, 1, width))
         nn.init.normal_(self.cls_token, std=0.02)
+        scale = {"scale": self.config["positions_scale"]} if positions == "sinusoidal" else {}
         position_classes = {"learned": LearnedPositions, "sinusoidal": SinusoidalPositions}
-        self.positions = position_classes[positions](max_length, width) if positions else None
+        self.positions = position_classes[positions](max_length, width, **scale) if positions else None
         self.embedding_norm = nn.LayerNorm(width, eps=layer_norm_eps) if embedding_norm else None
         self.embedding_projection = nn.Linear(width, d_model) if width != d_model else None
         self.embedding_dropout = nn.Dropout(dropout) if (embedding_norm and dropout > 0) else nn.Identity()
@@ -322,7 +332,7 @@ class TransformerEncoder(nn.Module):
         saved = load_tensors(path, map_location, what="a TransformerEncoder.save file")
         if not isinstance(saved, dict) or saved.get("format") != "tabformer.TransformerEncoder/1":
             raise ValueError(f"{path} is not a file written by TransformerEncoder.save")
-        encoder = cls(**saved["config"])
+        encoder = cls(**saved_encoder_config(saved["config"]))
         encoder.load_state_dict(saved["state_dict"])
         return encoder
 

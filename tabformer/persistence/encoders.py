@@ -20,6 +20,7 @@ from ..nn.embedders import build_embedder
 from ..nn.encoder import TransformerEncoder
 from ..nn.ensemble import EnsembleModel
 from ..nn.models import FOLDER_IO, LateFusionModel, PretrainedEncoder
+from ..nn.positions import saved_encoder_config
 from ._files import Reader, Writer
 from ._format import CONFIG_FILE, WEIGHTS_FILE, PersistenceError, header, qualified_name
 from .tokenizers import tokenizer_from_json, tokenizer_to_json
@@ -134,7 +135,7 @@ def encoder_from_folder(reader: Reader, config: dict, kind: str):
     """The encoder a folder describes: a PretrainedEncoder (from a PretrainedEncoder folder or
     an estimator's folder) or a TransformerEncoder, weights loaded, on the CPU, in eval mode."""
     if kind == "transformer_encoder":
-        encoder = TransformerEncoder(**config["encoder"])
+        encoder = TransformerEncoder(**saved_encoder_config(config["encoder"]))
         load_weights(encoder, reader)
         return encoder.eval()
     member = ""
@@ -153,7 +154,7 @@ def encoder_from_folder(reader: Reader, config: dict, kind: str):
     else:
         raise PersistenceError(f"{reader.path(CONFIG_FILE)} holds a {kind!r}, not an encoder or an estimator")
     tokenizer = tokenizer_from_json(tokenizer_state, reader, "tokenizer")
-    encoder = TransformerEncoder(**encoder_config)
+    encoder = TransformerEncoder(**saved_encoder_config(encoder_config))
     embedder = build_embedder(offline_spec(spec), encoder.embedding_size)
     pretrained = PretrainedEncoder(tokenizer, embedder, encoder)
     load_weights(pretrained, reader, select=("embedder.", "encoder."), member=member)

@@ -33,6 +33,7 @@ from .._warnings import user_stacklevel
 from ..nn.embedders import build_embedder
 from ..nn.encoder import TransformerEncoder
 from ..nn.models import PretrainedEncoder
+from ..nn.positions import SinusoidalPositions, saved_encoder_config
 from ..tokenizers import BaseTokenizer
 from ._codec import decode, encode, fitted_attributes
 from ._files import Reader, Writer
@@ -232,13 +233,24 @@ def _warm_start_stand_in(estimator, architecture):
     if original is None and not getattr(estimator, "pretrained_weights_", None):  # a fresh encoder: built from the config
         yield
         return
-    encoder = TransformerEncoder(**architecture["encoders"][0])
+    encoder = TransformerEncoder(**saved_encoder_config(architecture["encoders"][0]))
     embedder = build_embedder(offline_spec(architecture["embedder"]), encoder.embedding_size)
     estimator.encoder = PretrainedEncoder(estimator.tokenizer_, embedder, encoder)
     try:
         yield
     finally:
         estimator.encoder = original
+
+
+def _restore_positions_scale(module, architecture) -> None:
+    """A fresh encoder is rebuilt from the estimator's parameters, not from the saved config, and
+    the sinusoidal table's scale is a setting no saved tensor holds: set it back to the config's
+    (1.0, the raw table, for a model saved before ``positions_scale`` existed)."""
+    encoders = list(module.encoders) if hasattr(module, "encoders") else [module.encoder]
+    for encoder, saved in zip(encoders, architecture["encoders"]):
+        saved = saved_encoder_config(saved)
+        if isinstance(getattr(encoder, "positions", None), SinusoidalPositions) and "positions_scale" in saved:
+            encoder.positions.scale = encoder.config["positions_scale"] = saved["positions_scale"]
 
 
 def _device(saved, requested):
@@ -293,6 +305,7 @@ def load_estimator(reader: Reader, config: dict, device=None):
         raise PersistenceError(
             f"{reader.folder}: the estimator built a {type(estimator.module_).__name__}, config.json a {architecture['class']}"
         )
+    _restore_positions_scale(estimator.module_, architecture)
     load_weights(estimator.module_, reader)
     estimator.history_ = History(untag_nonfinite(reader.json(HISTORY_FILE)))  # older folders' bare NaN reads too
     if hasattr(type(estimator), "_accelerator"):  # never saved: this run's, as after unpickling (docs/scale.md's guard reads it)

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from ..encoder import TransformerEncoder
+from ..positions import saved_encoder_config
 from .augment import Augmented
 from .feature_cache import CachedStemModule, FrozenFeatureCache
 from .text import TextEmbedder
@@ -87,7 +88,7 @@ class SentenceEmbedder(Augmented, CachedStemModule):
         super().__init__()
         self.sentence_dropout = float(sentence_dropout)
         self.words = TextEmbedder(d_model=d_model, **words)
-        self.stem_encoder = TransformerEncoder(**encoder)
+        self.stem_encoder = TransformerEncoder(**saved_encoder_config(encoder))
         self.stem_words = TextEmbedder(stem_vocab_size, self.stem_encoder.embedding_size, n_segments=2)
         self.stem_words.requires_grad_(False)
         self.stem_encoder.requires_grad_(False)
