@@ -192,7 +192,8 @@ def cmd_pretrain(args):
 def _predictions(estimator, X, proba: bool) -> pd.DataFrame:
     if proba and (hasattr(estimator, "objective_") or hasattr(estimator, "default_tag_") or not hasattr(estimator, "classes_")):
         # A pretrainer writes embeddings and a tagger tags: --proba was ignored for them, silently.
-        raise CLIError(f"--proba needs a classifier; {type(estimator).__name__} has no class probabilities to write")
+        per_word = " (a tagger's are per word: TabFormerTagger.predict_proba in Python)" * hasattr(estimator, "default_tag_")
+        raise CLIError(f"--proba needs a classifier; {type(estimator).__name__} has no class probabilities per row{per_word}")
     if hasattr(estimator, "objective_"):
         values = np.asarray(estimator.transform(X))  # a pretrainer saved after set_output(transform="pandas") answers a frame
         return pd.DataFrame(values, columns=[f"embedding{i}" for i in range(values.shape[1])])

@@ -43,3 +43,11 @@ def test_a_tagger_tags_one_word_sentences_pandas_reads_as_missing(tagger, tmp_pa
     assert main(["predict", str(tagger), str(tmp_path / "words.txt")]) == 0
     echoed = pd.read_csv(pd.io.common.StringIO(capsys.readouterr().out), keep_default_na=False)
     assert echoed["tags"].tolist() == out["tags"].tolist() and echoed["input"].tolist() == WORDS + ["", "alice visits NA"]
+
+
+def test_proba_on_a_tagger_points_to_its_per_word_probabilities(tagger, tmp_path, capsys):
+    # The message said a tagger "has no class probabilities"; since predict_proba is per word, it names where they are.
+    (tmp_path / "words.csv").write_text("sentence\nalice visits paris\n")
+    capsys.readouterr()
+    assert main(["predict", str(tagger), str(tmp_path / "words.csv"), "--proba"]) == 2
+    assert "TabFormerTagger.predict_proba" in capsys.readouterr().err
