@@ -6,8 +6,10 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from sklearn.model_selection import train_test_split
 
 from tabformer import TabFormerClassifier
+from tabformer.estimators._multilabel import PRIOR_CLIP
 
 QUICK = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, verbose=0, ensemble_size=1)
 
@@ -37,7 +39,9 @@ def test_a_constant_label_is_predicted_as_its_value_from_the_first_step(seed):
         assert (predicted[:, 2] == 0).all() and (predicted[:, 3] == 1).all()
         assert proba[:, 2].max() < 0.05 and proba[:, 3].min() > 0.95
     bias = clf.module_.head.net[-1].bias.detach().numpy()
-    prevalence = Y[:, :2].mean(0)
+    # the training rows': the early-stopping holdout (validation_fraction="auto") is left out
+    train, _ = train_test_split(np.arange(len(Y)), test_size=clf.resolved_params_["validation_fraction"], random_state=seed + 1)
+    prevalence = Y[train, :2].mean(0)
     np.testing.assert_allclose(bias[:2], np.log(prevalence / (1 - prevalence)), atol=1e-3)  # the log-odds of each label
 
 
@@ -59,3 +63,19 @@ def test_sample_weight_weighs_the_prevalence_the_output_starts_at():
     bias = weighed.module_.head.net[-1].bias.detach().numpy()
     assert bias[0] == pytest.approx(np.log(share / (1 - share)), abs=1e-3)
     assert fit_quietly(X, Y, **settings).module_.head.net[-1].bias.detach().numpy()[0] < bias[0]
+
+
+def test_the_prevalence_is_the_training_rows_the_early_stopping_holdout_left_out():
+    X, Y = table_with_constant_labels(n=40)
+    # the estimator's holdout: a train_test_split of the row numbers seeded by random_state + 1 (unstratified, multi-label)
+    train, holdout = train_test_split(np.arange(40), test_size=0.25, random_state=1)
+    Y[:, 1] = 0
+    Y[holdout[:3], 1] = 1  # 'rare' is positive in three held-out rows, in no training row
+    weight = np.linspace(0.5, 2.0, 40)
+    # lr=0: the output's bias stays where it started
+    clf = fit_quietly(X, Y, weight, max_epochs=1, lr=0.0, random_state=0, validation_fraction=0.25)
+    share = weight[train] @ Y[train, 0] / weight[train].sum()  # 'big': the training rows', weighed
+    np.testing.assert_allclose(clf._label_prior_[:2], [share, 0.0])
+    bias = clf.module_.head.net[-1].bias.detach().numpy()
+    floor = np.log(PRIOR_CLIP / (1 - PRIOR_CLIP))  # as a label never positive in training: it read 3/40 (-2.5) before
+    np.testing.assert_allclose(bias[:2], [np.log(share / (1 - share)), floor], atol=1e-5)

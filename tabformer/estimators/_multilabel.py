@@ -16,7 +16,10 @@ checked now, but a label that is constant in ``y`` itself is left out: answering
 
 Each label's output starts at its training prevalence (``init_label_prior``): a label 0 in every
 training row was predicted 1 for some rows, since its bias started at random and the weights that
-read the rows had not pushed every row's logit below 0 after a short fit.
+read the rows had not pushed every row's logit below 0 after a short fit. The prevalence is the
+training rows' (``label_prior`` of the rows ``_target_for_tokenizer`` weighs): it read the
+early-stopping holdout's too, which the epochs are compared on, so a label positive only there
+started above the floor of a label never positive in training.
 """
 
 from __future__ import annotations
@@ -178,7 +181,7 @@ def init_label_prior(head: torch.nn.Module, prior: np.ndarray) -> None:
     head : ClassificationHead
         Its last layer, ``head.net[-1]``, is the output ``Linear``; a head without one is left as built.
     prior : ndarray of shape (n_labels,)
-        ``label_prior`` of the training ``y``.
+        ``label_prior`` of the training rows (the early-stopping holdout's left out).
     """
     output = getattr(head, "net", [None])[-1]
     if not isinstance(output, torch.nn.Linear) or output.bias is None or output.out_features != len(prior):

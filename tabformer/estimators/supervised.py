@@ -204,7 +204,7 @@ class TabFormerClassifier(CLSHeadNet, NeuralNetClassifier):
             y = y.toarray()
         refuse_label_lists(y)
         self._label_names_ = label_names(y)  # for the collapse warning's labels
-        self._label_prior_ = None  # a multi-label y's prevalences, for the output's initial bias (build_head)
+        self._label_prior_ = None  # a multi-label y's prevalences, for the output's initial bias (_fit_tokenizer)
         dtypes = sorted({str(dtype) for dtype in y.dtypes}) if isinstance(getattr(y, "dtypes", None), pd.Series) else None
         y = check_target(y, n_samples, numeric=False)
         self.multilabel_ = type_of_target(y) == "multilabel-indicator"
@@ -220,11 +220,16 @@ class TabFormerClassifier(CLSHeadNet, NeuralNetClassifier):
             self.label_encoder_ = LabelEncoder().fit(np.arange(y.shape[1]))
             y = self._encode_target(y)
             warn_constant_labels(y, self._label_names_)
-            self._label_prior_ = label_prior(y, sample_weight)
             return y
         y = fitted_label_vector(y, dtypes)
         self.label_encoder_ = fit_label_encoder(y, declared)
         return self._encode_target(y)
+
+    def _fit_tokenizer(self, X, n_rows=None, y=None, weights=None, rows=None):
+        tokens = super()._fit_tokenizer(X, n_rows, y, weights, rows)
+        if self._multilabel:  # the holdout is known once the recipe is: its rows weigh 0, as for the piecewise bins
+            self._label_prior_ = label_prior(*self._target_for_tokenizer(y, weights))
+        return tokens
 
     def _encode_target(self, y):
         if self._multilabel:
