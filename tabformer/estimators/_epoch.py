@@ -27,7 +27,7 @@ from torch.utils.data import Subset
 
 from .._data import LengthGroupedBatchSampler, TensorDictDataset, collate_batched, collate_trimmed, sequence_lengths
 from ..callbacks import NonFiniteGuard
-from ._scored_rows import check_uncached_scoring, scored_datasets
+from ._scored_rows import check_uncached_scoring, scored_cache, scored_datasets
 from ._weighted_scores import batch_weight
 
 __all__ = ["EpochMixin"]
@@ -36,13 +36,15 @@ __all__ = ["EpochMixin"]
 class EpochMixin:
     """The DataLoader (``get_iterator``: length grouping, host-side padding cuts, pinned memory on
     a GPU), ``run_single_epoch`` with batch losses read back once per phase, and the epoch's end
-    given to an uncached ``EpochScoring`` with its rows' targets (``_scored_rows``)."""
+    given to an uncached ``EpochScoring`` with its rows' targets, a cached one's turned as ``predict``
+    answers them (``_scored_rows``)."""
 
     def notify(self, method_name, **cb_kwargs):
         """skorch's, but an ``EpochScoring(use_caching=False)`` ends the epoch on rows whose targets it can read.
 
         skorch reads them from its own ``Dataset`` only: on tabformer's it scored against ``y=None``.
-        A streamed fit refuses such a callback as training begins.
+        A streamed fit refuses such a callback as training begins. A cached one's gathered targets
+        are turned into what ``predict`` answers (a regressor's are standardised in the batches).
 
         Parameters
         ----------
@@ -56,6 +58,7 @@ class EpochMixin:
             return super().notify(method_name, **cb_kwargs)
         getattr(self, method_name)(self, **cb_kwargs)
         for _, callback in self.callbacks_:
+            scored_cache(self, callback)  # a cached one's targets as predict answers them (a regressor's original scale)
             getattr(callback, method_name)(self, **scored_datasets(self, callback, cb_kwargs))
         return None
 

@@ -12,6 +12,14 @@ reads the cached scorers' (encoded classes), and whose ``y`` holds the rows' tar
 callback gets the datasets as before. A streamed fit's rows come in the order its DataLoader
 workers read them, which a new pass need not repeat: it refuses such a callback as training
 starts (:func:`check_uncached_scoring`), where it failed at the first epoch's end.
+
+A cached ``EpochScoring`` scores the outputs of the epoch's own pass (skorch replays them
+through ``forward_iter``, which ``predict`` reads back with :func:`replayed_outputs`) against
+the targets of those batches, which it gathered from the DataLoader as the network trains on
+them: a regressor's standardised. Its ``predict`` ran a new pass and answered on the original
+scale, so ``r2`` compared predictions near 100 with targets near 0 (-8966 on y = 100 +- 10),
+and ``on_train=True`` also compared rows out of order (the training batches are shuffled).
+The gathered targets are turned as the uncached path turns them (:func:`scored_cache`).
 """
 
 from __future__ import annotations
@@ -20,11 +28,20 @@ import numpy as np
 import torch
 from skorch.callbacks import EpochScoring
 from skorch.dataset import Dataset as SkorchDataset
-from torch.utils.data import IterableDataset, Subset
+from skorch.utils import to_numpy
+from torch.utils.data import Dataset, IterableDataset, Subset
 
 from .._data import TensorDictDataset
 
-__all__ = ["ScoredRows", "check_uncached_scoring", "dataset_targets", "scored_datasets", "scores_uncached"]
+__all__ = [
+    "ScoredRows",
+    "check_uncached_scoring",
+    "dataset_targets",
+    "replayed_outputs",
+    "scored_cache",
+    "scored_datasets",
+    "scores_uncached",
+]
 
 
 class ScoredRows(SkorchDataset):
@@ -100,6 +117,44 @@ def scored_datasets(net, callback, kwargs: dict) -> dict:
         if y is not None:
             kwargs[key] = ScoredRows(kwargs[key], net._scored_targets(y))
     return kwargs
+
+
+def scored_cache(net, callback) -> None:
+    """Turn the targets a cached ``EpochScoring`` gathered this epoch into what ``predict`` answers (``_scored_targets``).
+
+    Its list is its own (the batches' tensors are shared, and left as they are); skorch empties it
+    as the next epoch begins.
+
+    Parameters
+    ----------
+    net : TabFormer estimator
+    callback : skorch Callback
+        Other callbacks, and an ``EpochScoring`` that predicts anew, are left alone.
+    """
+    if isinstance(callback, EpochScoring) and not scores_uncached(net, callback):
+        callback.y_trues_ = [net._scored_targets(to_numpy(y)) for y in getattr(callback, "y_trues_", ())]
+
+
+def replayed_outputs(net, X) -> torch.Tensor | None:
+    """The network's outputs for ``X`` that a cached ``EpochScoring`` replays (the epoch's own pass), else None.
+
+    skorch swaps in a ``forward_iter`` that yields them while it scores the epoch's rows (a
+    ``Dataset``), so ``predict`` reads them instead of a second pass; ``on_train=True`` replays
+    the training batches' outputs, in their shuffled order (the gathered targets' order), with
+    their graph, which is dropped.
+
+    Parameters
+    ----------
+    net : TabFormer estimator
+    X : what ``predict`` was given
+
+    Returns
+    -------
+    Tensor of shape (n_rows, ...), float32 on the CPU, or None
+    """
+    if "forward_iter" not in vars(net) or not isinstance(X, Dataset):
+        return None
+    return torch.cat([out.detach().float() for out in net.forward_iter(X)]).cpu()
 
 
 def check_uncached_scoring(net, X) -> None:

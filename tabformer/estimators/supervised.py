@@ -59,6 +59,7 @@ from ._params import (
     CLASS_WEIGHT_CONSTRAINT,
 )
 from ._regression import original_scale, standardized, target_scaling
+from ._scored_rows import replayed_outputs
 from ._streaming import STREAMING_PARAM_DOC
 
 __all__ = ["TabFormerClassifier", "TabFormerRegressor"]
@@ -298,12 +299,9 @@ class TabFormerClassifier(CLSHeadNet, NeuralNetClassifier):
 
     def _linked(self, X, link):
         check_is_fitted(self)
-        if "forward_iter" in vars(self) and isinstance(X, torch.utils.data.Dataset):
-            # skorch's valid_acc scoring the epoch's validation set: it has swapped in a
-            # forward_iter that replays the logits of the validation pass just run, so
-            # reuse them instead of a second forward pass over the validation rows.
-            # EpochScoring(on_train=True) replays the training batches' outputs, which still carry their graph.
-            return link(torch.cat([out.detach().float() for out in self.forward_iter(X)]).cpu().double()).numpy()
+        replayed = replayed_outputs(self, X)  # skorch's cached scoring (valid_acc): the epoch's own logits
+        if replayed is not None:
+            return link(replayed.double()).numpy()
         # float64, as sklearn's: float32 reads a margin past ~17 as exactly 1.0, tying confident
         # rows for roc_auc. On the CPU, since MPS has no float64.
         return self.collect(X, lambda inputs: link(self.module_(**inputs).float().cpu().double()).numpy(), trim=True)
@@ -406,8 +404,10 @@ class TabFormerRegressor(CLSHeadNet, NeuralNetRegressor):
     def predict(self, X):
         """Predicted targets: shape (n_samples,) if fitted on 1-D y, else (n_samples, n_targets)."""
         check_is_fitted(self)
-        scaled = self.collect(X, lambda inputs: self.module_(**inputs).float().cpu().numpy(), trim=True)
-        y = original_scale(self, scaled.reshape(-1, self.n_targets_))
+        scaled = replayed_outputs(self, X)  # skorch's cached scoring: the epoch's own outputs, not a new pass
+        if scaled is None:
+            scaled = self.collect(X, lambda inputs: self.module_(**inputs).float().cpu().numpy(), trim=True)
+        y = original_scale(self, np.asarray(scaled).reshape(-1, self.n_targets_))
         return y.ravel() if self.target_ndim_ == 1 else y
 
     def _scored_targets(self, y):
