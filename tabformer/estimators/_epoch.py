@@ -23,11 +23,12 @@ import numbers
 
 import torch
 from skorch.dataset import get_len, unpack_data
+from skorch.utils import to_numpy
 from torch.utils.data import Subset
 
 from .._data import LengthGroupedBatchSampler, TensorDictDataset, collate_batched, collate_trimmed, sequence_lengths
 from ..callbacks import NonFiniteGuard
-from ._scored_rows import check_uncached_scoring, scored_cache, scored_datasets
+from ._scored_rows import check_uncached_scoring, scored_batch, scored_cache, scored_datasets
 from ._weighted_scores import batch_weight
 
 __all__ = ["EpochMixin"]
@@ -40,11 +41,13 @@ class EpochMixin:
     answers them (``_scored_rows``)."""
 
     def notify(self, method_name, **cb_kwargs):
-        """skorch's, but an ``EpochScoring(use_caching=False)`` ends the epoch on rows whose targets it can read.
+        """skorch's, but scoring callbacks get targets as ``predict`` answers them, on rows they can read.
 
-        skorch reads them from its own ``Dataset`` only: on tabformer's it scored against ``y=None``.
-        A streamed fit refuses such a callback as training begins. A cached one's gathered targets
-        are turned into what ``predict`` answers (a regressor's are standardised in the batches).
+        An ``EpochScoring(use_caching=False)`` ends the epoch on rows whose targets it can read:
+        skorch reads them from its own ``Dataset`` only, and on tabformer's it scored against
+        ``y=None``. A streamed fit refuses such a callback as training begins. A cached one's
+        gathered targets, and a ``BatchScoring``'s batch targets, are turned into what ``predict``
+        answers (a regressor's are standardised in the batches, a classifier's encoded).
 
         Parameters
         ----------
@@ -54,17 +57,24 @@ class EpochMixin:
         """
         if method_name == "on_train_begin":
             check_uncached_scoring(self, cb_kwargs.get("X"))
-        if method_name != "on_epoch_end":
+        if method_name not in ("on_epoch_end", "on_batch_end"):
             return super().notify(method_name, **cb_kwargs)
         getattr(self, method_name)(self, **cb_kwargs)
         for _, callback in self.callbacks_:
+            if method_name == "on_batch_end":
+                callback.on_batch_end(self, **scored_batch(self, callback, cb_kwargs))
+                continue
             scored_cache(self, callback)  # a cached one's targets as predict answers them (a regressor's original scale)
-            getattr(callback, method_name)(self, **scored_datasets(self, callback, cb_kwargs))
+            callback.on_epoch_end(self, **scored_datasets(self, callback, cb_kwargs))
         return None
 
     def _scored_targets(self, y):
         """The targets of the epoch's rows as ``predict`` answers them (a classifier's encoded classes)."""
         return y
+
+    def _batch_targets(self, y):
+        """A batch's targets (a tensor) as ``predict`` answers the batch's inputs, a dict of tensors (``BatchScoring``)."""
+        return self._scored_targets(to_numpy(y))
 
     def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
         """One pass over ``iterator``, as skorch's, with losses read back at its end.

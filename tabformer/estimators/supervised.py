@@ -19,6 +19,7 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNetClassifier, NeuralNetRegressor
+from skorch.utils import to_numpy
 
 from .._validation import check_target, float32_target
 from .._warnings import user_stacklevel
@@ -319,6 +320,10 @@ class TabFormerClassifier(CLSHeadNet, NeuralNetClassifier):
             # skorch's valid_acc scores the internal validation set, whose y is encoded.
             return indices
         return self.classes_[indices]
+
+    def _batch_targets(self, y):
+        """A batch's targets as ``predict`` answers a dict of tensors: labels, not their encoded classes."""
+        return to_numpy(y) if self._multilabel else self.classes_[to_numpy(y)]
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
