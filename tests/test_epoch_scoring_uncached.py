@@ -72,3 +72,21 @@ def test_a_streamed_fit_refuses_scoring_without_caching_before_the_first_epoch(t
     assert len(clf.history_) == 0  # refused before the first epoch, not at its end
     clf.set_params(callbacks=scoring(("acc", "accuracy", True, False))).fit(str(path), "label")
     assert len(clf.history_[:, "acc"]) == 2
+
+
+def test_a_streamed_fit_without_a_holdout_trains_with_a_validation_scorer_without_caching(tmp_path):
+    # skorch skips an on_train=False scorer when there is no validation set: only a scorer of
+    # rows that are the stream is refused (validation_fraction=None used to train, and was refused)
+    pytest.importorskip("pyarrow")
+    X, y = table()
+    path = tmp_path / "rows.parquet"
+    X.assign(label=y).to_parquet(path)
+    settings = dict(**{**TINY, "max_epochs": 2}, ensemble_size=1, validation_fraction=None)
+    clf = TabFormerClassifier(**settings, use_caching=False).fit(str(path), "label")
+    assert len(clf.history_) == 2 and "valid_acc" not in clf.history_[-1]
+    clf = TabFormerClassifier(**settings, callbacks=scoring(("acc", "accuracy", False, False))).fit(str(path), "label")
+    assert len(clf.history_) == 2 and "acc" not in clf.history_[-1]
+    clf.set_params(callbacks=scoring(("train_acc", "accuracy", False, True)))  # the training rows are the stream
+    with pytest.raises(ValueError, match=r"callback\(s\) \['train_acc'\] score with use_caching=False"):
+        clf.fit(str(path), "label")
+    assert len(clf.history_) == 0

@@ -45,7 +45,7 @@ class EpochMixin:
 
         An ``EpochScoring(use_caching=False)`` ends the epoch on rows whose targets it can read:
         skorch reads them from its own ``Dataset`` only, and on tabformer's it scored against
-        ``y=None``. A streamed fit refuses such a callback as training begins. A cached one's
+        ``y=None``. A streamed fit refuses such a callback whose rows are the stream before the first epoch. A cached one's
         gathered targets, and a ``BatchScoring``'s batch targets, are turned into what ``predict``
         answers (a regressor's are standardised in the batches, a classifier's encoded).
 
@@ -55,8 +55,8 @@ class EpochMixin:
             ``"on_epoch_end"``, ``"on_batch_end"``...
         **cb_kwargs : the callbacks' arguments
         """
-        if method_name == "on_train_begin":
-            check_uncached_scoring(self, cb_kwargs.get("X"))
+        if method_name == "on_epoch_begin":  # before the net's own: a refused fit records no epoch
+            check_uncached_scoring(self, cb_kwargs.get("dataset_train"), cb_kwargs.get("dataset_valid"))
         if method_name not in ("on_epoch_end", "on_batch_end"):
             return super().notify(method_name, **cb_kwargs)
         getattr(self, method_name)(self, **cb_kwargs)

@@ -10,8 +10,9 @@ a skorch ``Dataset`` whose ``X`` is tabformer's dataset itself, which ``predict`
 reads the cached scorers' (encoded classes), and whose ``y`` holds the rows' targets as
 ``predict`` answers them (``_scored_targets``: a regressor's on the original scale). Every other
 callback gets the datasets as before. A streamed fit's rows come in the order its DataLoader
-workers read them, which a new pass need not repeat: it refuses such a callback as training
-starts (:func:`check_uncached_scoring`), where it failed at the first epoch's end.
+workers read them, which a new pass need not repeat: it refuses such a callback (one whose phase's rows are
+the stream: ``on_train``, or a validation holdout) before the first epoch's batches
+(:func:`check_uncached_scoring`), where it failed at the first epoch's end.
 
 A cached ``EpochScoring`` scores the outputs of the epoch's own pass (skorch replays them
 through ``forward_iter``, which ``predict`` reads back with :func:`replayed_outputs`) against
@@ -193,26 +194,30 @@ def replayed_outputs(net, X) -> torch.Tensor | None:
     return torch.cat([out.detach().float() for out in net.forward_iter(X)]).cpu()
 
 
-def check_uncached_scoring(net, X) -> None:
-    """Refuse an uncached ``EpochScoring`` on a streamed fit (``X`` a stream), naming it, before the first epoch.
+def check_uncached_scoring(net, dataset_train, dataset_valid) -> None:
+    """Refuse an uncached ``EpochScoring`` whose phase's rows are a stream, naming it, before the epoch's first batch.
+
+    skorch skips a validation scorer (``on_train=False``) when the fit has no validation set, so a
+    streamed fit without a holdout (``validation_fraction=None``) trains with one, as it did before.
 
     Parameters
     ----------
     net : TabFormer estimator
-    X : what skorch trains on (``on_train_begin``'s ``X``): a dict of arrays, or a stream
+    dataset_train, dataset_valid : what the epoch trains and validates on (``on_epoch_begin``'s); either may be None
 
     Raises
     ------
     ValueError
-        If ``X`` is a stream and a callback scores with ``use_caching=False``.
+        If a callback scores with ``use_caching=False`` the training rows (``on_train``) or the
+        validation rows, and those are a stream.
     """
-    if not isinstance(X, IterableDataset):
-        return
-    names = [name for name, callback in net.callbacks_ if scores_uncached(net, callback)]
+    streamed = [isinstance(dataset, IterableDataset) for dataset in (dataset_valid, dataset_train)]
+    names = [name for name, callback in net.callbacks_ if scores_uncached(net, callback) and streamed[bool(callback.on_train)]]
     if names:
+        rows = dataset_train if streamed[1] else dataset_valid
         raise ValueError(
             f"callback(s) {names} score with use_caching=False: each epoch they would predict the rows anew and compare "
-            f"them with their targets, which a streamed fit ({type(X).__name__}) cannot hand back in the order its "
+            f"them with their targets, which a streamed fit ({type(rows).__name__}) cannot hand back in the order its "
             "DataLoader workers read them. Pass use_caching=True (skorch's default; the net's use_caching='auto'): "
             "it scores the predictions of the epoch's own pass over the same rows"
         )
