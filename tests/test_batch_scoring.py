@@ -61,3 +61,20 @@ def test_the_classifiers_batch_accuracy_is_predicts_on_the_holdout():
     clf.set_params(callbacks=[("batch_acc", score)]).fit(X, labels)  # raised: labels against class numbers
     _, valid = holdout(len(y), stratify=labels)
     assert clf.history_[-1, "batch_acc"] == pytest.approx(accuracy_score(labels[valid], clf.predict(X.iloc[valid])))
+
+
+def test_a_target_extractor_reading_tensors_gets_tensors():
+    # skorch hands target_extractor the batch's tensor; tabformer gave numpy (t.long() raised)
+    X, y = table()
+    labels = (y > 100).astype(int)  # classes 0 and 1: the batch's class numbers are the labels
+    score = BatchScoring("accuracy", name="batch_acc", lower_is_better=False, target_extractor=lambda t: t.long().numpy())
+    clf = TabFormerClassifier(**TINY, lr=0.0, random_state=0, ensemble_size=1, validation_fraction=0.25, patience=None)
+    clf.set_params(callbacks=[("batch_acc", score)]).fit(X, labels)
+    _, valid = holdout(len(y), stratify=labels)
+    assert clf.history_[-1, "batch_acc"] == pytest.approx(accuracy_score(labels[valid], clf.predict(X.iloc[valid])))
+    # a regressor's batch targets on the original scale, still a tensor
+    score = BatchScoring("r2", name="batch_r2", lower_is_better=False, target_extractor=lambda t: t.double().numpy())
+    reg = TabFormerRegressor(**TINY, lr=0.0, random_state=0, ensemble_size=1, validation_fraction=0.25, patience=None)
+    reg.set_params(callbacks=[("batch_r2", score)]).fit(X, y)
+    _, valid = holdout(len(y))
+    assert reg.history_[-1, "batch_r2"] == pytest.approx(r2_score(y[valid], reg.predict(X.iloc[valid])), abs=1e-6)

@@ -63,3 +63,28 @@ def test_the_classifiers_cached_valid_acc_is_the_holdouts_accuracy():
     clf = TabFormerClassifier(**TINY, random_state=0, ensemble_size=1, validation_fraction=0.25, patience=None).fit(X, labels)
     _, valid = train_test_split(np.arange(len(y)), test_size=0.25, random_state=1, stratify=labels)
     assert clf.history_[-1, "valid_acc"] == pytest.approx(accuracy_score(labels[valid], clf.predict(X.iloc[valid])))
+
+
+class TensorTargets(EpochScoring):
+    """Records the type of each target skorch gathered (a subclass may read ``y_trues_`` as tensors)."""
+
+    def on_epoch_end(self, net, **kwargs):
+        self.types_ = {type(y).__name__ for y in self.y_trues_}
+        super().on_epoch_end(net, **kwargs)
+
+
+def test_a_target_extractor_reading_tensors_gets_tensors():
+    # skorch's EpochScoring hands target_extractor (and y_trues_) the batches' tensors; tabformer gave numpy
+    X, y = table()
+    labels = (y > 100).astype(int)
+    acc = TensorTargets("accuracy", name="acc", lower_is_better=False, target_extractor=lambda t: t.long().numpy())
+    clf = TabFormerClassifier(**TINY, random_state=0, ensemble_size=1, validation_fraction=0.25, patience=None)
+    clf.set_params(callbacks=[("acc", acc)]).fit(X, labels)
+    assert acc.types_ == {"Tensor"}
+    assert clf.history_[:, "acc"] == pytest.approx(clf.history_[:, "valid_acc"])
+    score = TensorTargets("r2", name="r2", lower_is_better=False, target_extractor=lambda t: t.double().numpy())
+    reg = TabFormerRegressor(**TINY, random_state=0, ensemble_size=1, validation_fraction=0.25, patience=None)
+    reg.set_params(callbacks=[("r2", score)]).fit(X, y)
+    assert score.types_ == {"Tensor"}  # on the original scale (float64, on the CPU)
+    _, valid = train_test_split(np.arange(len(y)), test_size=0.25, random_state=1)
+    assert reg.history_[-1, "r2"] == pytest.approx(r2_score(y[valid], reg.predict(X.iloc[valid])), abs=1e-6)

@@ -23,7 +23,6 @@ import numbers
 
 import torch
 from skorch.dataset import get_len, unpack_data
-from skorch.utils import to_numpy
 from torch.utils.data import Subset
 
 from .._data import LengthGroupedBatchSampler, TensorDictDataset, collate_batched, collate_trimmed, sequence_lengths
@@ -69,12 +68,12 @@ class EpochMixin:
         return None
 
     def _scored_targets(self, y):
-        """The targets of the epoch's rows as ``predict`` answers them (a classifier's encoded classes)."""
+        """The targets of the epoch's rows as ``predict`` answers them: as they are (a classifier's encoded classes)."""
         return y
 
     def _batch_targets(self, y):
         """A batch's targets (a tensor) as ``predict`` answers the batch's inputs, a dict of tensors (``BatchScoring``)."""
-        return self._scored_targets(to_numpy(y))
+        return self._scored_targets(y)
 
     def run_single_epoch(self, iterator, training, prefix, step_fn, **fit_params):
         """One pass over ``iterator``, as skorch's, with losses read back at its end.

@@ -26,7 +26,10 @@ A ``BatchScoring`` scores each batch as it ends: ``predict`` on the batch's inpu
 tensors; cached, the batch's own outputs, :func:`replayed_outputs`) against the batch's targets,
 which the DataLoader holds as the network trains on them: a regressor's standardised (r2 of
 about -7800 on y = 100 + 10 a), a classifier's encoded (``accuracy`` raised on labels against
-class numbers). It gets them as ``predict`` answers a batch (:func:`scored_batch`).
+class numbers). It gets them as ``predict`` answers a batch (:func:`scored_batch`). Where no
+conversion is needed (a classifier's classes ``0 .. n-1``, a tagger, a pretrainer), every scorer gets
+skorch's own tensors; a regressor's are turned into tensors (:func:`unstandardized`), so a
+``target_extractor`` that reads tensors (``lambda t: t.numpy()``) works as with skorch.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from .._data import TensorDictDataset
 
 __all__ = [
     "ScoredRows",
+    "batch_labels",
     "check_uncached_scoring",
     "dataset_targets",
     "replayed_outputs",
@@ -49,6 +53,7 @@ __all__ = [
     "scored_cache",
     "scored_datasets",
     "scores_uncached",
+    "unstandardized",
 ]
 
 
@@ -131,7 +136,8 @@ def scored_cache(net, callback) -> None:
     """Turn the targets a cached ``EpochScoring`` gathered this epoch into what ``predict`` answers (``_scored_targets``).
 
     Its list is its own (the batches' tensors are shared, and left as they are); skorch empties it
-    as the next epoch begins.
+    as the next epoch begins. Where ``predict`` answers them as they are (a classifier's encoded
+    classes on a ``Dataset``), the list holds skorch's own tensors, for its ``target_extractor``.
 
     Parameters
     ----------
@@ -140,7 +146,54 @@ def scored_cache(net, callback) -> None:
         Other callbacks, and an ``EpochScoring`` that predicts anew, are left alone.
     """
     if isinstance(callback, EpochScoring) and not scores_uncached(net, callback):
-        callback.y_trues_ = [net._scored_targets(to_numpy(y)) for y in getattr(callback, "y_trues_", ())]
+        callback.y_trues_ = [net._scored_targets(y) for y in getattr(callback, "y_trues_", ())]
+
+
+def unstandardized(net, y):
+    """A regressor's standardised targets on the original scale, as ``predict`` answers them: a CPU float64 tensor for a tensor.
+
+    skorch hands a scorer's ``target_extractor`` the batches' tensors (``lambda t: t.numpy()`` is a
+    documented use), so a tensor stays a tensor; on the CPU in float64, as ``predict`` answers (and
+    as skorch's default extractor, ``to_numpy``, would bring them back anyway; MPS has no float64).
+
+    Parameters
+    ----------
+    net : TabFormerRegressor
+        Fitted: ``target_scale_``, ``target_mean_``, ``target_ndim_``.
+    y : Tensor or array-like of shape (n_rows,) or (n_rows, n_targets)
+
+    Returns
+    -------
+    Tensor or ndarray of shape (n_rows,) (1-D fit) or (n_rows, n_targets)
+    """
+    # ``standardized`` undone; not original_scale, which also reads a Poisson output as a log-rate
+    if isinstance(y, torch.Tensor):
+        y = y.detach().cpu().double().reshape(len(y), -1)
+        y = y * torch.as_tensor(net.target_scale_, dtype=torch.float64) + torch.as_tensor(net.target_mean_, dtype=torch.float64)
+        return y.reshape(-1) if net.target_ndim_ == 1 else y
+    y = np.asarray(y, dtype=np.float64).reshape(len(y), -1) * net.target_scale_ + net.target_mean_
+    return y.ravel() if net.target_ndim_ == 1 else y
+
+
+def batch_labels(net, y):
+    """A classifier's batch targets (class numbers, a tensor) as ``predict`` answers a batch: its labels.
+
+    Where the labels are the class numbers (``classes_`` is ``0 .. n-1``, ints) or indicators
+    (multi-label), skorch's tensor is given back as it is, for a ``target_extractor`` that reads tensors.
+
+    Parameters
+    ----------
+    net : TabFormerClassifier
+    y : Tensor of shape (n_rows,) or (n_rows, n_labels)
+
+    Returns
+    -------
+    Tensor, or ndarray of ``classes_``' dtype
+    """
+    classes = np.asarray(net.classes_)
+    if net._multilabel or (classes.dtype.kind in "iu" and np.array_equal(classes, np.arange(len(classes)))):
+        return y
+    return classes[to_numpy(y)]
 
 
 def scored_batch(net, callback, kwargs: dict) -> dict:

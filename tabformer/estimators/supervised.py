@@ -19,7 +19,6 @@ from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNetClassifier, NeuralNetRegressor
-from skorch.utils import to_numpy
 
 from .._validation import check_target, float32_target
 from .._warnings import user_stacklevel
@@ -60,7 +59,7 @@ from ._params import (
     CLASS_WEIGHT_CONSTRAINT,
 )
 from ._regression import original_scale, standardized, target_scaling
-from ._scored_rows import replayed_outputs
+from ._scored_rows import batch_labels, replayed_outputs, unstandardized
 from ._streaming import STREAMING_PARAM_DOC
 
 __all__ = ["TabFormerClassifier", "TabFormerRegressor"]
@@ -323,7 +322,7 @@ class TabFormerClassifier(CLSHeadNet, NeuralNetClassifier):
 
     def _batch_targets(self, y):
         """A batch's targets as ``predict`` answers a dict of tensors: labels, not their encoded classes."""
-        return to_numpy(y) if self._multilabel else self.classes_[to_numpy(y)]
+        return batch_labels(self, y)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -416,10 +415,8 @@ class TabFormerRegressor(CLSHeadNet, NeuralNetRegressor):
         return y.ravel() if self.target_ndim_ == 1 else y
 
     def _scored_targets(self, y):
-        """The epoch's targets on the scale ``predict`` answers (the dataset holds them standardised)."""
-        # ``standardized`` undone; not original_scale, which also reads a Poisson output as a log-rate
-        y = np.asarray(y, dtype=np.float64).reshape(len(y), -1) * self.target_scale_ + self.target_mean_
-        return y.ravel() if self.target_ndim_ == 1 else y
+        """The epoch's targets on the scale ``predict`` answers (the dataset holds them standardised; a tensor stays one)."""
+        return unstandardized(self, y)
 
     def _collapse_answers(self, outputs: torch.Tensor) -> torch.Tensor:
         """What the collapse check compares across rows: the standardised predicted values."""
