@@ -88,3 +88,29 @@ def test_a_target_extractor_reading_tensors_gets_tensors():
     assert score.types_ == {"Tensor"}  # on the original scale (float64, on the CPU)
     _, valid = train_test_split(np.arange(len(y)), test_size=0.25, random_state=1)
     assert reg.history_[-1, "r2"] == pytest.approx(r2_score(y[valid], reg.predict(X.iloc[valid])), abs=1e-6)
+
+
+def test_a_scorer_may_predict_twice_on_the_replayed_outputs():
+    # skorch's cached forward_iter yields the epoch's outputs once: a second predict raised
+    # (torch.cat(): expected a non-empty list of Tensors)
+    X, y = table()
+
+    def twice(net, X_test, y_test):
+        first, second = net.predict(X_test), net.predict(X_test)
+        assert np.array_equal(first, second)
+        return r2_score(y_test, second)
+
+    reg = TabFormerRegressor(**TINY, random_state=0, ensemble_size=1, validation_fraction=0.25, patience=None)
+    reg.set_params(callbacks=[r2(), ("twice", EpochScoring(twice, name="twice", lower_is_better=False))]).fit(X, y)
+    assert reg.history_[:, "twice"] == pytest.approx(reg.history_[:, "r2"])
+    assert "_replayed_outputs" not in vars(reg)  # dropped once each callback is done
+
+    def proba_then_predict(net, X_test, y_test):  # the classifier's _linked, then predict
+        proba = net.predict_proba(X_test)
+        assert np.array_equal(proba.argmax(axis=1), net.predict(X_test))
+        return accuracy_score(y_test, net.predict(X_test))
+
+    labels = np.where(y > 100, "high", "low")
+    clf = TabFormerClassifier(**TINY, random_state=0, ensemble_size=1, validation_fraction=0.25, patience=None)
+    clf.set_params(callbacks=[("linked", EpochScoring(proba_then_predict, name="linked", lower_is_better=False))]).fit(X, labels)
+    assert clf.history_[:, "linked"] == pytest.approx(clf.history_[:, "valid_acc"])

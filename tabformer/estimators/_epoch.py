@@ -27,7 +27,7 @@ from torch.utils.data import Subset
 
 from .._data import LengthGroupedBatchSampler, TensorDictDataset, collate_batched, collate_trimmed, sequence_lengths
 from ..callbacks import NonFiniteGuard
-from ._scored_rows import check_uncached_scoring, scored_batch, scored_cache, scored_datasets
+from ._scored_rows import check_uncached_scoring, forget_replayed, scored_batch, scored_cache, scored_datasets
 from ._weighted_scores import batch_weight
 
 __all__ = ["EpochMixin"]
@@ -60,11 +60,14 @@ class EpochMixin:
             return super().notify(method_name, **cb_kwargs)
         getattr(self, method_name)(self, **cb_kwargs)
         for _, callback in self.callbacks_:
-            if method_name == "on_batch_end":
-                callback.on_batch_end(self, **scored_batch(self, callback, cb_kwargs))
-                continue
-            scored_cache(self, callback)  # a cached one's targets as predict answers them (a regressor's original scale)
-            callback.on_epoch_end(self, **scored_datasets(self, callback, cb_kwargs))
+            try:
+                if method_name == "on_batch_end":
+                    callback.on_batch_end(self, **scored_batch(self, callback, cb_kwargs))
+                    continue
+                scored_cache(self, callback)  # a cached one's targets as predict answers them (a regressor's original scale)
+                callback.on_epoch_end(self, **scored_datasets(self, callback, cb_kwargs))
+            finally:
+                forget_replayed(vars(self))  # the outputs a cached scorer replayed, kept for its second predict
         return None
 
     def _scored_targets(self, y):
@@ -145,6 +148,7 @@ class EpochMixin:
     def __getstate__(self):
         state = super().__getstate__()
         state.pop("_modes_set", None)  # object ids mean nothing in another process
+        forget_replayed(state)  # a scorer's replayed outputs and skorch's local forward_iter (not picklable)
         return state
 
     def get_iterator(self, dataset, training=False):

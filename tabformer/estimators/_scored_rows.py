@@ -43,11 +43,15 @@ from torch.utils.data import Dataset, IterableDataset, Subset
 
 from .._data import TensorDictDataset
 
+#: where :func:`replayed_outputs` keeps a cached ``forward_iter``'s outputs (with it) during one scoring call
+_REPLAYED = "_replayed_outputs"
+
 __all__ = [
     "ScoredRows",
     "batch_labels",
     "check_uncached_scoring",
     "dataset_targets",
+    "forget_replayed",
     "replayed_outputs",
     "scored_batch",
     "scored_cache",
@@ -230,7 +234,10 @@ def replayed_outputs(net, X) -> torch.Tensor | None:
     skorch swaps in a ``forward_iter`` that yields them while it scores the epoch's rows (a
     ``Dataset``) or a batch's (a dict of tensors), so ``predict`` reads them instead of a second
     pass; ``on_train=True`` replays the training batches' outputs, in their shuffled order (the
-    gathered targets' order), with their graph, which is dropped.
+    gathered targets' order), with their graph, which is dropped. That ``forward_iter`` yields them
+    once: they are kept for it (``_REPLAYED``), so a scorer that predicts twice (two metrics, or
+    ``predict_proba`` then ``predict``) reads them again rather than nothing (``torch.cat`` raised on
+    an empty list). :func:`forget_replayed` drops them once the callback is done.
 
     Parameters
     ----------
@@ -239,12 +246,28 @@ def replayed_outputs(net, X) -> torch.Tensor | None:
 
     Returns
     -------
-    Tensor of shape (n_rows, ...), float32 on the CPU, or None
+    Tensor of shape (n_rows, ...), float32 on the CPU (a copy for each call), or None
     """
     batch = isinstance(X, dict) and all(isinstance(value, torch.Tensor) for value in X.values())
-    if "forward_iter" not in vars(net) or not (batch or isinstance(X, Dataset)):
+    forward_iter = vars(net).get("forward_iter")
+    if forward_iter is None or not (batch or isinstance(X, Dataset)):
         return None
-    return torch.cat([out.detach().float() for out in net.forward_iter(X)]).cpu()
+    kept = vars(net).get(_REPLAYED)
+    if kept is None or kept[0] is not forward_iter:  # the object itself: a new scoring call's is another
+        kept = (forward_iter, torch.cat([out.detach().float() for out in forward_iter(X)]).cpu())
+        setattr(net, _REPLAYED, kept)
+    return kept[1].clone()
+
+
+def forget_replayed(state: dict) -> None:
+    """Drop the outputs :func:`replayed_outputs` kept for a scoring callback from a net's ``__dict__`` (or pickled state).
+
+    Parameters
+    ----------
+    state : dict
+        ``vars(net)`` once the callback is done (skorch's ``forward_iter`` is gone by then), or ``__getstate__``'s.
+    """
+    state.pop(_REPLAYED, None)
 
 
 def check_uncached_scoring(net, dataset_train, dataset_valid) -> None:
