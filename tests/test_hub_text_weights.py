@@ -235,3 +235,29 @@ def test_a_folder_without_a_usable_config_says_what_it_expects(tmp_path):
     (tmp_path / "config.json").write_text("{'model_type': 'bert'}")
     with pytest.raises(ValueError, match=r"config.json is not valid JSON: Expecting property name"):
         load_text_folder(tmp_path)
+
+
+@pytest.mark.filterwarnings("ignore:.*are \\[UNK\\]:UserWarning")
+def test_tokens_added_without_resizing_the_embeddings_are_left_out_with_a_warning(tmp_path):
+    # add_tokens without resize_token_embeddings: the added ids have no word-embedding row. Such a
+    # vocab.txt folder loaded (added tokens read as text) until added_tokens_decoder was read; then
+    # it was refused ("the tokenizer has 101 tokens but the word embeddings have 99 rows").
+    model, fast = _save_model("bert", tmp_path)
+    (tmp_path / "tokenizer.json").unlink()
+    vocab = fast.convert_ids_to_tokens(range(len(fast)))
+    (tmp_path / "vocab.txt").write_text("".join(token + "\n" for token in vocab), encoding="utf-8")
+    tokenizer = _slow_bert_tokenizer()(str(tmp_path / "vocab.txt"), do_lower_case=True)
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<ent>"]})
+    tokenizer.add_tokens(["zzplain"])
+    tokenizer.save_pretrained(tmp_path)  # the model keeps its rows
+    (tmp_path / "tokenizer.json").unlink(missing_ok=True)
+    rows = model.get_input_embeddings().weight.shape[0]
+    assert rows == len(vocab) < len(tokenizer)
+    message = rf"adds \['<ent>', 'zzplain'\] at ids {rows}\.\.{rows + 1}, past the model's {rows} word-embedding rows"
+    with pytest.warns(UserWarning, match=message):
+        pretrained = load_text_folder(tmp_path)
+    assert pretrained.tokenizer.vocab_size_ == rows
+    plain = _slow_bert_tokenizer()(str(tmp_path / "vocab.txt"), do_lower_case=True)  # without the added tokens
+    for text in ["the dog", "the <ent> dog sat zzplain"]:
+        ids = _ids(pretrained, text)
+        assert max(ids) < rows and ids == plain(text)["input_ids"][1:], text

@@ -107,3 +107,25 @@ def test_the_cli_keeps_blank_lines_of_a_text_file_as_rows(tmp_path, capsys):
     capsys.readouterr()
     assert main(["predict", str(tmp_path / "m"), str(tmp_path / "new.txt")]) == 0
     assert len(capsys.readouterr().out.strip().splitlines()) == 1 + 5
+
+
+def test_tokens_added_past_the_models_embedding_rows_are_left_out_with_a_warning(tmp_path):
+    """add_tokens without resize_token_embeddings: added ids past config.json's vocab_size have no row.
+    They were read as text until added_tokens_decoder was read; then the weights loader refused the folder."""
+    import json
+
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "film", "<", ">", "e", "##n", "##t"]
+    (tmp_path / "vocab.txt").write_text("\n".join(tokens) + "\n", encoding="utf-8")
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert", "vocab_size": 12}))
+    decoder = {"12": {"content": "<ent>", "special": True}, "13": {"content": "zz", "special": False}}
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"added_tokens_decoder": decoder}))
+    message = r"adds \['<ent>', 'zz'\] at ids 12\.\.13, past the model's 12 word-embedding rows .* read as ordinary text"
+    with pytest.warns(UserWarning, match=message):
+        tok = WordPieceTokenizer(vocab_file=str(tmp_path)).fit(["x"])
+    assert tok.vocab_size_ == 12
+    ids = tok.transform(["the <ent> film"])["input_ids"][0]
+    assert tok.source_ids_[ids].tolist() == [5, 7, 9, 10, 11, 8, 6, 3]  # "< e ##n ##t >", as before
+    decoder["15"] = decoder.pop("13")  # a gap stays malformed, past the rows too
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"added_tokens_decoder": decoder}))
+    with pytest.raises(ValueError, match=r"'zz' at id 15 leaves ids 13\.\.14 empty"):
+        WordPieceTokenizer(vocab_file=str(tmp_path)).fit(["x"])

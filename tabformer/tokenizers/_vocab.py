@@ -10,16 +10,20 @@ equal ids. :func:`bert_normalizer` reads text as a ``tokenizer_config.json`` con
 :func:`backend_from_json` reads a fitted backend back, special tokens typed in a text read as text.
 :func:`read_vocab` also reads the tokens a ``tokenizer_config.json`` beside the ``vocab.txt`` adds
 (``added_tokens_decoder``: an entity marker added with ``add_special_tokens``), which
-:func:`with_added_tokens` makes the backend match as one id each, as ``transformers`` does.
+:func:`with_added_tokens` makes the backend match as one id each, as ``transformers`` does; those past
+the model's word-embedding rows (``config.json``'s ``vocab_size``: ``add_tokens`` without ``resize_token_embeddings``)
+are left out with a warning and read as ordinary text, as they were before they were read.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import warnings
 
 import numpy as np
 
+from .._warnings import user_stacklevel
 from .base import SPECIAL_TOKENS
 
 __all__ = [
@@ -178,6 +182,8 @@ def _added_tokens(folder: str, tokens: list, where: str) -> list:
     added tokens tabformer does not place itself (the five specials), as dicts with ``id`` and ``content``.
 
     Those past the file's lines extend ``tokens`` (in place), in id order; one at a line's id must be that line.
+    Those past the model's word-embedding rows (``config.json``'s ``vocab_size``: added without
+    ``resize_token_embeddings``) are left out with a warning, read as ordinary text as before tabformer read them.
     """
     path = os.path.join(folder, "tokenizer_config.json")
     decoder = _read_json(path).get("added_tokens_decoder") or {}
@@ -202,7 +208,25 @@ def _added_tokens(folder: str, tokens: list, where: str) -> list:
             tokens.append(content)
         if content not in SPECIAL_TOKENS:  # the five are tabformer's to place; typed in a text they are text
             added.append(token)
-    return added
+    return _within_embeddings(folder, tokens, n_lines, added, path)
+
+
+def _within_embeddings(folder: str, tokens: list, n_lines: int, added: list, path: str) -> list:
+    """``added`` without the tokens past the model's word-embedding rows (``config.json``'s ``vocab_size``), warned
+    about and cut from ``tokens`` (in place): ``add_tokens`` without ``resize_token_embeddings`` leaves them no row."""
+    rows = _read_json(os.path.join(folder, "config.json")).get("vocab_size")
+    if not isinstance(rows, int) or isinstance(rows, bool) or len(tokens) <= max(rows, n_lines):
+        return added  # a vocab.txt longer than the rows is the weights loader's to refuse
+    cut = max(rows, n_lines)
+    warnings.warn(
+        f"{path}: added_tokens_decoder adds {tokens[cut:]} at ids {cut}..{len(tokens) - 1}, past the model's {rows} "
+        f"word-embedding rows (config.json's vocab_size; tokens added without resize_token_embeddings): they are left "
+        "out and read as ordinary text, as before tabformer read added tokens",
+        UserWarning,
+        stacklevel=user_stacklevel(),
+    )
+    del tokens[cut:]
+    return [token for token in added if token["id"] < cut]
 
 
 def read_vocab(path):
