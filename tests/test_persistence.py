@@ -9,12 +9,13 @@ import joblib
 import numpy as np
 import pandas as pd
 import pytest
+import skorch.utils
 import torch
 from conftest import TINY, make_table
 from sklearn.base import clone
 from sklearn.datasets import load_digits
 from sklearn.exceptions import NotFittedError
-from skorch.callbacks import EarlyStopping, GradientNormClipping
+from skorch.callbacks import Checkpoint, EarlyStopping, GradientNormClipping, TrainEndCheckpoint
 
 import tabformer
 from tabformer import PretrainedEncoder, TabFormerClassifier, TabFormerPretrainer, TabFormerRegressor, TabFormerTagger
@@ -302,6 +303,39 @@ def test_callbacks_and_classes_by_name(table, tmp_path):
     name, stop = loaded.callbacks[0]
     assert name == "stop" and isinstance(stop, EarlyStopping) and stop.patience == 2 and stop.sink is print
     np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
+
+
+def test_checkpoint_callbacks_save_and_load_only_when_trusted(table, tmp_path):
+    # A review: skorch's default sink of Checkpoint/TrainEndCheckpoint, skorch.utils.noop, could not be
+    # saved ("functions outside tabformer cannot be written"), so a model trained with them had no save.
+    X, y = table
+    callbacks = [Checkpoint(dirname=str(tmp_path / "cp")), TrainEndCheckpoint(dirname=str(tmp_path / "te"))]
+    clf = TabFormerClassifier(callbacks=callbacks, **dict(TINY, max_epochs=1)).fit(X, y)
+    clf.save(tmp_path / "m")
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert config["estimator"]["params"]["callbacks"][0]["params"]["sink"] == {
+        "__type__": "function",
+        "name": "skorch.utils:noop",
+    }
+    # loading them stays refused unless trusted: they torch.load files when a fit starts or ends (CHANGELOG, Security)
+    with pytest.raises(UntrustedTypeError, match=r"skorch.callbacks.training.Checkpoint, which reads files"):
+        tabformer.load(tmp_path / "m")
+    trusted = ["skorch.callbacks.training.Checkpoint", "skorch.callbacks.training.TrainEndCheckpoint"]
+    loaded = tabformer.load(tmp_path / "m", trusted=trusted)
+    assert [type(c) for c in loaded.callbacks] == [Checkpoint, TrainEndCheckpoint]
+    assert all(c.sink is skorch.utils.noop for c in loaded.callbacks)
+    np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
+    # noop is allowed by its exact name; its module's other functions are not
+    config["estimator"]["params"]["callbacks"] = [
+        {
+            "__type__": "object",
+            "cls": "skorch.callbacks.logging:PrintLog",
+            "params": {"sink": {"__type__": "function", "name": "skorch.utils:open_file_like"}},
+        }
+    ]
+    (tmp_path / "m" / "config.json").write_text(json.dumps(config))
+    with pytest.raises(UntrustedTypeError, match="skorch.utils.open_file_like is a function outside tabformer"):
+        tabformer.load(tmp_path / "m", trusted=trusted)
 
 
 # ----------------------------------------------------------------------------- errors

@@ -46,8 +46,10 @@ ARRAYS_FILE = "arrays.safetensors"
 #: modules whose classes (and, for tabformer, functions) a saved config may name
 ALLOWED_MODULES = ("tabformer", "torch.nn", "torch.optim", "torch.utils.data", "skorch", "sklearn.preprocessing")
 #: functions outside tabformer a config may name: skorch callbacks' defaults (their sink, and
-#: ``EpochScoring``/``BatchScoring``'s ``target_extractor``), which read no file and run no code of the folder's
-ALLOWED_FUNCTIONS = frozenset({"builtins:print", "skorch.utils:to_numpy"})
+#: ``EpochScoring``/``BatchScoring``'s ``target_extractor``), which read no file and run no code of the folder's;
+#: ``skorch.utils.noop`` is the sink of ``Checkpoint`` and ``TrainEndCheckpoint`` (which a load still refuses
+#: unless trusted, see :data:`REFUSED_CLASSES`) and ``ParamMapper``'s default ``fn``
+ALLOWED_FUNCTIONS = frozenset({"builtins:print", "skorch.utils:to_numpy", "skorch.utils:noop"})
 #: classes of the allowed modules that a config still may not name: skorch's checkpoint
 #: callbacks read files with ``torch.load`` (a pickle, with the net's ``torch_load_kwargs``)
 #: from wherever the config points, as a fit begins or ends; skorch.hf loads Hugging Face
