@@ -86,7 +86,10 @@ SHARED_PARAMS_DOC = """
         RNG as it was; ``None`` draws from the global torch and NumPy RNGs and moves them on,
         so that every fit differs (``torch.manual_seed`` before ``fit`` repeats one).
     train_split : "auto", callable or None, default="auto"
-        skorch's ``train_split``; ``"auto"`` uses ``validation_fraction``.
+        skorch's ``train_split``; ``"auto"`` uses ``validation_fraction``. A callable gets
+        the tokenized rows and encoded targets (``skorch.dataset.ValidSplit`` works);
+        ``skorch.helper.predefined_split(Dataset(X_valid, y_valid))`` takes raw rows and
+        targets, as ``fit`` does, and ``fit`` tokenizes and encodes them (tokens are refused).
     device : str or torch.device, default="auto"
         Where to train and predict: ``"auto"`` is ``"cuda"`` when a GPU is visible, else
         ``"cpu"``; ``get_params`` keeps ``"auto"`` and a pickled model loads on either.

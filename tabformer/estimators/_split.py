@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 
 import numpy as np
+import skorch.helper
 from sklearn.model_selection import train_test_split
+from skorch.dataset import Dataset
 from torch.utils.data import Subset
 
-from ._weights import check_split_weights
+from ._weights import check_split_weights, with_weights
 
 __all__ = ["DEFAULT_VALIDATION_FRACTION", "SMALL_TABLE_HOLDOUT_ROWS", "HoldoutSplitMixin", "auto_validation_fraction"]
 
@@ -46,7 +49,8 @@ class HoldoutSplitMixin:
     def get_split_datasets(self, X, y=None, **fit_params):
         """skorch's split, or for ``train_split="auto"`` a ``validation_fraction`` holdout (stratified if asked)."""
         if self.train_split != "auto":
-            return super().get_split_datasets(X, y, **fit_params)
+            train, valid = super().get_split_datasets(X, y, **fit_params)
+            return train, self._readable_validation_set(valid)
         dataset = self.get_dataset(X, y)
         fraction = self._validation_fraction()
         if not fraction:
@@ -61,6 +65,40 @@ class HoldoutSplitMixin:
         train_idx, valid_idx = self._holdout_split(len(dataset), y)
         check_split_weights(X, train_idx, valid_idx, fraction)
         return Subset(dataset, train_idx), Subset(dataset, valid_idx)
+
+    def _readable_validation_set(self, valid):
+        """A callable ``train_split``'s validation set as the network reads it: raw rows and targets
+        (``predefined_split(Dataset(X_valid, y_valid))``) tokenized and encoded as ``fit``'s are.
+
+        The tokenizer, the label encoder and a regressor's target scaling are fitted inside ``fit``, so a
+        user cannot prepare that set; read as is, raw rows crashed in the collate, string labels in torch,
+        and a regressor's raw targets were scored against standardised outputs (valid_loss ~10,000).
+        """
+        predefined = isinstance(self.train_split, functools.partial) and self.train_split.func is skorch.helper._make_split
+        if type(valid) is not Dataset or (isinstance(valid.X, dict) and not predefined):
+            return valid  # the split's own rows (ValidSplit's Subsets), or a dataset built from them
+        advice = (
+            "pass its raw rows and targets, as to fit: predefined_split(Dataset(X_valid, y_valid)) with X_valid "
+            "a DataFrame (or what fit takes) and y_valid the labels or targets in their own units; or hold out "
+            "training rows with validation_fraction=... or train_split=skorch.dataset.ValidSplit(...)"
+        )
+        if isinstance(valid.X, dict):
+            raise ValueError(
+                f"train_split's validation set holds tokens: {type(self).__name__} fits its tokenizer in fit, so "
+                f"tokens made elsewhere may not match it, nor their targets its encoding; {advice}"
+            )
+        if valid.y is None or not hasattr(self, "_encode_target"):
+            what = "has no targets" if valid.y is None else f"holds raw rows, which {type(self).__name__} cannot encode"
+            raise ValueError(f"train_split's validation set {what}; {advice}")
+        try:
+            tokens = self.tokenize(valid.X)
+            y = self._encode_target(valid.y)
+        except ValueError as error:
+            raise ValueError(f"train_split's validation set: {error}") from error
+        if len(y) != len(next(iter(tokens.values()))):
+            raise ValueError(f"train_split's validation set has {len(y)} targets for {len(valid)} rows")
+        # class weights weigh its loss as they weigh an automatic holdout's (no sample_weight: it has none)
+        return Dataset(with_weights(tokens, self._row_weights(y, None, continued=True)), y)
 
     def _stratify_labels(self, y):
         return None
