@@ -1,10 +1,13 @@
 """``ensemble_size``: members trained side by side on folds of the rows, predictions averaged."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 from conftest import TINY, make_table
+from skorch.callbacks import Freezer
 
 from tabformer import TabFormerClassifier, TabFormerRegressor, load
 from tabformer.estimators._ensemble import SMALL_TABLE_MEMBERS, auto_ensemble_size
@@ -296,3 +299,28 @@ def test_a_continued_fit_keeps_the_folds_of_the_fit(random_state):
     np.testing.assert_array_equal(clf._folds(len(y), encoded), before)
     again = TabFormerClassifier(ensemble_size=3, random_state=random_state, **FEW).fit(X, y)
     assert not np.array_equal(again._folds(len(y), encoded), before)  # a new fit draws new folds
+
+
+def test_parameter_patterns_keep_auto_to_one_model_and_a_pattern_naming_nothing_warns():
+    # A review: ensemble_size="auto" resolved to 5 on a small table, renaming every parameter members.<k>.encoder...,
+    # so Freezer("encoder.*") froze 0 of 135 parameters and optimizer__param_groups matched nothing, silently.
+    X, y = make_table(n=100)
+    settings = dict(FEW, max_epochs=1, random_state=0)
+    fitted = []
+    for given in ({"callbacks": [Freezer("encoder.*")]}, {"optimizer__param_groups": [("encoder.*", {"lr": 0.0})]}):
+        with warnings.catch_warnings():
+            warnings.filterwarnings("error", message=".*matches none of the")
+            fitted.append(TabFormerClassifier(**given, **settings).fit(X, y))
+        assert fitted[-1].resolved_params_["ensemble_size"] == 1 and type(fitted[-1].module_) is TabFormerModel
+    frozen, grouped = fitted
+    assert not any(p.requires_grad for n, p in frozen.module_.named_parameters() if n.startswith("encoder."))
+    assert grouped.optimizer_.param_groups[0]["lr"] == 0.0 and len(grouped.optimizer_.param_groups) == 2
+    assert TabFormerClassifier(**settings).fit(X, y).resolved_params_["ensemble_size"] == SMALL_TABLE_MEMBERS
+    # an explicit ensemble, or a pattern naming nothing, is named with the parameters' actual names
+    clf = TabFormerClassifier(ensemble_size=2, callbacks=[("freeze", Freezer("encoder.*"))], **settings)
+    with pytest.warns(UserWarning, match=r"callback 'freeze' \(Freezer\): the pattern 'encoder\.\*' matches none.*"
+                      r"2 ensemble members.*'members\.0\.embedder"):  # fmt: skip
+        clf.fit(X, y)
+    clf = TabFormerClassifier(ensemble_size=1, optimizer__param_groups=[("encodr.*", {"lr": 0.0})], **settings)
+    with pytest.warns(UserWarning, match=r"optimizer__param_groups: the pattern 'encodr\.\*' matches none.*'embedder\."):
+        clf.fit(X, y)

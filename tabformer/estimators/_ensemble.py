@@ -7,16 +7,19 @@ folds reach 0.350 (docs/defaults.md, "Tables of 100 to 2,000 rows: five members 
 
 from __future__ import annotations
 
+import fnmatch
+import warnings
 from numbers import Integral
 
 import numpy as np
 import torch
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.utils._param_validation import Interval, StrOptions
-from skorch.callbacks import PassthroughScoring
+from skorch.callbacks import ParamMapper, PassthroughScoring
 from skorch.callbacks.scoring import ScoringBase
 from skorch.utils import to_tensor
 
+from .._warnings import user_stacklevel
 from ..nn.ensemble import FOLD, EnsembleModel
 from ._regression import poisson_log_link
 from ._weights import SAMPLE_WEIGHT, weighted_loss
@@ -38,7 +41,10 @@ ENSEMBLE_PARAM_DOC = f"""    ensemble_size : "auto" or int >= 1, default="auto"
         (``resolved_params_["ensemble_size"]``) to {SMALL_TABLE_MEMBERS} for a table from scratch of
         {2 * SMALL_TABLE_MEMBERS} to {SMALL_TABLE_ROWS - 1:,} rows (a fit takes about {SMALL_TABLE_MEMBERS} times as long;
         docs/defaults.md) and to 1 otherwise, also on ``partial_fit``'s first call (a chunk of a
-        stream); ``resolved_params_["out_of_fold"]`` says whether the members trained on folds.
+        stream) and where parameters are named by pattern (``optimizer__param_groups``, or a
+        ``Freezer``, ``Unfreezer``, ``Initializer`` or ``ParamMapper`` callback): those patterns read
+        one model's names (``encoder.*``), where members' are ``members.<k>.encoder...``. A pattern
+        that names no parameter warns. ``resolved_params_["out_of_fold"]`` says whether the members trained on folds.
         With several members ``forward_features`` returns their embeddings side by side and
         ``explain`` their mean attention. A callback scoring the training batches
         (``EpochScoring(on_train=True)``) needs one model (``ensemble_size=1``).
@@ -50,11 +56,48 @@ def auto_ensemble_size(estimator, tokenizer, n_rows: int, streamed: bool) -> int
     from_scratch = estimator.encoder is None and estimator._pretrained() is None
     # partial_fit's first call reads a chunk of a stream, not the table (as auto_validation_fraction does): 500-row
     # chunks of a large table would each train five members, and a short last chunk could not be split in folds
-    if "_classes_for_fit" in vars(estimator):
+    if "_classes_for_fit" in vars(estimator) or parameter_patterns(estimator, estimator.callbacks):
         return 1
     # Under two rows a fold, members could not train and stop on folds: one model, as before.
     small_table = getattr(tokenizer, "kind", None) == "table" and 2 * SMALL_TABLE_MEMBERS <= n_rows < SMALL_TABLE_ROWS
     return SMALL_TABLE_MEMBERS if from_scratch and small_table and not streamed else 1
+
+
+def parameter_patterns(estimator, callbacks) -> list:
+    """``(where, pattern)`` of each string pattern naming parameters: ``optimizer__param_groups``'s and
+    those of skorch's ``ParamMapper`` callbacks (``Freezer``, ``Unfreezer``, ``Initializer``) in ``callbacks``."""
+    from skorch import NeuralNet  # the user's routed settings, not the recipe's
+
+    found = [
+        ("optimizer__param_groups", group[0])
+        for group in NeuralNet.get_params_for(estimator, "optimizer").get("param_groups") or ()
+    ]
+    for entry in callbacks or ():
+        name, callback = entry if isinstance(entry, tuple) else (type(entry).__name__, entry)
+        if isinstance(callback, ParamMapper):
+            patterns = callback.patterns if isinstance(callback.patterns, (list, tuple)) else [callback.patterns]
+            found += [(f"callback {name!r} ({type(callback).__name__})", pattern) for pattern in patterns]
+    return [(where, pattern) for where, pattern in found if isinstance(pattern, str)]
+
+
+def warn_unmatched_patterns(estimator) -> None:
+    """Warn, naming it and some parameter names, of a pattern that names no parameter: skorch ignores it silently."""
+    names = [name for name, _ in estimator.get_all_learnable_params()]
+    for where, pattern in parameter_patterns(estimator, estimator.callbacks_):
+        if names and not any(fnmatch.fnmatch(name, pattern) for name in names):  # as skorch matches
+            members = estimator._ensemble_members()
+            why = (
+                f" (it holds {members} ensemble members, members.0 to members.{members - 1}: pass ensemble_size=1, "
+                f"or prefix the pattern with 'members.*.')"
+                if members > 1
+                else ""
+            )
+            warnings.warn(
+                f"{where}: the pattern {pattern!r} matches none of the {len(names)} parameters of {type(estimator).__name__}"
+                f"{why}; they are named like {names[:2] + names[-1:]}",
+                UserWarning,
+                stacklevel=user_stacklevel(),
+            )
 
 
 class EnsembleMixin:
@@ -178,6 +221,25 @@ class EnsembleMixin:
                 "Pass ensemble_size=1 to score the training rows; validation scores (on_train=False) work with any size"
             )
         return self
+
+    def initialize_optimizer(self, triggered_directly=None):
+        """skorch's optimizer, after warning of a parameter pattern that names no parameter (see below).
+
+        Parameters
+        ----------
+        triggered_directly : bool or None, default=None
+            skorch's deprecated argument, passed on only when given.
+
+        Returns
+        -------
+        self
+        """
+        # skorch skips an optimizer__param_groups or Freezer pattern that matches nothing: with ensemble_size=5
+        # Freezer("encoder.*") froze 0 of 135 parameters (members.0.encoder...), silently.
+        warn_unmatched_patterns(self)
+        if triggered_directly is None:
+            return super().initialize_optimizer()
+        return super().initialize_optimizer(triggered_directly=triggered_directly)
 
     def initialize_module(self):
         """Build ``module_``: one model, or ``ensemble_size`` models of one architecture, each
