@@ -107,7 +107,7 @@ def test_a_scorer_may_predict_twice_on_the_replayed_outputs():
 
     def proba_then_predict(net, X_test, y_test):  # the classifier's _linked, then predict
         proba = net.predict_proba(X_test)
-        assert np.array_equal(proba.argmax(axis=1), net.predict(X_test))
+        assert np.array_equal(net.classes_[proba.argmax(axis=1)], net.predict(X_test))  # labels, as on any X
         return accuracy_score(y_test, net.predict(X_test))
 
     labels = np.where(y > 100, "high", "low")

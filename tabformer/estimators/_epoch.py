@@ -46,7 +46,7 @@ class EpochMixin:
         skorch reads them from its own ``Dataset`` only, and on tabformer's it scored against
         ``y=None``. A streamed fit refuses such a callback whose rows are the stream before the first epoch. A cached one's
         gathered targets, and a ``BatchScoring``'s batch targets, are turned into what ``predict``
-        answers (a regressor's are standardised in the batches, a classifier's encoded).
+        answers (a regressor's are standardised in the batches, a classifier's encoded: original scale, labels).
 
         Parameters
         ----------
@@ -71,7 +71,7 @@ class EpochMixin:
         return None
 
     def _scored_targets(self, y):
-        """The targets of the epoch's rows as ``predict`` answers them: as they are (a classifier's encoded classes)."""
+        """The targets of the epoch's rows as ``predict`` answers them: as they are (a tagger's, a pretrainer's)."""
         return y
 
     def _batch_targets(self, y):

@@ -7,8 +7,8 @@ and only from its own ``skorch.dataset.Dataset`` (``data_from_dataset``); tabfor
 array-like ... Got None instead"), whatever ``on_train`` said. Such a callback (or any
 ``EpochScoring`` when the net's ``use_caching=False``) now ends the epoch on :class:`ScoredRows`:
 a skorch ``Dataset`` whose ``X`` is tabformer's dataset itself, which ``predict`` reads as it
-reads the cached scorers' (encoded classes), and whose ``y`` holds the rows' targets as
-``predict`` answers them (``_scored_targets``: a regressor's on the original scale). Every other
+reads the cached scorers', and whose ``y`` holds the rows' targets as ``predict`` answers them
+(``_scored_targets``: a regressor's on the original scale, a classifier's labels). Every other
 callback gets the datasets as before. A streamed fit's rows come in the order its DataLoader
 workers read them, which a new pass need not repeat: it refuses such a callback (one whose phase's rows are
 the stream: ``on_train``, or a validation holdout) before the first epoch's batches
@@ -30,6 +30,13 @@ class numbers). It gets them as ``predict`` answers a batch (:func:`scored_batch
 conversion is needed (a classifier's classes ``0 .. n-1``, a tagger, a pretrainer), every scorer gets
 skorch's own tensors; a regressor's are turned into tensors (:func:`unstandardized`), so a
 ``target_extractor`` that reads tensors (``lambda t: t.numpy()``) works as with skorch.
+
+A classifier's scorers, epoch's and batch's, cached or not, compare labels with labels
+(:func:`class_labels`), as sklearn's scorers do on a fitted estimator: ``predict`` answers labels
+on a ``Dataset`` too. It answered a ``Dataset``'s rows (the epoch's) with their encoded classes,
+which sklearn's scorers read against ``classes_``: ``make_scorer(f1_score, pos_label="pos")``
+raised "pos_label=pos is not a valid label. It should be one of [0 1]" on labels ``neg``/``pos``,
+and ``"f1"`` on labels 1/2 scored class 2 (its ``pos_label=1`` read as class number 1).
 """
 
 from __future__ import annotations
@@ -48,8 +55,8 @@ _REPLAYED = "_replayed_outputs"
 
 __all__ = [
     "ScoredRows",
-    "batch_labels",
     "check_uncached_scoring",
+    "class_labels",
     "dataset_targets",
     "forget_replayed",
     "replayed_outputs",
@@ -140,8 +147,8 @@ def scored_cache(net, callback) -> None:
     """Turn the targets a cached ``EpochScoring`` gathered this epoch into what ``predict`` answers (``_scored_targets``).
 
     Its list is its own (the batches' tensors are shared, and left as they are); skorch empties it
-    as the next epoch begins. Where ``predict`` answers them as they are (a classifier's encoded
-    classes on a ``Dataset``), the list holds skorch's own tensors, for its ``target_extractor``.
+    as the next epoch begins. Where ``predict`` answers them as they are (a classifier's classes
+    ``0 .. n-1``), the list holds skorch's own tensors, for its ``target_extractor``.
 
     Parameters
     ----------
@@ -179,8 +186,8 @@ def unstandardized(net, y):
     return y.ravel() if net.target_ndim_ == 1 else y
 
 
-def batch_labels(net, y):
-    """A classifier's batch targets (class numbers, a tensor) as ``predict`` answers a batch: its labels.
+def class_labels(net, y):
+    """A classifier's targets (class numbers: a batch's or an epoch's) as ``predict`` answers: its labels.
 
     Where the labels are the class numbers (``classes_`` is ``0 .. n-1``, ints) or indicators
     (multi-label), skorch's tensor is given back as it is, for a ``target_extractor`` that reads tensors.
@@ -188,11 +195,11 @@ def batch_labels(net, y):
     Parameters
     ----------
     net : TabFormerClassifier
-    y : Tensor of shape (n_rows,) or (n_rows, n_labels)
+    y : Tensor or ndarray of shape (n_rows,) or (n_rows, n_labels)
 
     Returns
     -------
-    Tensor, or ndarray of ``classes_``' dtype
+    ``y`` as it is, or ndarray of ``classes_``' dtype
     """
     classes = np.asarray(net.classes_)
     if net._multilabel or (classes.dtype.kind in "iu" and np.array_equal(classes, np.arange(len(classes)))):

@@ -57,7 +57,7 @@ def weighted_accuracy(net, X, y) -> float:
     ----------
     net : fitted classifier
     X : the validation dataset
-    y : its encoded targets
+    y : its targets as ``predict`` answers them (labels)
 
     Returns
     -------

@@ -59,7 +59,7 @@ from ._params import (
     CLASS_WEIGHT_CONSTRAINT,
 )
 from ._regression import original_scale, standardized, target_scaling
-from ._scored_rows import batch_labels, replayed_outputs, unstandardized
+from ._scored_rows import class_labels, replayed_outputs, unstandardized
 from ._streaming import STREAMING_PARAM_DOC
 
 __all__ = ["TabFormerClassifier", "TabFormerRegressor"]
@@ -314,15 +314,13 @@ class TabFormerClassifier(CLSHeadNet, NeuralNetClassifier):
         """
         if self._multilabel:
             return (self.predict_proba(X) >= 0.5).astype(np.int64)
-        indices = self.predict_proba(X).argmax(axis=1)
-        if isinstance(X, torch.utils.data.Dataset):
-            # skorch's valid_acc scores the internal validation set, whose y is encoded.
-            return indices
+        indices = self.predict_proba(X).argmax(axis=1)  # first: an unfitted model raises NotFittedError, not on classes_
+        # labels on a Dataset too (a scoring callback's rows), which sklearn's scorers compare with the targets as labels
         return self.classes_[indices]
 
-    def _batch_targets(self, y):
-        """A batch's targets as ``predict`` answers a dict of tensors: labels, not their encoded classes."""
-        return batch_labels(self, y)
+    def _scored_targets(self, y):
+        """A scoring callback's targets (an epoch's, a batch's) as ``predict`` answers: labels, not their encoded classes."""
+        return class_labels(self, y)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
