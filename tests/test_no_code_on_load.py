@@ -10,12 +10,13 @@ import pytest
 import torch
 from conftest import TINY, make_table
 from safetensors.torch import save_file
+from skorch.callbacks import Freezer
 
 import tabformer
 from tabformer import PretrainedEncoder, TabFormerClassifier, TransformerEncoder
 from tabformer.nn.embedders.backbone import load_backbone
 from tabformer.nn.safe_load import UnsafeFileError, load_tensors
-from tabformer.persistence import PersistenceError
+from tabformer.persistence import PersistenceError, UntrustedTypeError
 
 PACKAGE = pathlib.Path(tabformer.__file__).parent
 pytestmark = pytest.mark.filterwarnings("ignore:Detected pickle protocol")  # torch notes the crafted file's protocol
@@ -171,6 +172,32 @@ def test_a_config_cannot_name_skorchs_checkpoint_callbacks_or_turn_weights_only_
     folder, X, y = _genuine_folder(tmp_path, "second")
     _edit_config(folder, lambda c: c["estimator"]["params"].update(torch_load_kwargs={"weights_only": False}))
     with pytest.raises(PersistenceError, match=r"torch_load_kwargs=\{'weights_only': False\} would let skorch unpickle"):
+        tabformer.load(folder)
+
+
+@pytest.mark.parametrize(
+    ("slot", "name", "refusal"),
+    [
+        ("fn", "os:system", r"os.system, which is outside the modules a saved model may use"),
+        ("fn", "builtins:exec", r"builtins.exec, which is outside the modules"),
+        ("fn", "skorch.utils:open_file_like", r"skorch.utils.open_file_like is a function outside tabformer"),
+        ("fn", "torch.nn.init:sparse_", r"torch.nn.init.sparse_ is a function outside tabformer"),
+        ("at", "builtins:eval", r"builtins.eval, which is outside the modules"),
+        ("schedule", "subprocess:getoutput", r"subprocess.getoutput, which is outside the modules"),
+    ],
+)
+def test_a_freezer_saves_but_its_config_cannot_name_another_function(tmp_path, slot, name, refusal):
+    # Freezer/Unfreezer save by their arguments, with skorch.utils.freeze_parameter/unfreeze_parameter allowed by
+    # their exact names: a config naming any other function in one of their slots is refused before importing it.
+    X, y = make_table(n=40)
+    folder = tmp_path / "frozen"
+    TabFormerClassifier(callbacks=[Freezer("encoder.*")], ensemble_size=1, **dict(TINY, max_epochs=1)).fit(X, y).save(folder)
+    tabformer.load(folder)  # the genuine folder loads
+    _edit_config(
+        folder,
+        lambda c: c["estimator"]["params"]["callbacks"][0]["params"].update({slot: {"__type__": "function", "name": name}}),
+    )
+    with pytest.raises(UntrustedTypeError, match=refusal):
         tabformer.load(folder)
 
 

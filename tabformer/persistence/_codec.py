@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 import torch
 from sklearn.base import BaseEstimator
+from skorch.callbacks import ParamMapper
 
 from ._files import Reader, Writer
 from ._format import ALLOWED_FUNCTIONS, ARRAYS_FILE, PersistenceError, qualified_name, resolve
@@ -38,7 +39,8 @@ def _tagged(kind: str, **fields) -> dict:
 def _init_arguments(obj, where: str) -> dict:
     """The constructor arguments of ``obj``: ``get_params(deep=False)``, or attributes of the same names."""
     if hasattr(obj, "get_params"):  # skorch callbacks list their private attributes too
-        return {key: value for key, value in obj.get_params(deep=False).items() if not key.startswith("_")}
+        arguments = {key: value for key, value in obj.get_params(deep=False).items() if not key.startswith("_")}
+        return _param_mapper_arguments(obj, arguments, where) if isinstance(obj, ParamMapper) else arguments
     arguments = {}
     for name, parameter in inspect.signature(type(obj)).parameters.items():
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
@@ -48,6 +50,38 @@ def _init_arguments(obj, where: str) -> dict:
                 f"{where} = {obj!r} cannot be saved: its constructor argument {name!r} is not kept as an attribute"
             )
         arguments[name] = getattr(obj, name)
+    return arguments
+
+
+def _epoch_of(at):
+    """The int epoch a ``ParamMapper``'s ``at`` was given as, where skorch's ``initialize`` wrapped it; else ``at``."""
+    method = getattr(getattr(at, "func", None), "__func__", None)
+    if not (isinstance(at, functools.partial) and method is ParamMapper._epoch_at):
+        return at
+    epoch = at.keywords.get("epoch")
+    if at.args or set(at.keywords) != {"epoch"} or not isinstance(epoch, int) or isinstance(epoch, bool):
+        return at
+    return epoch
+
+
+def _param_mapper_arguments(mapper, arguments: dict, where: str) -> dict:
+    """A ``ParamMapper``'s (``Freezer``, ``Unfreezer``, ``Initializer``) arguments as given, undoing ``initialize``.
+
+    skorch's ``initialize`` replaces an int ``at`` with ``partial(self._epoch_at, epoch=at)`` and ``schedule=None``
+    with the bound ``self._default_schedule``: neither can be written by name, and both mean what the int and None
+    say (``_epoch_at`` reads only the net's history; ``_default_schedule`` only ``at`` and ``fn``). ``clone`` copies
+    the mapper they are bound to, so a copy's are recognised too.
+    """
+    arguments["at"] = _epoch_of(arguments.get("at"))
+    schedule = arguments.get("schedule")
+    if inspect.ismethod(schedule) and schedule.__func__ is ParamMapper._default_schedule:
+        owner = schedule.__self__
+        if owner is not mapper and (owner.fn is not mapper.fn or _epoch_of(owner.at) != arguments["at"]):
+            raise PersistenceError(
+                f"{where}['schedule'] = {schedule!r} cannot be saved: it is the schedule of another "
+                f"{type(owner).__name__}, with another fn or at; pass schedule=None"
+            )
+        arguments["schedule"] = None
     return arguments
 
 

@@ -48,8 +48,33 @@ ALLOWED_MODULES = ("tabformer", "torch.nn", "torch.optim", "torch.utils.data", "
 #: functions outside tabformer a config may name: skorch callbacks' defaults (their sink, and
 #: ``EpochScoring``/``BatchScoring``'s ``target_extractor``), which read no file and run no code of the folder's;
 #: ``skorch.utils.noop`` is the sink of ``Checkpoint`` and ``TrainEndCheckpoint`` (which a load still refuses
-#: unless trusted, see :data:`REFUSED_CLASSES`) and ``ParamMapper``'s default ``fn``
-ALLOWED_FUNCTIONS = frozenset({"builtins:print", "skorch.utils:to_numpy", "skorch.utils:noop"})
+#: unless trusted, see :data:`REFUSED_CLASSES`) and ``ParamMapper``'s default ``fn``. ``Freezer``/``Unfreezer``'s
+#: ``fn`` only set a parameter's ``requires_grad``; the ``torch.nn.init`` functions below (an ``Initializer``'s
+#: ``fn``) only fill the tensor they are given with numbers, using their defaults (a ``partial`` is never saved)
+ALLOWED_FUNCTIONS = frozenset(
+    {
+        "builtins:print",
+        "skorch.utils:to_numpy",
+        "skorch.utils:noop",
+        "skorch.utils:freeze_parameter",
+        "skorch.utils:unfreeze_parameter",
+        *(
+            f"torch.nn.init:{name}"
+            for name in (
+                "uniform_",
+                "normal_",
+                "trunc_normal_",
+                "xavier_uniform_",
+                "xavier_normal_",
+                "kaiming_uniform_",
+                "kaiming_normal_",
+                "orthogonal_",
+                "zeros_",
+                "ones_",
+            )
+        ),
+    }
+)
 #: classes of the allowed modules that a config still may not name: skorch's checkpoint
 #: callbacks read files with ``torch.load`` (a pickle, with the net's ``torch_load_kwargs``)
 #: from wherever the config points, as a fit begins or ends; skorch.hf loads Hugging Face

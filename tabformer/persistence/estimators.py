@@ -176,6 +176,8 @@ def save_estimator(estimator, path) -> None:
         "encoders": [encode(dict(encoder.config), "encoder", writer) for encoder in encoders],
         "n_parameters": sum(p.numel() for p in module.parameters()),
         "trained_on": str(next(module.parameters()).device),
+        # a Freezer (or set_params(freeze_encoder=...)) froze them during the fit; partial_fit keeps them so
+        "frozen": [name for name, parameter in module.named_parameters() if not parameter.requires_grad],
     }
     config["metrics"] = _metrics(getattr(estimator, "history_", None))
     groups = [{k: v for k, v in group.items() if k != "params"} for group in estimator.optimizer_.param_groups]
@@ -307,6 +309,7 @@ def load_estimator(reader: Reader, config: dict, device=None):
         )
     _restore_positions_scale(estimator.module_, architecture)
     load_weights(estimator.module_, reader)
+    _restore_frozen(estimator.module_, architecture.get("frozen"), reader)
     estimator.history_ = History(untag_nonfinite(reader.json(HISTORY_FILE)))  # older folders' bare NaN reads too
     if hasattr(type(estimator), "_accelerator"):  # never saved: this run's, as after unpickling (docs/scale.md's guard reads it)
         estimator.accelerator_ = None
@@ -315,6 +318,19 @@ def load_estimator(reader: Reader, config: dict, device=None):
         for group, saved in zip(estimator.optimizer_.param_groups, groups):
             group.update(saved)
     return estimator
+
+
+def _restore_frozen(module, frozen, reader: Reader) -> None:
+    """Parameters frozen when saved (``requires_grad`` off) are frozen again; folders saved before this keep the module's."""
+    if frozen is None:
+        return
+    parameters = dict(module.named_parameters())
+    names = isinstance(frozen, list) and all(isinstance(name, str) for name in frozen)
+    unknown = [name for name in frozen if name not in parameters] if names else [frozen]
+    if unknown:
+        raise PersistenceError(f"{reader.path(CONFIG_FILE)}: module.frozen names {unknown[:3]!r}, not parameters of the module")
+    for name, parameter in parameters.items():
+        parameter.requires_grad_(name not in frozen)
 
 
 def _nested_encoder(reader: Reader, folder: str):
