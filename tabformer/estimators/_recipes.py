@@ -374,7 +374,10 @@ class RecipeMixin:
         restarted = []
         for _, callback in getattr(self, "callbacks_", ()):
             # skorch passes the callback's own attributes (its ``kwargs`` property) to the scheduler.
-            if isinstance(callback, LRScheduler) and "last_epoch" not in vars(callback):
+            # ReduceLROnPlateau takes no ``last_epoch`` (its constructor raised TypeError at every partial_fit).
+            policy = getattr(callback, "policy_", None)
+            takes = policy is not None and "last_epoch" in inspect.signature(policy).parameters
+            if isinstance(callback, LRScheduler) and takes and "last_epoch" not in vars(callback):
                 callback.last_epoch = -1
                 restarted.append(callback)
         try:

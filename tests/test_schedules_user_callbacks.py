@@ -1,0 +1,37 @@
+"""The built-in schedule and early stopping beside the user's own callbacks (a review's finds)."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from skorch.callbacks import LRScheduler
+from torch.optim.lr_scheduler import ReduceLROnPlateau
+
+from tabformer import TabFormerClassifier
+
+
+@pytest.fixture
+def table():
+    rng = np.random.RandomState(0)
+    X = pd.DataFrame({"a": rng.randn(120), "b": rng.randn(120), "c": rng.choice(["x", "y", "z"], 120)})
+    y = np.where(X.a + (X.c == "x") + 0.3 * rng.randn(120) > 0.5, "pos", "neg")
+    return X, y
+
+
+def _small(**params):
+    params = {"lr": 1e-2, "batch_size": 32, "ensemble_size": 1, **params}
+    return TabFormerClassifier(encoder__d_model=16, encoder__n_layers=1, encoder__n_heads=2, random_state=0, verbose=0, **params)
+
+
+def test_reduce_lr_on_plateau_continues_in_partial_fit_and_warm_fit(table):
+    # _schedule_from_the_peak set last_epoch=-1 on every LRScheduler: ReduceLROnPlateau takes none (TypeError).
+    X, y = table
+
+    def plateau():
+        return LRScheduler(ReduceLROnPlateau, monitor="valid_loss", patience=0, factor=0.5)
+
+    net = _small(max_epochs=2, lr_schedule=None, callbacks=[plateau()]).fit(X, y)
+    net.partial_fit(X, y)
+    assert len(net.history) == 4
+    warm = _small(max_epochs=2, lr_schedule=None, warm_start=True, callbacks=[plateau()]).fit(X, y)
+    warm.fit(X, y)
+    assert len(warm.history) == 4
