@@ -35,3 +35,15 @@ def test_reduce_lr_on_plateau_continues_in_partial_fit_and_warm_fit(table):
     warm = _small(max_epochs=2, lr_schedule=None, warm_start=True, callbacks=[plateau()]).fit(X, y)
     warm.fit(X, y)
     assert len(warm.history) == 4
+
+
+@pytest.mark.parametrize("continued", ["partial_fit", "warm_start"])
+def test_set_params_max_epochs_stretches_the_cosine(table, continued):
+    # T_max stayed at the first fit's 4 epochs: the rate fell to 0 at epoch 5 and climbed back.
+    X, y = table
+    net = _small(max_epochs=4, patience=None, warm_start=continued == "warm_start").fit(X, y)
+    net.set_params(max_epochs=8)
+    net.partial_fit(X, y) if continued == "partial_fit" else net.fit(X, y)
+    lrs = [epoch["event_lr"] for epoch in net.history[4:]]
+    assert dict(net.callbacks_)["lr_scheduler"].T_max == 8
+    assert lrs[0] == pytest.approx(1e-2) and np.all(np.diff(lrs) < 0) and min(lrs) > 0

@@ -340,8 +340,8 @@ class RecipeMixin:
 
         ``resolved_params_`` is read ahead of the parameters, so ``set_params(max_epochs=3)``
         after a fit ran the old epoch count, batch size and learning rate (a review's find).
-        A new ``lr`` becomes each parameter group's rate to restart from; a new schedule or
-        patience rebuilds the callbacks. ``"auto"`` keeps what the last fit resolved.
+        A new ``lr`` becomes each parameter group's rate to restart from; a new schedule,
+        patience, holdout or ``max_epochs`` rebuilds the callbacks. ``"auto"`` keeps what the last fit resolved.
         """
         resolved = self.__dict__.get("resolved_params_")
         given = {name: params[name] for name in (*TOP_LEVEL, "validation_fraction") if name in params}
@@ -359,7 +359,7 @@ class RecipeMixin:
         if "lr" in given and getattr(self, "optimizer_", None) is not None:
             for group in self.optimizer_.param_groups:
                 group["lr"] = group["initial_lr"] = self._setting("lr")
-        if {"lr_schedule", "patience", "validation_fraction"} & set(given):
+        if {"lr_schedule", "patience", "validation_fraction", "max_epochs"} & set(given):  # the cosine's T_max is max_epochs
             self.initialize_callbacks()
         return self
 
