@@ -3,10 +3,11 @@
 import numpy as np
 import pandas as pd
 import pytest
-from skorch.callbacks import LRScheduler
-from torch.optim.lr_scheduler import ReduceLROnPlateau
+from skorch.callbacks import Callback, LRScheduler
+from torch.optim.lr_scheduler import OneCycleLR, ReduceLROnPlateau, StepLR
 
 from tabformer import TabFormerClassifier
+from tabformer.callbacks import WarmupLinearLR
 
 
 @pytest.fixture
@@ -47,3 +48,42 @@ def test_set_params_max_epochs_stretches_the_cosine(table, continued):
     lrs = [epoch["event_lr"] for epoch in net.history[4:]]
     assert dict(net.callbacks_)["lr_scheduler"].T_max == 8
     assert lrs[0] == pytest.approx(1e-2) and np.all(np.diff(lrs) < 0) and min(lrs) > 0
+
+
+def _lr_recorder():
+    class LrRecorder(Callback):
+        def initialize(self):
+            self.lrs = []
+            return self
+
+        def on_batch_begin(self, net, training=False, **kwargs):
+            if training:
+                self.lrs.append(net.optimizer_.param_groups[0]["lr"])
+
+    return LrRecorder()
+
+
+def test_a_schedule_of_your_own_replaces_the_auto_one(table):
+    # The built-in cosine multiplied into the user's StepLR: 0.01, 0.0043, 0.00125... instead of halving.
+    X, y = table
+    net = _small(max_epochs=4, callbacks=[LRScheduler(StepLR, step_size=1, gamma=0.5)]).fit(X, y)
+    assert net.resolved_params_["lr_schedule"] is None
+    assert "lr_scheduler" not in dict(net.callbacks_)
+    assert [epoch["event_lr"] for epoch in net.history] == pytest.approx([1e-2, 5e-3, 2.5e-3, 1.25e-3])
+
+
+def test_warmup_linear_of_your_own_replaces_the_auto_one(table):
+    X, y = table
+    recorder = _lr_recorder()
+    net = _small(max_epochs=2, callbacks=[("mine", WarmupLinearLR(warmup=0.5)), recorder]).fit(X, y)
+    assert net.resolved_params_["lr_schedule"] is None and "lr_scheduler" not in dict(net.callbacks_)
+    assert int(np.argmax(recorder.lrs)) == len(recorder.lrs) // 2  # the user's warm-up share, not the recipe's cosine
+
+
+@pytest.mark.parametrize("lr_schedule", ["cosine", "warmup_linear"])
+def test_an_explicit_schedule_beside_your_own_is_refused(table, lr_schedule):
+    # warmup_linear overwrote a OneCycleLR's rate every batch.
+    X, y = table
+    own = LRScheduler(OneCycleLR, max_lr=1e-2, total_steps=8, step_every="batch")
+    with pytest.raises(ValueError, match=rf"lr_schedule='{lr_schedule}' and the schedule in callbacks \('LRScheduler'\)"):
+        _small(max_epochs=2, lr_schedule=lr_schedule, callbacks=[own]).fit(X, y)

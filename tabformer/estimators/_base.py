@@ -19,14 +19,13 @@ import numpy as np
 import torch
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
-from skorch.callbacks import LRScheduler, ProgressBar
-from torch.optim.lr_scheduler import CosineAnnealingLR
+from skorch.callbacks import ProgressBar
 from torch.utils.data import Dataset
 
 from .._checkpoint import epochs_left
 from .._data import TensorDictDataset
 from .._validation import check_target
-from ..callbacks import EarlyStopping, NonFiniteGuard, WarmupLinearLR, log_user_interrupt
+from ..callbacks import log_user_interrupt
 from ..export import export_onnx
 from ..hub import load_for_estimator, load_pretrained
 from ..nn.encoder import TransformerEncoder
@@ -36,7 +35,6 @@ from ..tokenizers import make_tokenizer
 from ..tokenizers.base import fit_with_target, transform_for
 from ._categories import adopt_new_categories, continued_tokens, pretrained_tokens, with_grown_categories
 from ._classes import check_same_classes
-from ._collapse import ValidationAnswerSpread
 from ._distributed import DistributedMixin
 from ._epoch import EpochMixin
 from ._fit_checks import check_before_training
@@ -52,7 +50,7 @@ from ._params import (
     pixel_bytes,
 )
 from ._precision import PrecisionMixin
-from ._recipes import AUTO, RecipeMixin, resolve_recipe
+from ._recipes import RecipeMixin, resolve_recipe
 from ._split import HoldoutSplitMixin
 from ._text_recipes import (
     pretrained_encoder,
@@ -61,6 +59,7 @@ from ._text_recipes import (
     wants_text_stem,
     wants_text_weights,
 )
+from ._user_callbacks import builtin_callbacks
 from ._util import adopt_pretrained_tokenizer, construct, num_samples, seeded_torch
 from ._weighted_scores import weighted_callbacks
 from ._weights import WeightedLossMixin, check_sample_weight, with_weights
@@ -237,21 +236,9 @@ class TabFormerNet(
         return self.tokenizer_.build_embedder(d_model)
 
     def get_default_callbacks(self):
-        """skorch's callbacks (losses, ``valid_acc`` weighted), the non-finite guard, the ``lr_schedule``, early stopping."""
-        callbacks = weighted_callbacks(super().get_default_callbacks())
-        callbacks += [("nonfinite", NonFiniteGuard()), ("collapse", ValidationAnswerSpread())]
-        lr_schedule, max_epochs, patience = (self._setting(name) for name in ("lr_schedule", "max_epochs", "patience"))
-        if lr_schedule == "cosine" and max_epochs != AUTO:
-            # Decays to 0 at max_epochs: a fit that runs to the end finishes with small, refining steps.
-            callbacks.append(("lr_scheduler", LRScheduler(policy=CosineAnnealingLR, T_max=max_epochs)))
-        elif lr_schedule == "warmup_linear":
-            callbacks.append(("lr_scheduler", WarmupLinearLR()))
-        # Other values are refused by fit (check_params): skorch builds callbacks in set_params, which must not validate.
-        if patience is not None and patience != AUTO and self._uses_validation():
-            monitor = self._setting("monitor") if hasattr(self, "resolved_params_") else "valid_loss"
-            stopping = EarlyStopping(monitor=monitor, patience=patience, load_best=True, sink=self._sink)
-            callbacks.append(("early_stopping", stopping))
-        return callbacks
+        """skorch's callbacks (losses, ``valid_acc`` weighted), then tabformer's (``_user_callbacks.builtin_callbacks``):
+        the non-finite guard, the collapse check, the ``lr_schedule``, early stopping."""
+        return weighted_callbacks(super().get_default_callbacks()) + builtin_callbacks(self)
 
     def initialize_callbacks(self):
         """skorch's; a ``ProgressBar()`` counts its batches while ``batch_size`` is ``"auto"``.

@@ -64,6 +64,7 @@ from ._probe import probe_recipe
 from ._routing import routed_kinds
 from ._split import DEFAULT_VALIDATION_FRACTION, auto_validation_fraction
 from ._text_finetune import text_finetune_recipe
+from ._user_callbacks import defer_to_user_callbacks
 
 __all__ = [
     "AUTO",
@@ -294,6 +295,7 @@ def resolve_recipe(estimator, tokenizer, X, n_rows: int, pretrained: bool) -> di
     for name in ("patience", "monitor"):  # routed to the callback, they win over the recipe there too
         if f"callbacks__early_stopping__{name}" in user:
             resolved[name] = getattr(estimator, f"callbacks__early_stopping__{name}")
+    defer_to_user_callbacks(estimator, resolved)  # "auto" leaves the schedule to the user's own callback
     fraction = estimator.validation_fraction
     if isinstance(fraction, str) and fraction == AUTO:
         # Without early stopping nothing is decided on the holdout: train on every row.
