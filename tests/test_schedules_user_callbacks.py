@@ -3,11 +3,13 @@
 import numpy as np
 import pandas as pd
 import pytest
-from skorch.callbacks import Callback, LRScheduler
+import torch
+from skorch.callbacks import Callback, Checkpoint, EarlyStopping, LRScheduler
 from torch.optim.lr_scheduler import OneCycleLR, ReduceLROnPlateau, StepLR
 
 from tabformer import TabFormerClassifier
 from tabformer.callbacks import WarmupLinearLR
+from tabformer.estimators._collapse import _kept_epoch, early_stopping_advice
 
 
 @pytest.fixture
@@ -87,3 +89,71 @@ def test_an_explicit_schedule_beside_your_own_is_refused(table, lr_schedule):
     own = LRScheduler(OneCycleLR, max_lr=1e-2, total_steps=8, step_every="batch")
     with pytest.raises(ValueError, match=rf"lr_schedule='{lr_schedule}' and the schedule in callbacks \('LRScheduler'\)"):
         _small(max_epochs=2, lr_schedule=lr_schedule, callbacks=[own]).fit(X, y)
+
+
+class _Snapshots(Callback):
+    def initialize(self):
+        self.weights = {}
+        return self
+
+    def on_epoch_end(self, net, **kwargs):
+        self.weights[len(net.history)] = {k: v.clone() for k, v in net.module_.state_dict().items()}
+
+
+def _holds(net, weights):
+    return all(torch.equal(value, weights[key]) for key, value in net.module_.state_dict().items())
+
+
+def test_an_early_stopping_of_your_own_replaces_the_auto_one_and_keeps_the_holdout(table):
+    # The built-in (patience 8) stopped at epoch 15 of 30 and both restored, the user's (patience 100) winning.
+    X, y = table
+    own, snapshots = EarlyStopping(monitor="valid_acc", lower_is_better=False, patience=100, load_best=True), _Snapshots()
+    net = _small(max_epochs=12, lr=0.3, lr_schedule=None, callbacks=[own, snapshots]).fit(X, y)
+    assert "early_stopping" not in dict(net.callbacks_) and len(net.history) == 12
+    assert net.resolved_params_["patience"] is None and net.resolved_params_["validation_fraction"] == 0.3
+    assert _kept_epoch(net) == own.best_epoch_ and _holds(net, snapshots.weights[own.best_epoch_])
+
+
+@pytest.mark.parametrize("setting", [{"patience": 3}, {"callbacks__early_stopping__patience": 3}])
+def test_an_explicit_patience_beside_your_early_stopping_is_refused(table, setting):
+    X, y = table
+    with pytest.raises(ValueError, match=rf"{next(iter(setting))}=?.*beside the EarlyStopping in callbacks \('EarlyStopping'\)"):
+        _small(max_epochs=2, callbacks=[EarlyStopping(patience=3)], **setting).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda folder: EarlyStopping(patience=3),
+        lambda folder: LRScheduler(ReduceLROnPlateau, monitor="valid_loss"),
+        lambda folder: Checkpoint(dirname=str(folder)),  # monitors valid_loss_best
+    ],
+    ids=["EarlyStopping", "ReduceLROnPlateau", "Checkpoint"],
+)
+def test_patience_none_keeps_the_holdout_a_callback_of_yours_reads(table, make, tmp_path):
+    # validation_fraction="auto" held out nothing without the built-in early stopping: skorch's KeyError at epoch 1.
+    X, y = table
+    net = _small(max_epochs=2, patience=None, lr_schedule=None, callbacks=[make(tmp_path)]).fit(X, y)
+    assert net.resolved_params_["validation_fraction"] == 0.3 and "valid_loss" in net.history[-1]
+
+
+@pytest.mark.parametrize("split", [{"validation_fraction": None}, {"train_split": None}])
+def test_no_holdout_beside_a_callback_that_reads_one_is_refused_at_fit(table, split):
+    X, y = table
+    name = "validation_fraction=None" if "validation_fraction" in split else "train_split=None"
+    own = LRScheduler(ReduceLROnPlateau, monitor="valid_loss")
+    with pytest.raises(ValueError, match=rf"'LRScheduler' \(monitor='valid_loss'\) in callbacks read .* but {name} holds"):
+        _small(max_epochs=2, patience=None, lr_schedule=None, callbacks=[own], **split).fit(X, y)
+
+
+def test_the_collapse_check_reads_the_early_stopping_whose_weights_were_restored(table):
+    # It read the first restorer (here one whose best epoch was the last: it restored nothing), not the one that loaded.
+    X, y = table
+    last = EarlyStopping(monitor="train_loss", patience=100, load_best=True)
+    earlier = EarlyStopping(monitor="valid_acc", lower_is_better=True, patience=100, load_best=True)
+    snapshots = _Snapshots()
+    net = _small(max_epochs=6, lr=1e-3, lr_schedule=None, callbacks=[last, earlier, snapshots]).fit(X, y)
+    assert last.best_epoch_ == 6 and earlier.best_epoch_ < 6  # the premise: only the second one loaded
+    assert _kept_epoch(net) == earlier.best_epoch_ and _holds(net, snapshots.weights[earlier.best_epoch_])
+    assert f"kept epoch {earlier.best_epoch_} of the 6" in early_stopping_advice(net)
+    assert "EarlyStopping patience (100)" in early_stopping_advice(net)

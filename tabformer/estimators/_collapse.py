@@ -196,12 +196,16 @@ class ValidationAnswerSpread(Callback):
 
 
 def _restoring_early_stopping(net):
-    """The early-stopping callback that restored its best epoch's weights at the end of the fit, or None."""
-    for _, callback in getattr(net, "callbacks_", ()):
-        restores = isinstance(callback, EarlyStopping) and callback.load_best
-        if restores and getattr(callback, "best_model_weights_", None) is not None:
-            return callback
-    return None
+    """The early-stopping callback whose best epoch's weights the fit ended with, or None.
+
+    With several (the user's callbacks may hold more than one), skorch runs their ``on_train_end`` in
+    order: the last one that loaded wins, and one whose best epoch was the last loaded nothing.
+    """
+    callbacks = [callback for _, callback in getattr(net, "callbacks_", ()) if isinstance(callback, EarlyStopping)]
+    restorers = [cb for cb in callbacks if cb.load_best and getattr(cb, "best_model_weights_", None) is not None]
+    last = net.history[-1, "epoch"] if len(getattr(net, "history", ())) else None
+    loaded = [callback for callback in restorers if callback.best_epoch_ != last]
+    return (loaded or restorers or [None])[-1]
 
 
 def _kept_epoch(net):
@@ -226,12 +230,14 @@ def early_stopping_advice(net) -> str | None:
     if callback is None or not len(net.history) or callback.best_epoch_ >= net.history[-1, "epoch"]:
         return None
     rows = sum(batch.get("valid_batch_size", 0) for batch in net.history[-1, "batches"])
+    builtin = dict(net.callbacks_).get("early_stopping") is callback and net._setting("patience") is not None
+    patience = f"patience (resolved: {net._setting('patience')})" if builtin else f"EarlyStopping patience ({callback.patience})"
+    without = "patience=None to train every epoch on every row" if builtin else "no EarlyStopping to train every epoch"
     judged = f"the out-of-fold predictions of {rows} rows" if getattr(net, "_out_of_fold", bool)() else f"{rows} held-out rows"
     return (
         f"early stopping kept epoch {callback.best_epoch_} of the {net.history[-1, 'epoch']} it ran, judged on "
-        f"{judged}: try a larger patience (resolved: {net._setting('patience')}) or validation_fraction "
-        f"(resolved: {net._setting('validation_fraction')}), or patience=None to train every epoch on every row; "
-        "or check that the features carry signal"
+        f"{judged}: try a larger {patience} or validation_fraction (resolved: {net._setting('validation_fraction')}), "
+        f"or {without}; or check that the features carry signal"
     )
 
 

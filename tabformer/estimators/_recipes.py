@@ -64,7 +64,7 @@ from ._probe import probe_recipe
 from ._routing import routed_kinds
 from ._split import DEFAULT_VALIDATION_FRACTION, auto_validation_fraction
 from ._text_finetune import text_finetune_recipe
-from ._user_callbacks import defer_to_user_callbacks
+from ._user_callbacks import check_holdout_readers, defer_to_user_callbacks, holdout_readers
 
 __all__ = [
     "AUTO",
@@ -295,11 +295,13 @@ def resolve_recipe(estimator, tokenizer, X, n_rows: int, pretrained: bool) -> di
     for name in ("patience", "monitor"):  # routed to the callback, they win over the recipe there too
         if f"callbacks__early_stopping__{name}" in user:
             resolved[name] = getattr(estimator, f"callbacks__early_stopping__{name}")
-    defer_to_user_callbacks(estimator, resolved)  # "auto" leaves the schedule to the user's own callback
+    defer_to_user_callbacks(estimator, resolved)  # "auto" leaves the schedule, early stopping to the user's own callbacks
     fraction = estimator.validation_fraction
     if isinstance(fraction, str) and fraction == AUTO:
-        # Without early stopping nothing is decided on the holdout: train on every row.
-        fraction = auto_validation_fraction(estimator, kind, n_rows) if resolved["patience"] is not None else None
+        # Without early stopping (or a callback of the user's reading a valid_* score) nothing is decided on the holdout.
+        held = resolved["patience"] is not None or holdout_readers(estimator)
+        fraction = auto_validation_fraction(estimator, kind, n_rows) if held else None
+    check_holdout_readers(estimator, fraction)
     resolved["validation_fraction"] = fraction
     resolved["precision"] = estimator._resolve_precision_setting()
     if fuses_optimizer_step(estimator, user):
@@ -351,7 +353,8 @@ class RecipeMixin:
             resolved.update({name: value for name, value in given.items() if not (isinstance(value, str) and value == AUTO)})
             if given.get("validation_fraction") == AUTO:  # as resolve_recipe decides it
                 auto = getattr(self, "_auto_validation_fraction", DEFAULT_VALIDATION_FRACTION)
-                resolved["validation_fraction"] = auto if resolved["patience"] is not None else None
+                held = resolved["patience"] is not None or holdout_readers(self)
+                resolved["validation_fraction"] = auto if held else None
         super().set_params(**params)
         if resolved is not None and "precision" in params:  # what the next partial_fit (and predict) runs in
             with contextlib.suppress(ValueError):  # a precision an Accelerator contradicts: predict and fit name it

@@ -1,4 +1,4 @@
-"""The built-in callbacks beside the user's own: one learning-rate schedule.
+"""The built-in callbacks beside the user's own: one learning-rate schedule, one early stopping.
 
 The estimators install a schedule (``lr_schedule``) under the name ``"lr_scheduler"``. A
 schedule of the user's own in ``callbacks=[...]`` (skorch's ``LRScheduler``, or
@@ -6,17 +6,29 @@ schedule of the user's own in ``callbacks=[...]`` (skorch's ``LRScheduler``, or
 a ``StepLR``'s rates, ``warmup_linear`` overwrote a ``OneCycleLR``'s every batch, and both
 wrote ``event_lr``. Now ``"auto"`` defers to the user's (resolves to None), and an explicit
 ``lr_schedule`` beside one is refused at ``fit``, naming both.
+
+Early stopping alike: the built-in one (``patience``) fired before a user's
+``EarlyStopping`` with a larger patience, and both restored their best weights, the last
+restorer winning. ``patience="auto"`` now defers to the user's (resolves to None) while the
+holdout stays: ``validation_fraction="auto"`` holds out rows whenever a callback of the
+user's reads a validation score (``monitor="valid_..."``: ``EarlyStopping``, ``Checkpoint``,
+``ReduceLROnPlateau``), and a holdout set to none beside one is refused at ``fit``, naming
+``validation_fraction`` (skorch's ``KeyError`` came after the first epoch).
 """
 
 from __future__ import annotations
 
+import inspect
+
+import torch
+from skorch.callbacks import EarlyStopping as SkorchEarlyStopping
 from skorch.callbacks import LRScheduler
-from torch.optim.lr_scheduler import CosineAnnealingLR
+from torch.optim.lr_scheduler import CosineAnnealingLR, ReduceLROnPlateau
 
 from ..callbacks import EarlyStopping, NonFiniteGuard, WarmupLinearLR
 from ._collapse import ValidationAnswerSpread
 
-__all__ = ["builtin_callbacks", "defer_to_user_callbacks", "user_callbacks"]
+__all__ = ["builtin_callbacks", "check_holdout_readers", "defer_to_user_callbacks", "holdout_readers", "user_callbacks"]
 
 _AUTO = "auto"
 
@@ -62,8 +74,67 @@ def user_schedules(net) -> list:
     return [name for name, callback in user_callbacks(net) if _is_a(callback, (LRScheduler, WarmupLinearLR))]
 
 
+def user_stoppers(net) -> list:
+    """Names of the user's ``EarlyStopping`` callbacks (skorch's or tabformer's)."""
+    return [name for name, callback in user_callbacks(net) if _is_a(callback, SkorchEarlyStopping)]
+
+
+def _monitor(net, name: str, callback):
+    if _is_a(callback, LRScheduler):  # skorch reads an LRScheduler's monitor for ReduceLROnPlateau only
+        policy = callback.policy if not isinstance(callback, type) else None
+        policy = getattr(torch.optim.lr_scheduler, policy, None) if isinstance(policy, str) else policy
+        if not (isinstance(policy, type) and issubclass(policy, ReduceLROnPlateau)):
+            return None
+    if isinstance(callback, type):
+        parameter = inspect.signature(callback).parameters.get("monitor")
+        monitor = None if parameter is None else parameter.default
+    else:
+        monitor = getattr(callback, "monitor", None)
+    return vars(net).get(f"callbacks__{name}__monitor", monitor)
+
+
+def holdout_readers(net) -> list:
+    """The user's callbacks that read a validation score, as ``"'name' (monitor='valid_...')"``.
+
+    Parameters
+    ----------
+    net : TabFormerNet
+
+    Returns
+    -------
+    list of str
+    """
+    monitors = ((name, _monitor(net, name, callback)) for name, callback in user_callbacks(net))
+    return [f"{name!r} (monitor={m!r})" for name, m in monitors if isinstance(m, str) and m.startswith("valid_")]
+
+
+def check_holdout_readers(net, fraction) -> None:
+    """Refuse a fit without validation rows when a callback of the user's reads a validation score.
+
+    Parameters
+    ----------
+    net : TabFormerNet
+    fraction : float or None
+        The resolved ``validation_fraction``.
+
+    Raises
+    ------
+    ValueError
+        Naming the callbacks and ``validation_fraction`` (or ``train_split=None``).
+    """
+    readers = holdout_readers(net)
+    auto_split = isinstance(net.train_split, str) and net.train_split == _AUTO
+    if not readers or (bool(fraction) if auto_split else net.train_split is not None):
+        return
+    setting = f"validation_fraction={fraction!r}" if auto_split else "train_split=None"
+    raise ValueError(
+        f"{', '.join(readers)} in callbacks read a validation score, but {setting} holds out no row to score: pass "
+        "validation_fraction='auto' (or a share such as 0.1), or monitor a train_* key"
+    )
+
+
 def defer_to_user_callbacks(net, resolved: dict) -> dict:
-    """``resolved`` with ``lr_schedule`` None where the user's own schedule takes its place.
+    """``resolved`` with ``lr_schedule`` (``patience``) None where the user's own schedule (early stopping) takes its place.
 
     Parameters
     ----------
@@ -79,7 +150,8 @@ def defer_to_user_callbacks(net, resolved: dict) -> dict:
     Raises
     ------
     ValueError
-        When ``lr_schedule`` is set (not ``"auto"`` or None) beside a schedule in ``callbacks``.
+        When ``lr_schedule`` is set (not ``"auto"`` or None) beside a schedule in ``callbacks``,
+        or ``patience`` (or ``callbacks__early_stopping__*``) beside an ``EarlyStopping`` there.
     """
     schedules = user_schedules(net)
     if schedules and net.lr_schedule is not None and not _is_auto(net.lr_schedule):
@@ -89,6 +161,18 @@ def defer_to_user_callbacks(net, resolved: dict) -> dict:
         )
     if schedules:
         resolved["lr_schedule"] = None
+    stoppers = user_stoppers(net)
+    routed = sorted(key for key in vars(net) if key.startswith("callbacks__early_stopping__"))
+    given = [f"patience={net.patience!r}"] if net.patience is not None and not _is_auto(net.patience) else []
+    given += routed if "early_stopping" not in stoppers else []  # routed to the user's own, named so
+    if stoppers and given:
+        raise ValueError(
+            f"{', '.join(given)} sets the built-in early stopping, beside the EarlyStopping in callbacks "
+            f"({', '.join(map(repr, stoppers))}): two early stoppings would each restore their best weights; pass "
+            "patience='auto' (which leaves it to yours) and set yours, or leave the callback out"
+        )
+    if stoppers:
+        resolved["patience"] = None
     return resolved
 
 
@@ -96,8 +180,9 @@ def builtin_callbacks(net) -> list:
     """The callbacks every estimator adds to skorch's: the non-finite guard, the collapse check,
     the ``lr_schedule`` and early stopping, as ``(name, callback)``.
 
-    No built-in schedule runs beside one of the user's own (``fit`` refuses an explicit
-    ``lr_schedule`` beside one; this also covers ``set_params(callbacks=...)`` after a fit).
+    No built-in schedule (early stopping) runs beside one of the user's own (``fit`` refuses an
+    explicit ``lr_schedule`` or ``patience`` beside one; this also covers ``set_params(callbacks=...)``
+    after a fit).
 
     Parameters
     ----------
@@ -111,6 +196,8 @@ def builtin_callbacks(net) -> list:
     lr_schedule, max_epochs, patience = (net._setting(name) for name in ("lr_schedule", "max_epochs", "patience"))
     if user_schedules(net):
         lr_schedule = None
+    if user_stoppers(net):
+        patience = None
     if lr_schedule == "cosine" and not _is_auto(max_epochs):
         # Decays to 0 at max_epochs: a fit that runs to the end finishes with small, refining steps.
         callbacks.append(("lr_scheduler", LRScheduler(policy=CosineAnnealingLR, T_max=max_epochs)))
