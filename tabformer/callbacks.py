@@ -135,6 +135,17 @@ class EarlyStopping(_SkorchEarlyStopping):
         super().on_train_begin(net, **kwargs)
         self.dynamic_threshold_ = float("inf") if self.lower_is_better_ else float("-inf")
 
+    def on_epoch_end(self, net, **kwargs):
+        """skorch's, after checking that a callback wrote ``monitor`` this epoch (skorch hook)."""
+        if self.monitor not in net.history[-1]:  # skorch's KeyError named the key, not what there is to watch
+            scores = sorted(key for key in net.history[-1] if key.startswith(("valid_", "train_")) and "_batch_" not in key)
+            raise ValueError(
+                f"EarlyStopping monitors {self.monitor!r}, which no callback wrote in epoch {len(net.history)}; the "
+                f"history has {scores}: monitor one of them, or add a scoring callback that writes it, e.g. "
+                f"EpochScoring(..., name={self.monitor!r}) (with a validation split for a valid_* name)"
+            )
+        return super().on_epoch_end(net, **kwargs)
+
     def _is_score_improved(self, score):
         return score < self.dynamic_threshold_ if self.lower_is_better_ else score > self.dynamic_threshold_
 

@@ -4,10 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from skorch.callbacks import Callback, Checkpoint, EarlyStopping, LRScheduler
+from skorch.callbacks import Callback, Checkpoint, EarlyStopping, EpochScoring, LRScheduler
 from torch.optim.lr_scheduler import OneCycleLR, ReduceLROnPlateau, StepLR
 
-from tabformer import TabFormerClassifier
+from tabformer import TabFormerClassifier, TabFormerRegressor
 from tabformer.callbacks import WarmupLinearLR
 from tabformer.estimators._collapse import _kept_epoch, early_stopping_advice
 
@@ -157,3 +157,33 @@ def test_the_collapse_check_reads_the_early_stopping_whose_weights_were_restored
     assert _kept_epoch(net) == earlier.best_epoch_ and _holds(net, snapshots.weights[earlier.best_epoch_])
     assert f"kept epoch {earlier.best_epoch_} of the 6" in early_stopping_advice(net)
     assert "EarlyStopping patience (100)" in early_stopping_advice(net)
+
+
+def test_the_built_in_early_stopping_can_watch_a_score_of_yours(table):
+    # skorch ran the default callbacks first: "Key 'valid_r2' was not found in history".
+    X, _ = table
+    y = X.a.to_numpy() + 0.1 * np.random.RandomState(1).randn(len(X))
+    scorer = EpochScoring("r2", name="valid_r2", lower_is_better=False)
+    net = TabFormerRegressor(
+        encoder__d_model=16,
+        encoder__n_layers=1,
+        encoder__n_heads=2,
+        random_state=0,
+        verbose=0,
+        ensemble_size=1,
+        max_epochs=3,
+        callbacks=[scorer],
+        callbacks__early_stopping__monitor="valid_r2",
+    ).fit(X, y)
+    names = [name for name, _ in net.callbacks_]
+    assert names.index("EpochScoring") < names.index("early_stopping") < names.index("print_log")
+    stopping = dict(net.callbacks_)["early_stopping"]
+    assert stopping.best_epoch_ == 1 + int(np.argmax([epoch["valid_r2"] for epoch in net.history]))
+
+
+def test_an_early_stopping_monitor_nothing_writes_names_what_there_is(table):
+    X, y = table
+    with pytest.raises(
+        ValueError, match=r"monitors 'valid_f1', which no callback wrote in epoch 1; the history has \[.*valid_acc"
+    ):
+        _small(max_epochs=2, callbacks__early_stopping__monitor="valid_f1").fit(X, y)

@@ -59,7 +59,7 @@ from ._text_recipes import (
     wants_text_stem,
     wants_text_weights,
 )
-from ._user_callbacks import builtin_callbacks
+from ._user_callbacks import builtin_callbacks, scores_before_stopping
 from ._util import adopt_pretrained_tokenizer, construct, num_samples, seeded_torch
 from ._weighted_scores import weighted_callbacks
 from ._weights import WeightedLossMixin, check_sample_weight, with_weights
@@ -241,13 +241,15 @@ class TabFormerNet(
         return weighted_callbacks(super().get_default_callbacks()) + builtin_callbacks(self)
 
     def initialize_callbacks(self):
-        """skorch's; a ``ProgressBar()`` counts its batches while ``batch_size`` is ``"auto"``.
+        """skorch's, the built-in early stopping after your callbacks; a ``ProgressBar()`` counts its batches
+        while ``batch_size`` is ``"auto"``.
 
         skorch's bar sizes itself from ``get_params()["batch_size"]``, which keeps the ``"auto"``
         you passed: it raised ``TypeError`` at the first epoch. A copy with
         ``batches_per_epoch="count"`` runs instead (your instance is left as it is).
         """
         super().initialize_callbacks()
+        self.callbacks_ = scores_before_stopping(self, self.callbacks_)  # early stopping may watch a score of yours
         if isinstance(NeuralNet.get_params_for(self, "iterator_train").get("batch_size", self.batch_size), str):
             self.callbacks_ = [(name, _counting_bar(cb)) for name, cb in self.callbacks_]
         return self

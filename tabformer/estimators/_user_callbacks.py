@@ -14,6 +14,10 @@ holdout stays: ``validation_fraction="auto"`` holds out rows whenever a callback
 user's reads a validation score (``monitor="valid_..."``: ``EarlyStopping``, ``Checkpoint``,
 ``ReduceLROnPlateau``), and a holdout set to none beside one is refused at ``fit``, naming
 ``validation_fraction`` (skorch's ``KeyError`` came after the first epoch).
+
+skorch runs its default callbacks before the user's, so the built-in early stopping read the
+history before a user's ``EpochScoring`` wrote its score: ``callbacks__early_stopping__monitor``
+on a score of the user's raised ``KeyError``. It now runs after the user's scoring callbacks.
 """
 
 from __future__ import annotations
@@ -23,12 +27,20 @@ import inspect
 import torch
 from skorch.callbacks import EarlyStopping as SkorchEarlyStopping
 from skorch.callbacks import LRScheduler
+from skorch.callbacks.scoring import ScoringBase
 from torch.optim.lr_scheduler import CosineAnnealingLR, ReduceLROnPlateau
 
 from ..callbacks import EarlyStopping, NonFiniteGuard, WarmupLinearLR
 from ._collapse import ValidationAnswerSpread
 
-__all__ = ["builtin_callbacks", "check_holdout_readers", "defer_to_user_callbacks", "holdout_readers", "user_callbacks"]
+__all__ = [
+    "builtin_callbacks",
+    "check_holdout_readers",
+    "defer_to_user_callbacks",
+    "holdout_readers",
+    "scores_before_stopping",
+    "user_callbacks",
+]
 
 _AUTO = "auto"
 
@@ -209,3 +221,29 @@ def builtin_callbacks(net) -> list:
         stopping = EarlyStopping(monitor=monitor, patience=patience, load_best=True, sink=net._sink)
         callbacks.append(("early_stopping", stopping))
     return callbacks
+
+
+def scores_before_stopping(net, callbacks: list) -> list:
+    """``callbacks`` (``callbacks_``) with the built-in early stopping right after the user's last scoring callback.
+
+    Only after the scores (skorch's ``EpochScoring``, ``BatchScoring``, ``PassthroughScoring``): a
+    ``TrainingCheckpoint`` of the user's must still write early stopping's counters of the epoch it saves.
+
+    Parameters
+    ----------
+    net : TabFormerNet
+    callbacks : list of (str, Callback)
+        skorch's initialized callbacks: the defaults, the user's, then PrintLog.
+
+    Returns
+    -------
+    list of (str, Callback)
+    """
+    if "early_stopping" in {name for name, _ in user_callbacks(net)}:  # the user's own, already in place
+        return callbacks
+    late = [item for item in callbacks if item[0] == "early_stopping"]
+    rest = [item for item in callbacks if item[0] != "early_stopping"]
+    scorers = [i for i, (_, callback) in enumerate(rest) if isinstance(callback, ScoringBase)]
+    if not late or not scorers or scorers[-1] < callbacks.index(late[0]):
+        return callbacks
+    return rest[: scorers[-1] + 1] + late + rest[scorers[-1] + 1 :]
