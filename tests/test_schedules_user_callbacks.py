@@ -4,7 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-from skorch.callbacks import Callback, Checkpoint, EarlyStopping, EpochScoring, LRScheduler
+from skorch.callbacks import Callback, Checkpoint, EarlyStopping, EpochScoring, LoadInitState, LRScheduler
 from torch.optim.lr_scheduler import OneCycleLR, ReduceLROnPlateau, StepLR
 
 from tabformer import TabFormerClassifier, TabFormerRegressor
@@ -187,3 +187,23 @@ def test_an_early_stopping_monitor_nothing_writes_names_what_there_is(table):
         ValueError, match=r"monitors 'valid_f1', which no callback wrote in epoch 1; the history has \[.*valid_acc"
     ):
         _small(max_epochs=2, callbacks__early_stopping__monitor="valid_f1").fit(X, y)
+
+
+class _EpochLrs(Callback):
+    def initialize(self):
+        self.lrs = []
+        return self
+
+    def on_epoch_begin(self, net, **kwargs):
+        self.lrs.append(net.optimizer_.param_groups[0]["lr"])
+
+
+def test_a_fit_from_load_init_state_runs_the_cosine_from_the_peak(table, tmp_path):
+    # LoadInitState loaded the optimizer after the cosine was made: every resumed epoch ran at the 0 it had decayed to.
+    X, y = table
+    first = _EpochLrs()
+    _small(max_epochs=3, patience=None, callbacks=[Checkpoint(dirname=str(tmp_path), monitor=None), first]).fit(X, y)
+    checkpoint, resumed = Checkpoint(dirname=str(tmp_path), monitor=None), _EpochLrs()
+    net = _small(max_epochs=3, patience=None, callbacks=[checkpoint, LoadInitState(checkpoint), resumed]).fit(X, y)
+    assert len(net.history) == 6 and resumed.lrs == pytest.approx(first.lrs) and resumed.lrs[0] == pytest.approx(1e-2)
+    assert net.history[-1, "train_loss"] != net.history[-2, "train_loss"]

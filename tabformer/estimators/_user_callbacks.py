@@ -34,6 +34,7 @@ from ..callbacks import EarlyStopping, NonFiniteGuard, WarmupLinearLR
 from ._collapse import ValidationAnswerSpread
 
 __all__ = [
+    "CosineLR",
     "builtin_callbacks",
     "check_holdout_readers",
     "defer_to_user_callbacks",
@@ -47,6 +48,29 @@ _AUTO = "auto"
 
 def _is_auto(value) -> bool:
     return isinstance(value, str) and value == _AUTO
+
+
+class CosineLR(LRScheduler):
+    """skorch's ``LRScheduler`` (the built-in cosine) whose first epoch runs at the rate its schedule starts from.
+
+    skorch's ``LoadInitState`` loads the optimizer at ``on_train_begin``, after the built-in schedule
+    was made: the rate the last fit's cosine had decayed to 0 came back, and CosineAnnealingLR, which
+    steps from the current rate, kept it at 0 for every resumed epoch. Like ``partial_fit``, a fit from
+    a loaded state now runs the schedule from the peak (``TrainingCheckpoint`` restores the schedule's
+    own state, whose rate is the optimizer's: nothing changes there).
+    """
+
+    def on_train_begin(self, net, **kwargs):
+        """skorch's (skorch hook)."""
+        super().on_train_begin(net, **kwargs)
+        self.started_ = False
+
+    def on_epoch_begin(self, net, **kwargs):
+        """At the first epoch, set every group's rate to the schedule's (skorch hook)."""
+        if not getattr(self, "started_", True):
+            for group, lr in zip(net.optimizer_.param_groups, self.lr_scheduler_.get_last_lr()):
+                group["lr"] = lr
+            self.started_ = True
 
 
 def user_callbacks(net) -> list:
@@ -212,7 +236,7 @@ def builtin_callbacks(net) -> list:
         patience = None
     if lr_schedule == "cosine" and not _is_auto(max_epochs):
         # Decays to 0 at max_epochs: a fit that runs to the end finishes with small, refining steps.
-        callbacks.append(("lr_scheduler", LRScheduler(policy=CosineAnnealingLR, T_max=max_epochs)))
+        callbacks.append(("lr_scheduler", CosineLR(policy=CosineAnnealingLR, T_max=max_epochs)))
     elif lr_schedule == "warmup_linear":
         callbacks.append(("lr_scheduler", WarmupLinearLR()))
     # Other values are refused by fit (check_params): skorch builds callbacks in set_params, which must not validate.
