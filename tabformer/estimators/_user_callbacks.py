@@ -101,6 +101,10 @@ def user_callbacks(net) -> list:
     return found
 
 
+def _disabled(net) -> bool:
+    return isinstance(net.callbacks, str) and net.callbacks == "disable"
+
+
 def _is_a(callback, kinds) -> bool:
     return issubclass(callback if isinstance(callback, type) else type(callback), kinds)
 
@@ -176,7 +180,8 @@ def defer_to_user_callbacks(net, resolved: dict) -> dict:
     ----------
     net : TabFormerNet
     resolved : dict
-        The recipe's resolved top-level settings (``resolve_recipe``); updated in place.
+        The recipe's resolved top-level settings (``resolve_recipe``); updated in place. With
+        ``callbacks="disable"`` both are None (nothing runs them), so ``validation_fraction="auto"`` holds out no row.
 
     Returns
     -------
@@ -189,6 +194,9 @@ def defer_to_user_callbacks(net, resolved: dict) -> dict:
         When ``lr_schedule`` is set (not ``"auto"`` or None) beside a schedule in ``callbacks``,
         or ``patience`` (or ``callbacks__early_stopping__*``) beside an ``EarlyStopping`` there.
     """
+    if _disabled(net):  # no callback runs: no schedule, no early stopping, so "auto" holds out no row for one
+        resolved["lr_schedule"] = resolved["patience"] = None
+        return resolved
     schedules = user_schedules(net)
     if schedules and net.lr_schedule is not None and not _is_auto(net.lr_schedule):
         raise ValueError(
