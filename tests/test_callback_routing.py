@@ -3,6 +3,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+from skorch.callbacks import Callback
 
 from tabformer import TabFormerClassifier
 
@@ -30,3 +31,32 @@ def test_disabled_callbacks_hold_out_no_row_and_report_no_schedule(table):
     )
     assert "valid_loss" not in net.history[-1]
     assert net.history[-1]["train_batch_count"] == 4  # all 120 rows in batches of 32
+
+
+class _Marker(Callback):
+    """A callback of the user's that is neither an LRScheduler nor an EarlyStopping."""
+
+    def initialize(self):
+        self.epochs = 0
+        return self
+
+    def on_epoch_end(self, net, **kwargs):
+        self.epochs += 1
+
+
+@pytest.mark.parametrize("name", ["lr_scheduler", "early_stopping"])
+def test_a_callback_named_like_a_built_in_replaces_it(table, name):
+    # skorch raised "Found duplicate user-set callback name" though the user set the name once.
+    X, y = table
+    net = _small(callbacks=[(name, _Marker())]).fit(X, y)
+    assert isinstance(dict(net.callbacks_)[name], _Marker) and dict(net.callbacks_)[name].epochs == 2
+    setting = "lr_schedule" if name == "lr_scheduler" else "patience"
+    assert net.resolved_params_[setting] is None
+    with pytest.raises(ValueError, match=setting):  # an explicit one beside it is refused, as beside an LRScheduler
+        _small(callbacks=[(name, _Marker())], **{setting: "cosine" if setting == "lr_schedule" else 3}).fit(X, y)
+
+
+def test_a_callback_named_like_the_guard_points_to_replacing_it(table):
+    X, y = table
+    with pytest.raises(ValueError, match=r"'nonfinite', the name of a built-in callback.*callbacks__nonfinite="):
+        _small(callbacks=[("nonfinite", _Marker())]).fit(X, y)

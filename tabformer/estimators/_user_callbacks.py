@@ -110,13 +110,25 @@ def _is_a(callback, kinds) -> bool:
 
 
 def user_schedules(net) -> list:
-    """Names of the user's callbacks that set the learning rate (``LRScheduler``, ``WarmupLinearLR``)."""
-    return [name for name, callback in user_callbacks(net) if _is_a(callback, (LRScheduler, WarmupLinearLR))]
+    """Names of the user's callbacks that set the learning rate (``LRScheduler``, ``WarmupLinearLR``, or
+    any named ``"lr_scheduler"``: it takes the built-in's place, where skorch raised "duplicate name")."""
+    kinds = (LRScheduler, WarmupLinearLR)
+    return [name for name, callback in user_callbacks(net) if name == "lr_scheduler" or _is_a(callback, kinds)]
 
 
 def user_stoppers(net) -> list:
-    """Names of the user's ``EarlyStopping`` callbacks (skorch's or tabformer's)."""
-    return [name for name, callback in user_callbacks(net) if _is_a(callback, SkorchEarlyStopping)]
+    """Names of the user's ``EarlyStopping`` callbacks (skorch's or tabformer's, or any named ``"early_stopping"``)."""
+    return [name for name, callback in user_callbacks(net) if name == "early_stopping" or _is_a(callback, SkorchEarlyStopping)]
+
+
+def _check_builtin_names(net) -> None:
+    # The guard and the collapse check have no setting of their own to hand over to a callback of the user's.
+    taken = [name for name, _ in user_callbacks(net) if name in ("nonfinite", "collapse")]
+    if taken:
+        raise ValueError(
+            f"a callback in callbacks is named {taken[0]!r}, the name of a built-in callback: name yours otherwise, "
+            f"or replace the built-in with callbacks__{taken[0]}=<your callback> (None removes it)"
+        )
 
 
 def _monitor(net, name: str, callback):
@@ -192,11 +204,13 @@ def defer_to_user_callbacks(net, resolved: dict) -> dict:
     ------
     ValueError
         When ``lr_schedule`` is set (not ``"auto"`` or None) beside a schedule in ``callbacks``,
-        or ``patience`` (or ``callbacks__early_stopping__*``) beside an ``EarlyStopping`` there.
+        or ``patience`` (or ``callbacks__early_stopping__*``) beside an ``EarlyStopping`` there; when a
+        callback there is named ``"nonfinite"`` or ``"collapse"`` (a built-in's name).
     """
     if _disabled(net):  # no callback runs: no schedule, no early stopping, so "auto" holds out no row for one
         resolved["lr_schedule"] = resolved["patience"] = None
         return resolved
+    _check_builtin_names(net)
     schedules = user_schedules(net)
     if schedules and net.lr_schedule is not None and not _is_auto(net.lr_schedule):
         raise ValueError(
