@@ -3,7 +3,8 @@
 import numpy as np
 import pandas as pd
 import pytest
-from skorch.callbacks import Callback
+from skorch.callbacks import Callback, EarlyStopping, LRScheduler
+from torch.optim.lr_scheduler import StepLR
 
 from tabformer import TabFormerClassifier
 
@@ -60,3 +61,34 @@ def test_a_callback_named_like_the_guard_points_to_replacing_it(table):
     X, y = table
     with pytest.raises(ValueError, match=r"'nonfinite', the name of a built-in callback.*callbacks__nonfinite="):
         _small(callbacks=[("nonfinite", _Marker())]).fit(X, y)
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [
+        ({"lr_schedule": None, "callbacks__lr_scheduler": LRScheduler(StepLR, step_size=1)}, "lr_schedule=None installs no"),
+        ({"lr_schedule": None, "callbacks__lr_scheduler__T_max": 5}, "lr_schedule=None installs no"),
+        ({"patience": None, "callbacks__early_stopping": EarlyStopping(patience=1)}, "patience=None installs no"),
+        ({"patience": None, "callbacks__early_stopping__monitor": "valid_acc"}, "patience=None installs no"),
+        ({"validation_fraction": None, "callbacks__early_stopping__patience": 3}, "validation_fraction=None holds out no row"),
+        ({"train_split": None, "callbacks__early_stopping__patience": 3}, "train_split=None holds out no row"),
+        ({"callbacks": "disable", "callbacks__lr_scheduler__T_max": 5}, "callbacks='disable' runs no callback"),
+        (
+            {"callbacks": [LRScheduler(StepLR, step_size=1)], "callbacks__lr_scheduler__T_max": 5},
+            r"lr_schedule='auto' resolved to None \(the schedule in callbacks \('LRScheduler'\) takes its place\)",
+        ),
+    ],
+)
+def test_a_setting_routed_to_a_built_in_this_fit_has_not_is_refused(table, params, match):
+    # skorch ignored it: lr_schedule=None with callbacks__lr_scheduler=LRScheduler(StepLR) trained at a constant rate.
+    X, y = table
+    key = next(key for key in params if key.startswith("callbacks__"))
+    with pytest.raises(ValueError, match=rf"{key} would set the built-in .*{match}"):
+        _small(**params).fit(X, y)
+
+
+def test_removing_an_absent_built_in_is_fine(table):
+    X, y = table
+    net = _small(lr_schedule=None, patience=None, callbacks__lr_scheduler=None, callbacks__early_stopping=None).fit(X, y)
+    assert "lr_scheduler" not in dict(net.callbacks_) and "early_stopping" not in dict(net.callbacks_)
+    _small(callbacks__early_stopping__patience=None).fit(X, y)  # what removes it

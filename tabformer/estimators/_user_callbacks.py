@@ -37,6 +37,7 @@ __all__ = [
     "CosineLR",
     "builtin_callbacks",
     "check_holdout_readers",
+    "check_routed_builtins",
     "defer_to_user_callbacks",
     "holdout_readers",
     "scores_before_stopping",
@@ -232,6 +233,72 @@ def defer_to_user_callbacks(net, resolved: dict) -> dict:
     if stoppers:
         resolved["patience"] = None
     return resolved
+
+
+_HINTS = {
+    "lr_scheduler": "pass lr_schedule='cosine' (or 'warmup_linear'), or put your LRScheduler in callbacks=[...]",
+    "early_stopping": "pass an int patience with a holdout (validation_fraction='auto' or a share), "
+    "or put your EarlyStopping in callbacks=[...]",
+}
+
+
+def _why_absent(net, name: str, resolved: dict):
+    """Why the built-in ``name`` is not installed in this fit (None: it is)."""
+    if name == "lr_scheduler":
+        if resolved["lr_schedule"] is not None:
+            return None
+        if not _is_auto(net.lr_schedule):
+            return "lr_schedule=None installs no lr_scheduler"
+        theirs = user_schedules(net)
+        cause = f"the schedule in callbacks ({', '.join(map(repr, theirs))}) takes its place" if theirs else "the recipe's"
+        return f"lr_schedule='auto' resolved to None ({cause}), which installs no lr_scheduler"
+    if resolved["patience"] is None:
+        if "callbacks__early_stopping__patience" in vars(net):
+            return "callbacks__early_stopping__patience=None installs no early_stopping"
+        if _is_auto(net.patience):
+            return "patience='auto' resolved to None (the recipe's: it stops no fit early), which installs no early_stopping"
+        return "patience=None installs no early_stopping"
+    fraction = resolved["validation_fraction"]
+    if _is_auto(net.train_split) and not fraction:
+        shown = f"validation_fraction={net.validation_fraction!r}" + (
+            f" (resolved to {fraction!r})" if _is_auto(net.validation_fraction) else ""
+        )
+        return f"{shown} holds out no row to stop on, which installs no early_stopping"
+    if net.train_split is None:
+        return "train_split=None holds out no row to stop on, which installs no early_stopping"
+    return None
+
+
+def check_routed_builtins(net, resolved: dict) -> None:
+    """Refuse ``callbacks__lr_scheduler...`` / ``callbacks__early_stopping...`` settings for a built-in this fit has not.
+
+    skorch applies a ``callbacks__<name>`` replacement or ``callbacks__<name>__<param>`` setting only to
+    a callback of that name and ignores the rest: ``lr_schedule=None`` with
+    ``callbacks__lr_scheduler=LRScheduler(StepLR)`` trained at a constant rate. A replacement with None
+    (removing it) is fine, and so is ``callbacks__early_stopping__patience=None``, which is what removes it.
+
+    Parameters
+    ----------
+    net : TabFormerNet
+    resolved : dict
+        The recipe's resolved settings (``lr_schedule``, ``patience``, ``validation_fraction``).
+
+    Raises
+    ------
+    ValueError
+        Naming the keys and the setting that leaves the callback out.
+    """
+    mine = {name for name, _ in user_callbacks(net)}  # a callback of the user's by that name takes these settings
+    for name in ("lr_scheduler", "early_stopping"):
+        keys = sorted(key for key in vars(net) if key == f"callbacks__{name}" or key.startswith(f"callbacks__{name}__"))
+        keys = [
+            key for key in keys if not (vars(net)[key] is None and key in (f"callbacks__{name}", f"callbacks__{name}__patience"))
+        ]
+        if not keys or name in mine:
+            continue
+        why = "callbacks='disable' runs no callback" if _disabled(net) else _why_absent(net, name, resolved)
+        if why is not None:
+            raise ValueError(f"{', '.join(keys)} would set the built-in {name}, but {why}: nothing would read it; {_HINTS[name]}")
 
 
 def builtin_callbacks(net) -> list:
