@@ -111,7 +111,7 @@ class TrainingCheckpoint(Callback):
     # ------------------------------------------------------------------ hooks
     def on_train_begin(self, net, X=None, y=None, **kwargs):
         """Fingerprint the fit; resume from the folder if it holds a checkpoint (skorch hook)."""
-        self.resumed_epochs_, self.finished_, self._split = None, False, None
+        self.resumed_epochs_, self.finished_, self._split, self._pending = None, False, None, None
         self._fingerprint = {"config": _config(net), "data": _data_hash(X, y)}
         self._data_rngs = _data_rngs(X)
         if len(net.history) > 0:
@@ -122,7 +122,12 @@ class TrainingCheckpoint(Callback):
         meta = _strict_json.loads((folder / "meta.json").read_text())  # a checkpoint's bare NaN (older ones) reads too
         self._check_same_fit(meta)
         tensors = load_file(str(folder / "state.safetensors"), device="cpu")
-        _restore(net, meta, tensors)
+        # A callback after this one builds its state (an LRScheduler's scheduler, EarlyStopping's counters) in its own
+        # on_train_begin, after this: its saved state is loaded at the first epoch, when every on_train_begin has run.
+        mine = [i for i, (_, cb) in enumerate(net.callbacks_) if cb is self]
+        later = {name for name, _ in net.callbacks_[mine[0] + 1 :]} if mine else set()
+        _restore(net, meta, tensors, skip=later)
+        self._pending = (meta, tensors, later) if later & set(meta["callbacks"]) else None
         _restore_data_rngs(self._data_rngs, meta, tensors)
         self.resumed_epochs_, self.finished_ = int(meta["epochs_done"]), bool(meta["finished"])
         self._split = meta["split"]
@@ -131,7 +136,12 @@ class TrainingCheckpoint(Callback):
             print(f"Resuming from {folder} ({self.resumed_epochs_} epochs done{', finished' if self.finished_ else ''})")
 
     def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs):
-        """Check (resume) or record the train/validation split (skorch hook)."""
+        """Check (resume) or record the split; load the state of the callbacks listed after this one (skorch hook)."""
+        if getattr(self, "_pending", None) is not None:
+            meta, tensors, later = self._pending
+            self._pending = None
+            _restore_optimizer(net, meta, tensors)  # a later scheduler's constructor stepped the rates
+            _restore_callbacks(net, meta, tensors, only=later)
         split = {"train": _split_hash(dataset_train), "valid": _split_hash(dataset_valid)}
         if self._split is not None and self._split != split:
             raise ValueError(
@@ -158,7 +168,7 @@ class TrainingCheckpoint(Callback):
             self._write(net, finished=True)
 
     def __getstate__(self):  # the dataset's generators are this fit's, not settings: a pickle carries none of them
-        return {key: value for key, value in vars(self).items() if key != "_data_rngs"}
+        return {key: value for key, value in vars(self).items() if key not in ("_data_rngs", "_pending")}
 
     # ----------------------------------------------------------------- helpers
     def _check_same_fit(self, meta):
@@ -319,8 +329,8 @@ def _prefixed(tensors: dict, prefix: str) -> OrderedDict:
     return OrderedDict((key[len(prefix) :], value) for key, value in tensors.items() if key.startswith(prefix))
 
 
-def _restore(net, meta: dict, tensors: dict) -> None:
-    """Load the state ``_collect`` wrote into ``net`` (initialized, callbacks at ``on_train_begin``)."""
+def _restore(net, meta: dict, tensors: dict, skip=frozenset()) -> None:
+    """Load the state ``_collect`` wrote into ``net`` (initialized, callbacks at ``on_train_begin``) but callbacks ``skip``."""
     now = {key: list(value.shape) for key, value in net.module_.state_dict().items()}
     if now != meta["shapes"]:
         differ = sorted(key for key in now.keys() | meta["shapes"].keys() if now.get(key) != meta["shapes"].get(key))
@@ -332,6 +342,21 @@ def _restore(net, meta: dict, tensors: dict) -> None:
     criterion = getattr(net, "criterion_", None)
     if isinstance(criterion, torch.nn.Module) and criterion.state_dict():
         criterion.load_state_dict(_prefixed(tensors, "criterion."))
+    _restore_optimizer(net, meta, tensors)
+    _restore_callbacks(net, meta, tensors, skip=skip)
+    for cb in dict(_named_callbacks(net)).values():
+        if hasattr(cb, "_snapshot"):  # NonFiniteGuard: the restored weights are the last good ones
+            cb._snapshot(net)
+    scaler = getattr(net, "grad_scaler_", None)
+    if meta.get("grad_scaler") and scaler is not None:
+        scaler.load_state_dict(meta["grad_scaler"])
+    net.history = History(meta["history"])
+    torch.set_rng_state(tensors["rng.cpu"])
+    if "rng.cuda" in tensors and torch.cuda.is_available() and len(tensors["rng.cuda"]) == torch.cuda.device_count():
+        torch.cuda.set_rng_state_all(list(tensors["rng.cuda"]))
+
+
+def _restore_optimizer(net, meta: dict, tensors: dict) -> None:
     current = net.optimizer_.state_dict()
     groups = []
     for saved, group in zip(meta["optimizer"]["param_groups"], current["param_groups"]):
@@ -340,8 +365,13 @@ def _restore(net, meta: dict, tensors: dict) -> None:
     for index, plain in meta["optimizer"]["state"].items():
         state[int(index)] = {**plain, **_prefixed(tensors, f"optimizer.{index}.")}
     net.optimizer_.load_state_dict({"state": state, "param_groups": groups})
+
+
+def _restore_callbacks(net, meta: dict, tensors: dict, skip=frozenset(), only=None) -> None:
     callbacks = dict(_named_callbacks(net))
     for name, saved in meta["callbacks"].items():
+        if name in skip or (only is not None and name not in only):
+            continue
         cb = callbacks.get(name)
         if isinstance(cb, LRScheduler):
             cb.lr_scheduler_.load_state_dict(saved["scheduler"])
@@ -352,13 +382,3 @@ def _restore(net, meta: dict, tensors: dict) -> None:
             cb.best_model_weights_ = _prefixed(tensors, f"callbacks.{name}.") if saved["has_weights"] else None
         elif cb is not None and hasattr(cb, "peak_lrs_"):
             cb.total_steps_, cb.step_, cb.peak_lrs_ = saved["total_steps_"], saved["step_"], saved["peak_lrs_"]
-    for cb in callbacks.values():
-        if hasattr(cb, "_snapshot"):  # NonFiniteGuard: the restored weights are the last good ones
-            cb._snapshot(net)
-    scaler = getattr(net, "grad_scaler_", None)
-    if meta.get("grad_scaler") and scaler is not None:
-        scaler.load_state_dict(meta["grad_scaler"])
-    net.history = History(meta["history"])
-    torch.set_rng_state(tensors["rng.cpu"])
-    if "rng.cuda" in tensors and torch.cuda.is_available() and len(tensors["rng.cuda"]) == torch.cuda.device_count():
-        torch.cuda.set_rng_state_all(list(tensors["rng.cuda"]))

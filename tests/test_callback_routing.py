@@ -92,3 +92,30 @@ def test_removing_an_absent_built_in_is_fine(table):
     net = _small(lr_schedule=None, patience=None, callbacks__lr_scheduler=None, callbacks__early_stopping=None).fit(X, y)
     assert "lr_scheduler" not in dict(net.callbacks_) and "early_stopping" not in dict(net.callbacks_)
     _small(callbacks__early_stopping__patience=None).fit(X, y)  # what removes it
+
+
+class _Crash(Callback):
+    def __init__(self, at=None):
+        self.at = at
+
+    def on_epoch_end(self, net, **kwargs):
+        if self.at and len(net.history) == self.at:
+            raise RuntimeError("simulated crash")
+
+
+def test_a_checkpoint_resumes_a_schedule_listed_after_it(table, tmp_path):
+    # The restore ran in the checkpoint's on_train_begin, before the later LRScheduler built lr_scheduler_: AttributeError.
+    from tabformer.callbacks import TrainingCheckpoint
+
+    X, y = table
+
+    def make(at):
+        schedule = LRScheduler(StepLR, step_size=1, gamma=0.5)
+        callbacks = [("checkpoint", TrainingCheckpoint(tmp_path)), ("user", schedule), ("crash", _Crash(at))]
+        return _small(max_epochs=4, lr_schedule=None, callbacks=callbacks)
+
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        make(2).fit(X, y)
+    net = make(None).fit(X, y)
+    assert dict(net.callbacks_)["checkpoint"].resumed_epochs_ == 2 and len(net.history) == 4
+    assert dict(net.callbacks_)["user"].lr_scheduler_.last_epoch >= 3
