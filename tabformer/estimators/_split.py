@@ -71,25 +71,42 @@ class HoldoutSplitMixin:
         (``predefined_split(Dataset(X_valid, y_valid))``) tokenized and encoded as ``fit``'s are.
 
         The tokenizer, the label encoder and a regressor's target scaling are fitted inside ``fit``, so a
-        user cannot prepare that set; read as is, raw rows crashed in the collate, string labels in torch,
-        and a regressor's raw targets were scored against standardised outputs (valid_loss ~10,000).
+        user cannot prepare that set for a first fit; read as is, raw rows crashed in the collate, string labels
+        in torch, and a regressor's raw targets were scored against standardised outputs (valid_loss ~10,000).
+        A continued fit (``partial_fit``, ``warm_start``) keeps the fitted tokenizer, so tokens it made
+        (``predefined_split(Dataset(est.tokenize(X_valid), y_valid_encoded))``) are read as they were before.
         """
         predefined = isinstance(self.train_split, functools.partial) and self.train_split.func is skorch.helper._make_split
         if type(valid) is not Dataset or (isinstance(valid.X, dict) and not predefined):
             return valid  # the split's own rows (ValidSplit's Subsets), or a dataset built from them
-        advice = (
+        if not isinstance(valid.X, dict):
+            return self._validation_from_rows(valid)
+        # a first fit resets the history before it splits; a continued fit's history holds its earlier epochs
+        if len(self.history_):
+            return self._validation_from_tokens(valid)
+        targets = ", nor their targets its encoding" if hasattr(self, "_encode_target") else ""
+        raise ValueError(
+            f"train_split's validation set holds tokens: {type(self).__name__} fits its tokenizer in fit, so tokens made "
+            f"elsewhere may not match it{targets}; {self._validation_advice()} (tokens of "
+            "this estimator's own tokenize are read on a continued fit: partial_fit, or warm_start=True)"
+        )
+
+    def _validation_advice(self) -> str:
+        return (
             "pass its raw rows and targets, as to fit: predefined_split(Dataset(X_valid, y_valid)) with X_valid "
             "a DataFrame (or what fit takes) and y_valid the labels or targets in their own units; or hold out "
             "training rows with validation_fraction=... or train_split=skorch.dataset.ValidSplit(...)"
         )
-        if isinstance(valid.X, dict):
-            raise ValueError(
-                f"train_split's validation set holds tokens: {type(self).__name__} fits its tokenizer in fit, so "
-                f"tokens made elsewhere may not match it, nor their targets its encoding; {advice}"
-            )
+
+    def _validation_from_tokens(self, valid):
+        """A continued fit's predefined tokens: the network's input already, their targets read as given."""
+        return valid
+
+    def _validation_from_rows(self, valid):
+        """A predefined set of raw rows and targets, tokenized and encoded as ``fit``'s are."""
         if valid.y is None or not hasattr(self, "_encode_target"):
             what = "has no targets" if valid.y is None else f"holds raw rows, which {type(self).__name__} cannot encode"
-            raise ValueError(f"train_split's validation set {what}; {advice}")
+            raise ValueError(f"train_split's validation set {what}; {self._validation_advice()}")
         try:
             tokens = self.tokenize(valid.X)
             y = self._encode_target(valid.y)

@@ -18,6 +18,7 @@ from sklearn.base import TransformerMixin
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
+from skorch.dataset import Dataset
 
 from ..nn.models import PretrainedEncoder, PretrainingModel
 from ..pretraining import get_objective, resolve_objective
@@ -219,6 +220,21 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         self._update_objective()
         self._check_batch_rows(num_samples(X), self.resolved_params_["objective"])  # before an epoch trains, as fit
         return self.objective_.make_dataset(self.tokenize(X), self.tokenizer_, self._continued_seed()), None
+
+    def _validation_advice(self) -> str:
+        return (
+            "pass its raw rows, as to fit: predefined_split(Dataset(X_valid, None)) with X_valid what fit takes; or hold "
+            "out training rows with validation_fraction=... or train_split=skorch.dataset.ValidSplit(...)"
+        )
+
+    def _validation_from_rows(self, valid):
+        """A predefined set of raw rows, masked (or given views) by the objective as ``score`` masks them;
+        read as is they reached the head without its labels (``TypeError`` in its forward)."""
+        return self._validation_from_tokens(Dataset(self.tokenize(valid.X), None))
+
+    def _validation_from_tokens(self, valid):
+        seed = self._fit_seed()
+        return self.objective_.make_dataset(valid.X, self.tokenizer_, UNSEEDED_SCORE_SEED if seed is None else seed)
 
     def _update_objective(self) -> None:
         """``objective__*`` set after a fit reach the continued fit (``partial_fit``, ``warm_start``), as the other
