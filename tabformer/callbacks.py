@@ -289,3 +289,16 @@ def log_user_interrupt(net, interrupt: KeyboardInterrupt) -> None:
             type(net).__name__,
             len(net.history),
         )
+
+
+def _restoring_early_stopping(net):
+    """The early-stopping callback whose best epoch's weights the fit ended with, or None.
+
+    With several (the user's callbacks may hold more than one), skorch runs their ``on_train_end`` in
+    order: the last one that loaded wins, and one whose best epoch was the last loaded nothing.
+    """
+    callbacks = [callback for _, callback in getattr(net, "callbacks_", ()) if isinstance(callback, _SkorchEarlyStopping)]
+    restorers = [cb for cb in callbacks if cb.load_best and getattr(cb, "best_model_weights_", None) is not None]
+    last = net.history[-1, "epoch"] if len(getattr(net, "history", ())) else None
+    loaded = [callback for callback in restorers if callback.best_epoch_ != last]
+    return (loaded or restorers or [None])[-1]

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
+from skorch.callbacks import EarlyStopping
 
 from . import inspection
+from .callbacks import _restoring_early_stopping
 
 try:
     import matplotlib.pyplot as plt
@@ -166,19 +168,31 @@ def _text(frame, ax, cmap, where):
     return ax
 
 
+def _loads_best(callback) -> bool:
+    return isinstance(callback, EarlyStopping) and bool(callback.load_best)
+
+
 def _mark_kept_epoch(estimator, rows, epochs, ax) -> None:
     """A dotted line at the epoch whose weights the estimator kept, when a validation score was recorded."""
     # Early stopping restores the best epoch of what it watched (valid_acc for some recipes); without it
     # (patience=None) the model ends with its last epoch, however much lower an earlier valid_loss was.
-    stopping = dict(getattr(estimator, "callbacks_", None) or []).get("early_stopping")
-    monitor, lower = getattr(stopping, "monitor", "valid_loss"), getattr(stopping, "lower_is_better_", True)
+    stopping = _restoring_early_stopping(estimator)  # the built-in's, or a user's EarlyStopping that replaced it
+    if stopping is None:
+        # a loaded model's callbacks are fresh (no best epoch, no weights): the last that would have restored
+        fresh = [
+            cb for _, cb in getattr(estimator, "callbacks_", None) or [] if _loads_best(cb) and not hasattr(cb, "best_epoch_")
+        ]
+        stopping = fresh[-1] if fresh else None
+    # skorch's own EarlyStopping has no lower_is_better_ (tabformer's resolves "auto" into it)
+    lower = getattr(stopping, "lower_is_better_", getattr(stopping, "lower_is_better", True))
+    monitor = getattr(stopping, "monitor", "valid_loss")
     if not all(isinstance(row.get(monitor), (int, float)) for row in rows):
         monitor, lower = "valid_loss", True
     if not all(monitor in row for row in rows):
         # No validation (patience=None, or no holdout): the fit ends with its last epoch's weights
         ax.axvline(epochs[-1], color="grey", linestyle=":", label=f"last epoch, kept (epoch {epochs[-1]})")
         return
-    if stopping is None or not getattr(stopping, "load_best", False):
+    if stopping is None:
         ax.axvline(epochs[-1], color="grey", linestyle=":", label=f"last epoch, kept (epoch {epochs[-1]})")
         return
     best = getattr(stopping, "best_epoch_", None)  # what it restored; a loaded model no longer holds it

@@ -1,6 +1,7 @@
 """tabformer.plot draws headless (Agg); the figures' contents are checked, not their pixels."""
 
 import numpy as np
+import pandas as pd
 import pytest
 
 matplotlib = pytest.importorskip("matplotlib")
@@ -10,8 +11,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 from conftest import make_table  # noqa: E402
 from matplotlib.colors import to_rgb  # noqa: E402
 from sklearn.datasets import load_digits  # noqa: E402
+from skorch.callbacks import EarlyStopping  # noqa: E402
 
-from tabformer import TabFormerClassifier, plot  # noqa: E402
+from tabformer import TabFormerClassifier, load, plot  # noqa: E402
 from tabformer.inspection import aggregate_subwords  # noqa: E402
 
 TINY = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=2, max_epochs=3, random_state=0, verbose=0)
@@ -88,3 +90,18 @@ def test_history_without_validation_marks_the_last_epoch_and_multilabel_accuracy
     Y = np.random.default_rng(0).integers(0, 2, (80, 3))
     multi = TabFormerClassifier(**{**TINY, "validation_fraction": 0.25}).fit(X, Y)
     assert plot.history(multi).figure.axes[-1].get_ylabel() == "validation subset accuracy"
+
+
+def test_history_marks_the_epoch_a_users_early_stopping_restored(tmp_path):
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=200), "c": rng.normal(size=200)})
+    y = np.where(X.a + rng.normal(size=200) > 0, "p", "n")
+    stopping = EarlyStopping(patience=5, load_best=True)  # replaces the built-in "early_stopping"
+    settings = dict(encoder__n_layers=1, max_epochs=5, batch_size=32, lr=0.5, ensemble_size=1, callbacks=[stopping])
+    clf = TabFormerClassifier(**{**TINY, **settings}).fit(X, y)
+    best = dict(clf.callbacks_)["EarlyStopping"].best_epoch_
+    assert best < 5  # it restored an earlier epoch: the plot said "last epoch, kept (epoch 5)"
+    assert f"best valid_loss (epoch {best})" in [line.get_label() for line in plot.history(clf).get_lines()]
+    clf.save(tmp_path / "model")
+    loaded = load(tmp_path / "model")  # its callbacks hold no best epoch: read from its history
+    assert f"best valid_loss (epoch {best})" in [line.get_label() for line in plot.history(loaded).get_lines()]

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from skorch.callbacks import Callback, EarlyStopping
+from skorch.callbacks import Callback
 
-from ..callbacks import NonFiniteGuard
+from ..callbacks import NonFiniteGuard, _restoring_early_stopping
 
 __all__ = [
     "CONSTANT_STD",
@@ -193,19 +193,6 @@ class ValidationAnswerSpread(Callback):
         # Summed where the outputs live: no device-to-host copy per validation batch.
         count, total, squares = self.sums_.get(net.history[-1, "epoch"], (0, 0.0, 0.0))
         self.sums_[net.history[-1, "epoch"]] = [count + len(answers), total + answers.sum(0), squares + answers.square().sum(0)]
-
-
-def _restoring_early_stopping(net):
-    """The early-stopping callback whose best epoch's weights the fit ended with, or None.
-
-    With several (the user's callbacks may hold more than one), skorch runs their ``on_train_end`` in
-    order: the last one that loaded wins, and one whose best epoch was the last loaded nothing.
-    """
-    callbacks = [callback for _, callback in getattr(net, "callbacks_", ()) if isinstance(callback, EarlyStopping)]
-    restorers = [cb for cb in callbacks if cb.load_best and getattr(cb, "best_model_weights_", None) is not None]
-    last = net.history[-1, "epoch"] if len(getattr(net, "history", ())) else None
-    loaded = [callback for callback in restorers if callback.best_epoch_ != last]
-    return (loaded or restorers or [None])[-1]
 
 
 def _kept_epoch(net):
