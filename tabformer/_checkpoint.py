@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
-from skorch.callbacks import Callback, EarlyStopping, LRScheduler
+from skorch.callbacks import Callback, EarlyStopping, LRScheduler, PrintLog
 from skorch.history import History
 
 from . import _strict_json
@@ -41,7 +41,7 @@ from ._fingerprint import (
     _split_hash,
 )
 
-__all__ = ["TrainingCheckpoint", "epochs_left"]
+__all__ = ["TrainingCheckpoint", "checkpoints_last", "epochs_left"]
 
 LATEST = "latest.json"
 FORMAT = 1
@@ -51,7 +51,9 @@ class TrainingCheckpoint(Callback):
     """Write the training state at every epoch end; a later ``fit`` resumes from it.
 
     Add it under any name, e.g. ``callbacks=[("checkpoint", TrainingCheckpoint("run1"))]``.
-    If the folder holds a checkpoint when ``fit`` starts, the fit resumes from it: it
+    Wherever it is listed, it runs after every other callback but ``PrintLog``: it saves the
+    epoch's final state (your schedule's step, your early stopping's counters). If the folder
+    holds a checkpoint when ``fit`` starts, the fit resumes from it: it
     rebuilds the tokenizer and module as usual (same ``random_state``, same data), loads
     the saved state and runs only the remaining epochs. A finished fit (all epochs, or early
     stopping) is marked so: fitting again loads the final model and trains no further.
@@ -111,7 +113,7 @@ class TrainingCheckpoint(Callback):
     # ------------------------------------------------------------------ hooks
     def on_train_begin(self, net, X=None, y=None, **kwargs):
         """Fingerprint the fit; resume from the folder if it holds a checkpoint (skorch hook)."""
-        self.resumed_epochs_, self.finished_, self._split, self._pending = None, False, None, None
+        self.resumed_epochs_, self.finished_, self._split = None, False, None
         self._fingerprint = {"config": _config(net), "data": _data_hash(X, y)}
         self._data_rngs = _data_rngs(X)
         if len(net.history) > 0:
@@ -122,12 +124,9 @@ class TrainingCheckpoint(Callback):
         meta = _strict_json.loads((folder / "meta.json").read_text())  # a checkpoint's bare NaN (older ones) reads too
         self._check_same_fit(meta)
         tensors = load_file(str(folder / "state.safetensors"), device="cpu")
-        # A callback after this one builds its state (an LRScheduler's scheduler, EarlyStopping's counters) in its own
-        # on_train_begin, after this: its saved state is loaded at the first epoch, when every on_train_begin has run.
-        mine = [i for i, (_, cb) in enumerate(net.callbacks_) if cb is self]
-        later = {name for name, _ in net.callbacks_[mine[0] + 1 :]} if mine else set()
-        _restore(net, meta, tensors, skip=later)
-        self._pending = (meta, tensors, later) if later & set(meta["callbacks"]) else None
+        # Every callback with state has built it in its own on_train_begin by now: a tabformer estimator runs its
+        # checkpoints after all other callbacks (checkpoints_last), so the loaded state is not reset after this.
+        _restore(net, meta, tensors)
         _restore_data_rngs(self._data_rngs, meta, tensors)
         self.resumed_epochs_, self.finished_ = int(meta["epochs_done"]), bool(meta["finished"])
         self._split = meta["split"]
@@ -136,12 +135,7 @@ class TrainingCheckpoint(Callback):
             print(f"Resuming from {folder} ({self.resumed_epochs_} epochs done{', finished' if self.finished_ else ''})")
 
     def on_epoch_begin(self, net, dataset_train=None, dataset_valid=None, **kwargs):
-        """Check (resume) or record the split; load the state of the callbacks listed after this one (skorch hook)."""
-        if getattr(self, "_pending", None) is not None:
-            meta, tensors, later = self._pending
-            self._pending = None
-            _restore_optimizer(net, meta, tensors)  # a later scheduler's constructor stepped the rates
-            _restore_callbacks(net, meta, tensors, only=later)
+        """Check (resume) or record the split (skorch hook)."""
         split = {"train": _split_hash(dataset_train), "valid": _split_hash(dataset_valid)}
         if self._split is not None and self._split != split:
             raise ValueError(
@@ -168,7 +162,7 @@ class TrainingCheckpoint(Callback):
             self._write(net, finished=True)
 
     def __getstate__(self):  # the dataset's generators are this fit's, not settings: a pickle carries none of them
-        return {key: value for key, value in vars(self).items() if key not in ("_data_rngs", "_pending")}
+        return {key: value for key, value in vars(self).items() if key != "_data_rngs"}
 
     # ----------------------------------------------------------------- helpers
     def _check_same_fit(self, meta):
@@ -230,6 +224,26 @@ def latest_folder(dirname) -> Path | None:
     if not (folder / "meta.json").is_file() or not (folder / "state.safetensors").is_file():
         raise ValueError(f"TrainingCheckpoint: {str(pointer)!r} points at {str(folder)!r}, which is incomplete")
     return folder
+
+
+def checkpoints_last(callbacks: list) -> list:
+    """``callbacks`` with every ``TrainingCheckpoint`` moved after the others, before the ``PrintLog`` (skorch's last).
+
+    A checkpoint listed before a schedule or an early stopping wrote its epoch-end state before
+    theirs (a ``StepLR`` one step behind, the previous epoch's counters), and its resume at
+    ``on_train_begin`` was reset by theirs: a resumed fit was not the uninterrupted one.
+
+    Parameters
+    ----------
+    callbacks : list of (str, Callback)
+        A net's initialized ``callbacks_``.
+
+    Returns
+    -------
+    list of (str, Callback)
+    """
+    rank = [1 if isinstance(cb, TrainingCheckpoint) else 2 if isinstance(cb, PrintLog) else 0 for _, cb in callbacks]
+    return [callbacks[i] for i in sorted(range(len(callbacks)), key=rank.__getitem__)]  # stable: each group keeps its order
 
 
 def epochs_left(net, epochs):
@@ -329,8 +343,8 @@ def _prefixed(tensors: dict, prefix: str) -> OrderedDict:
     return OrderedDict((key[len(prefix) :], value) for key, value in tensors.items() if key.startswith(prefix))
 
 
-def _restore(net, meta: dict, tensors: dict, skip=frozenset()) -> None:
-    """Load the state ``_collect`` wrote into ``net`` (initialized, callbacks at ``on_train_begin``) but callbacks ``skip``."""
+def _restore(net, meta: dict, tensors: dict) -> None:
+    """Load the state ``_collect`` wrote into ``net`` (initialized, every other callback's ``on_train_begin`` run)."""
     now = {key: list(value.shape) for key, value in net.module_.state_dict().items()}
     if now != meta["shapes"]:
         differ = sorted(key for key in now.keys() | meta["shapes"].keys() if now.get(key) != meta["shapes"].get(key))
@@ -343,7 +357,7 @@ def _restore(net, meta: dict, tensors: dict, skip=frozenset()) -> None:
     if isinstance(criterion, torch.nn.Module) and criterion.state_dict():
         criterion.load_state_dict(_prefixed(tensors, "criterion."))
     _restore_optimizer(net, meta, tensors)
-    _restore_callbacks(net, meta, tensors, skip=skip)
+    _restore_callbacks(net, meta, tensors)
     for cb in dict(_named_callbacks(net)).values():
         if hasattr(cb, "_snapshot"):  # NonFiniteGuard: the restored weights are the last good ones
             cb._snapshot(net)
@@ -367,11 +381,9 @@ def _restore_optimizer(net, meta: dict, tensors: dict) -> None:
     net.optimizer_.load_state_dict({"state": state, "param_groups": groups})
 
 
-def _restore_callbacks(net, meta: dict, tensors: dict, skip=frozenset(), only=None) -> None:
+def _restore_callbacks(net, meta: dict, tensors: dict) -> None:
     callbacks = dict(_named_callbacks(net))
     for name, saved in meta["callbacks"].items():
-        if name in skip or (only is not None and name not in only):
-            continue
         cb = callbacks.get(name)
         if isinstance(cb, LRScheduler):
             cb.lr_scheduler_.load_state_dict(saved["scheduler"])

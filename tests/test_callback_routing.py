@@ -95,11 +95,13 @@ def test_removing_an_absent_built_in_is_fine(table):
 
 
 class _Crash(Callback):
+    """Raise as epoch ``at + 1`` begins: ``at`` epochs are checkpointed (every epoch-end, the checkpoint's too, has run)."""
+
     def __init__(self, at=None):
         self.at = at
 
-    def on_epoch_end(self, net, **kwargs):
-        if self.at and len(net.history) == self.at:
+    def on_epoch_begin(self, net, **kwargs):
+        if self.at and len(net.history) == self.at + 1:
             raise RuntimeError("simulated crash")
 
 

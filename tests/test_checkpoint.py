@@ -93,6 +93,42 @@ def test_a_crashed_fit_resumes_the_remaining_epochs_to_the_same_weights(tmp_path
     _same_weights(resumed, reference)
 
 
+class RecordLr(Callback):
+    def initialize(self):
+        self.rates = []
+        return self
+
+    def on_epoch_begin(self, net, **kwargs):
+        self.rates.append(net.optimizer_.param_groups[0]["lr"])
+
+
+def test_a_checkpoint_saves_the_epoch_end_state_of_callbacks_listed_after_it(tmp_path):
+    # It wrote before their on_epoch_end: a StepLR listed after it resumed one step behind ([0.005, 0.0025] for
+    # [0.0025, 0.00125]), an EarlyStopping with the previous epoch's counters.
+    from skorch.callbacks import EarlyStopping, LRScheduler
+    from torch.optim.lr_scheduler import StepLR
+
+    X, y = _data()
+
+    def make(folder, *crash):
+        user = [("step", LRScheduler(StepLR, step_size=1, gamma=0.5)), ("stop", EarlyStopping(patience=3, load_best=True))]
+        net = _make(folder, *user, *crash, ("rates", RecordLr()), lr=0.01, lr_schedule=None, patience="auto")
+        return net.fit(X, y)
+
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        make(tmp_path / "run", ("crash", Crash(3)))
+    meta = json.loads((tmp_path / "run" / "epoch-0002" / "meta.json").read_text())
+    valid = [row["valid_loss"] for row in meta["history"]]
+    assert meta["callbacks"]["stop"]["best_epoch_"] == 1 + int(np.argmin(valid))
+    resumed, reference = make(tmp_path / "run"), make(tmp_path / "reference")
+    assert dict(resumed.callbacks_)["checkpoint"].resumed_epochs_ == 2
+    assert dict(resumed.callbacks_)["rates"].rates == dict(reference.callbacks_)["rates"].rates[2:] == [0.0025, 0.00125, 0.000625]
+    for key in ("misses_", "best_epoch_"):
+        assert getattr(dict(resumed.callbacks_)["stop"], key) == getattr(dict(reference.callbacks_)["stop"], key)
+    assert resumed.history[:, "valid_loss"] == reference.history[:, "valid_loss"]
+    _same_weights(resumed, reference)
+
+
 def test_a_finished_checkpoint_loads_the_final_model_without_training(tmp_path):
     X, y = _data()
     first = _make(tmp_path / "run", patience=2).fit(X, y)

@@ -22,7 +22,7 @@ from skorch import NeuralNet
 from skorch.callbacks import ProgressBar
 from torch.utils.data import Dataset
 
-from .._checkpoint import epochs_left
+from .._checkpoint import checkpoints_last, epochs_left
 from .._data import TensorDictDataset
 from .._validation import check_target
 from ..callbacks import log_user_interrupt
@@ -241,8 +241,8 @@ class TabFormerNet(
         return weighted_callbacks(super().get_default_callbacks()) + builtin_callbacks(self)
 
     def initialize_callbacks(self):
-        """skorch's, the built-in early stopping after your callbacks; a ``ProgressBar()`` counts its batches
-        while ``batch_size`` is ``"auto"``.
+        """skorch's, the built-in early stopping after your callbacks, a ``TrainingCheckpoint`` after all but
+        ``PrintLog``; a ``ProgressBar()`` counts its batches while ``batch_size`` is ``"auto"``.
 
         skorch's bar sizes itself from ``get_params()["batch_size"]``, which keeps the ``"auto"``
         you passed: it raised ``TypeError`` at the first epoch. A copy with
@@ -250,6 +250,7 @@ class TabFormerNet(
         """
         super().initialize_callbacks()
         self.callbacks_ = scores_before_stopping(self, self.callbacks_)  # early stopping may watch a score of yours
+        self.callbacks_ = checkpoints_last(self.callbacks_)  # it saves (and resumes) every other callback's epoch-end state
         if isinstance(NeuralNet.get_params_for(self, "iterator_train").get("batch_size", self.batch_size), str):
             self.callbacks_ = [(name, _counting_bar(cb)) for name, cb in self.callbacks_]
         return self

@@ -339,8 +339,8 @@ def builtin_callbacks(net) -> list:
 def scores_before_stopping(net, callbacks: list) -> list:
     """``callbacks`` (``callbacks_``) with the built-in early stopping right after the user's last scoring callback.
 
-    Only after the scores (skorch's ``EpochScoring``, ``BatchScoring``, ``PassthroughScoring``): a
-    ``TrainingCheckpoint`` of the user's must still write early stopping's counters of the epoch it saves.
+    Only after the scores (skorch's ``EpochScoring``, ``BatchScoring``, ``PassthroughScoring``): early
+    stopping may watch a score of the user's. (A ``TrainingCheckpoint`` runs after all of them anyway.)
 
     Parameters
     ----------
