@@ -121,3 +121,21 @@ def test_a_checkpoint_resumes_a_schedule_listed_after_it(table, tmp_path):
     net = make(None).fit(X, y)
     assert dict(net.callbacks_)["checkpoint"].resumed_epochs_ == 2 and len(net.history) == 4
     assert dict(net.callbacks_)["user"].lr_scheduler_.last_epoch >= 3
+
+
+@pytest.mark.parametrize(
+    ("name", "setting", "replacement"),
+    [
+        ("lr_scheduler", "lr_schedule", LRScheduler(StepLR, step_size=1, gamma=0.5)),
+        ("early_stopping", "patience", EarlyStopping(patience=5)),
+    ],
+)
+def test_a_built_in_replaced_by_yours_is_reported_as_not_running(table, name, setting, replacement):
+    # callbacks__lr_scheduler=<yours> ran instead of the cosine, but resolved_params_ said lr_schedule='cosine' (patience 8).
+    X, y = table
+    net = _small(**{f"callbacks__{name}": replacement}).fit(X, y)
+    assert dict(net.callbacks_)[name] is replacement and net.resolved_params_[setting] is None
+    if name == "lr_scheduler":
+        assert net.history[:, "event_lr"] == [0.01, 0.005]
+    else:  # it stops on valid_loss: the holdout stays
+        assert net.resolved_params_["validation_fraction"] and "valid_loss" in net.history[-1]

@@ -64,7 +64,13 @@ from ._probe import probe_recipe
 from ._routing import routed_kinds
 from ._split import DEFAULT_VALIDATION_FRACTION, auto_validation_fraction
 from ._text_finetune import text_finetune_recipe
-from ._user_callbacks import check_holdout_readers, check_routed_builtins, defer_to_user_callbacks, holdout_readers
+from ._user_callbacks import (
+    check_holdout_readers,
+    check_routed_builtins,
+    defer_to_user_callbacks,
+    holdout_readers,
+    report_replaced_builtins,
+)
 
 __all__ = [
     "AUTO",
@@ -304,6 +310,7 @@ def resolve_recipe(estimator, tokenizer, X, n_rows: int, pretrained: bool) -> di
     check_holdout_readers(estimator, fraction)
     resolved["validation_fraction"] = fraction
     check_routed_builtins(estimator, resolved)  # skorch ignores a setting routed to a callback the fit has not
+    report_replaced_builtins(estimator, resolved)  # callbacks__lr_scheduler=<yours> runs, not the recipe's
     resolved["precision"] = estimator._resolve_precision_setting()
     if fuses_optimizer_step(estimator, user):
         recipe["optimizer__fused"] = True

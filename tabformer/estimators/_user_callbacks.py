@@ -40,6 +40,8 @@ __all__ = [
     "check_routed_builtins",
     "defer_to_user_callbacks",
     "holdout_readers",
+    "replaced_builtins",
+    "report_replaced_builtins",
     "scores_before_stopping",
     "user_callbacks",
 ]
@@ -100,6 +102,32 @@ def user_callbacks(net) -> list:
         if callback is not None:
             found.append((name, callback))
     return found
+
+
+_SETTINGS = {"lr_scheduler": "lr_schedule", "early_stopping": "patience"}
+
+
+def replaced_builtins(net) -> dict:
+    """``{name: callback}`` of the built-in schedule (early stopping) a ``callbacks__<name>=<callback>`` replaces.
+
+    Only where no entry of ``callbacks=[...]`` has that name (then the setting replaces the user's own).
+
+    Parameters
+    ----------
+    net : TabFormerNet
+
+    Returns
+    -------
+    dict of str to (Callback or type)
+    """
+    if _disabled(net):
+        return {}
+    listed = {name for name, _ in user_callbacks(net)}
+    return {
+        name: vars(net)[f"callbacks__{name}"]
+        for name in _SETTINGS
+        if vars(net).get(f"callbacks__{name}") is not None and name not in listed
+    }
 
 
 def _disabled(net) -> bool:
@@ -235,6 +263,29 @@ def defer_to_user_callbacks(net, resolved: dict) -> dict:
     return resolved
 
 
+def report_replaced_builtins(net, resolved: dict) -> dict:
+    """``resolved`` with ``lr_schedule`` (``patience``) None where ``callbacks__lr_scheduler=`` (``callbacks__early_stopping=``)
+    puts a callback of the user's in the built-in's place, as for one in ``callbacks=[...]``: the recipe's does not run.
+
+    Called after the checks that need the built-in's resolved setting (the holdout, ``check_routed_builtins``):
+    ``builtin_callbacks`` installs the replacement itself.
+
+    Parameters
+    ----------
+    net : TabFormerNet
+    resolved : dict
+        Updated in place.
+
+    Returns
+    -------
+    dict
+        ``resolved``.
+    """
+    for name in replaced_builtins(net):
+        resolved[_SETTINGS[name]] = None
+    return resolved
+
+
 _HINTS = {
     "lr_scheduler": "pass lr_schedule='cosine' (or 'warmup_linear'), or put your LRScheduler in callbacks=[...]",
     "early_stopping": "pass an int patience with a holdout (validation_fraction='auto' or a share), "
@@ -323,13 +374,19 @@ def builtin_callbacks(net) -> list:
         lr_schedule = None
     if user_stoppers(net):
         patience = None
-    if lr_schedule == "cosine" and not _is_auto(max_epochs):
+    # A callbacks__<name>= replacement (its setting reported None) stands in the built-in's place; skorch swaps it in.
+    replaced = replaced_builtins(net)
+    if "lr_scheduler" in replaced:
+        callbacks.append(("lr_scheduler", replaced["lr_scheduler"]))
+    elif lr_schedule == "cosine" and not _is_auto(max_epochs):
         # Decays to 0 at max_epochs: a fit that runs to the end finishes with small, refining steps.
         callbacks.append(("lr_scheduler", CosineLR(policy=CosineAnnealingLR, T_max=max_epochs)))
     elif lr_schedule == "warmup_linear":
         callbacks.append(("lr_scheduler", WarmupLinearLR()))
     # Other values are refused by fit (check_params): skorch builds callbacks in set_params, which must not validate.
-    if patience is not None and not _is_auto(patience) and net._uses_validation():
+    if "early_stopping" in replaced:
+        callbacks.append(("early_stopping", replaced["early_stopping"]))
+    elif patience is not None and not _is_auto(patience) and net._uses_validation():
         monitor = net._setting("monitor") if hasattr(net, "resolved_params_") else "valid_loss"
         stopping = EarlyStopping(monitor=monitor, patience=patience, load_best=True, sink=net._sink)
         callbacks.append(("early_stopping", stopping))
