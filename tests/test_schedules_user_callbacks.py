@@ -181,6 +181,23 @@ def test_the_built_in_early_stopping_can_watch_a_score_of_yours(table):
     assert stopping.best_epoch_ == 1 + int(np.argmax([epoch["valid_r2"] for epoch in net.history]))
 
 
+def test_your_callbacks_listed_before_a_scorer_still_run_after_early_stopping(table, tmp_path):
+    # Early stopping was moved after the user's last scorer, so a TrainEndCheckpoint listed before it
+    # saved the last epoch's weights, not the best ones early stopping restores at the end.
+    from skorch.callbacks import TrainEndCheckpoint
+
+    X, y = table
+    checkpoint = TrainEndCheckpoint(dirname=str(tmp_path))
+    scorer = EpochScoring("accuracy", name="valid_myacc", lower_is_better=False)
+    net = _small(lr=0.5, max_epochs=6, patience=10, callbacks=[checkpoint, scorer]).fit(X, y)
+    names = [name for name, _ in net.callbacks_]
+    assert names.index("EpochScoring") < names.index("early_stopping") < names.index("TrainEndCheckpoint")
+    stopping = dict(net.callbacks_)["early_stopping"]
+    assert stopping.best_epoch_ < len(net.history)  # the best weights were restored at the end
+    saved = torch.load(tmp_path / "train_end_params.pt", map_location="cpu", weights_only=True)
+    assert all(torch.equal(saved[key], value) for key, value in net.module_.state_dict().items())
+
+
 def test_an_early_stopping_monitor_nothing_writes_names_what_there_is(table):
     X, y = table
     with pytest.raises(

@@ -394,10 +394,12 @@ def builtin_callbacks(net) -> list:
 
 
 def scores_before_stopping(net, callbacks: list) -> list:
-    """``callbacks`` (``callbacks_``) with the built-in early stopping right after the user's last scoring callback.
+    """``callbacks`` (``callbacks_``) with the user's scoring callbacks moved up to just before the built-in early stopping.
 
-    Only after the scores (skorch's ``EpochScoring``, ``BatchScoring``, ``PassthroughScoring``): early
-    stopping may watch a score of the user's. (A ``TrainingCheckpoint`` runs after all of them anyway.)
+    Early stopping may watch a score of the user's (skorch's ``EpochScoring``, ``BatchScoring``,
+    ``PassthroughScoring``), so those must write it first. The scorers move, not early stopping:
+    the user's other callbacks (``Checkpoint``, ``TrainEndCheckpoint``, ...) still run after early
+    stopping, and so read its counters of the epoch and, at the end, the best weights it restored.
 
     Parameters
     ----------
@@ -411,9 +413,9 @@ def scores_before_stopping(net, callbacks: list) -> list:
     """
     if "early_stopping" in {name for name, _ in user_callbacks(net)}:  # the user's own, already in place
         return callbacks
-    late = [item for item in callbacks if item[0] == "early_stopping"]
-    rest = [item for item in callbacks if item[0] != "early_stopping"]
-    scorers = [i for i, (_, callback) in enumerate(rest) if isinstance(callback, ScoringBase)]
-    if not late or not scorers or scorers[-1] < callbacks.index(late[0]):
+    stop = next((i for i, (name, _) in enumerate(callbacks) if name == "early_stopping"), None)
+    if stop is None:
         return callbacks
-    return rest[: scorers[-1] + 1] + late + rest[scorers[-1] + 1 :]
+    after = callbacks[stop + 1 :]
+    scorers = [item for item in after if isinstance(item[1], ScoringBase)]
+    return callbacks[:stop] + scorers + [callbacks[stop]] + [item for item in after if not isinstance(item[1], ScoringBase)]
