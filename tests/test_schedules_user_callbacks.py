@@ -114,6 +114,28 @@ def test_an_early_stopping_of_your_own_replaces_the_auto_one_and_keeps_the_holdo
     assert _kept_epoch(net) == own.best_epoch_ and _holds(net, snapshots.weights[own.best_epoch_])
 
 
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"callbacks": [EarlyStopping(monitor="valid_acc", lower_is_better=False, patience=5)]},
+        {"callbacks__early_stopping": EarlyStopping(monitor="valid_acc", lower_is_better=False, patience=5)},
+        {"callbacks": [("early_stopping", EarlyStopping(patience=5))], "callbacks__early_stopping__monitor": "valid_acc"},
+    ],
+)
+def test_resolved_monitor_is_what_your_early_stopping_watches(table, params):
+    # resolved_params_["monitor"] said the recipe's valid_loss while the user's early stopping, the one that ran, read valid_acc.
+    X, y = table
+    net = _small(max_epochs=1, **params).fit(X, y)
+    assert net.resolved_params_["patience"] is None and net.resolved_params_["monitor"] == "valid_acc"
+
+
+def test_resolved_monitor_lists_your_early_stoppings_where_they_differ(table):
+    X, y = table
+    stoppers = [EarlyStopping(monitor="valid_acc", lower_is_better=False), ("second", EarlyStopping(monitor="train_loss"))]
+    net = _small(max_epochs=1, callbacks=stoppers).fit(X, y)
+    assert net.resolved_params_["monitor"] == ("valid_acc", "train_loss")
+
+
 @pytest.mark.parametrize("setting", [{"patience": 3}, {"callbacks__early_stopping__patience": 3}])
 def test_an_explicit_patience_beside_your_early_stopping_is_refused(table, setting):
     X, y = table

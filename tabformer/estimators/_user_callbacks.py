@@ -215,7 +215,8 @@ def check_holdout_readers(net, fraction) -> None:
 
 
 def defer_to_user_callbacks(net, resolved: dict) -> dict:
-    """``resolved`` with ``lr_schedule`` (``patience``) None where the user's own schedule (early stopping) takes its place.
+    """``resolved`` with ``lr_schedule`` (``patience``) None where the user's own schedule (early stopping) takes its place,
+    and ``monitor`` what the user's early stopping watches.
 
     Parameters
     ----------
@@ -260,12 +261,21 @@ def defer_to_user_callbacks(net, resolved: dict) -> dict:
         )
     if stoppers:
         resolved["patience"] = None
+        resolved["monitor"] = _stoppers_monitor(net)
     return resolved
+
+
+def _stoppers_monitor(net):
+    """What the user's early stoppings (``user_stoppers``) watch: one monitor, or a tuple of theirs where they differ."""
+    stoppers = [(name, cb) for name, cb in user_callbacks(net) if name == "early_stopping" or _is_a(cb, SkorchEarlyStopping)]
+    monitors = list(dict.fromkeys(_monitor(net, name, callback) for name, callback in stoppers))
+    return monitors[0] if len(monitors) == 1 else tuple(monitors)
 
 
 def report_replaced_builtins(net, resolved: dict) -> dict:
     """``resolved`` with ``lr_schedule`` (``patience``) None where ``callbacks__lr_scheduler=`` (``callbacks__early_stopping=``)
     puts a callback of the user's in the built-in's place, as for one in ``callbacks=[...]``: the recipe's does not run.
+    ``monitor`` is what the replacing early stopping watches.
 
     Called after the checks that need the built-in's resolved setting (the holdout, ``check_routed_builtins``):
     ``builtin_callbacks`` installs the replacement itself.
@@ -281,8 +291,11 @@ def report_replaced_builtins(net, resolved: dict) -> dict:
     dict
         ``resolved``.
     """
-    for name in replaced_builtins(net):
+    replaced = replaced_builtins(net)
+    for name in replaced:
         resolved[_SETTINGS[name]] = None
+    if "early_stopping" in replaced:  # yours watches what it watches, not the recipe's monitor
+        resolved["monitor"] = _monitor(net, "early_stopping", replaced["early_stopping"])
     return resolved
 
 
