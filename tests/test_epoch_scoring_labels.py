@@ -68,3 +68,48 @@ def test_a_batch_scorer_naming_a_string_label_scores_the_holdout():
     valid = holdout(y)
     assert clf.history_[-1, "batches", :, "valid_batch_size"] == [len(valid)]  # one batch: its f1 is the holdout's
     assert clf.history_[-1, "batch_f1"] == pytest.approx(f1_score(y[valid], clf.predict(X.iloc[valid]), pos_label="pos"))
+
+
+class _Trained(BatchScoring):
+    """Counts the training batches (a scorer of no label: it scores the batch's loss)."""
+
+    def __init__(self):
+        super().__init__(lambda net, X, y: 0.0, name="never", on_train=True)
+        self.batches = 0
+
+    def on_batch_end(self, net, **kwargs):
+        self.batches += 1
+
+
+@pytest.mark.parametrize(
+    ("scoring", "score", "fix"),
+    [
+        ("f1", EpochScoring, r"make_scorer\(f1_score, pos_label='pos'\) .*or 'f1_macro'"),
+        ("precision", BatchScoring, r"make_scorer\(precision_score, pos_label='pos'\)"),
+        ("recall", EpochScoring, r"make_scorer\(recall_score, pos_label='pos'\)"),
+        ("jaccard", EpochScoring, r"make_scorer\(jaccard_score, pos_label='pos'\)"),
+        (
+            "average_precision",
+            EpochScoring,
+            r"make_scorer\(average_precision_score, response_method=\('decision_function', 'predict_proba'\), pos_label='pos'\)",
+        ),
+    ],
+)
+def test_a_scorer_of_pos_label_1_on_string_labels_is_refused_before_training(scoring, score, fix):
+    # sklearn's error came at the end of the first epoch, after it trained.
+    X, positive = table()
+    counter = _Trained()
+    clf = TabFormerClassifier(**TINY, random_state=0, ensemble_size=1, validation_fraction=0.25, patience=None)
+    clf.set_params(callbacks=[("counter", counter), ("mine", score(scoring, lower_is_better=False))])
+    message = rf"{score.__name__} 'mine' in callbacks scores '{scoring}', whose pos_label=1 is not a valid label\. It should "
+    with pytest.raises(ValueError, match=message + r"be one of \['neg', 'pos'\]: pass " + fix):
+        clf.fit(X, np.where(positive, "pos", "neg"))
+    assert counter.batches == 0
+
+
+def test_a_scorer_routed_to_a_callback_is_checked_too():
+    X, positive = table()
+    clf = TabFormerClassifier(**TINY, random_state=0, ensemble_size=1, validation_fraction=0.25, patience=None)
+    clf.set_params(callbacks=[("mine", EpochScoring("f1_macro"))], callbacks__mine__scoring="recall")
+    with pytest.raises(ValueError, match="EpochScoring 'mine' in callbacks scores 'recall', whose pos_label=1"):
+        clf.fit(X, np.where(positive, "pos", "neg"))

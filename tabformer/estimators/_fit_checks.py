@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import inspect
 from numbers import Integral
 
+import numpy as np
+from sklearn.metrics import get_scorer, get_scorer_names
 from skorch import NeuralNet
+from skorch.callbacks.scoring import ScoringBase
 
 from ._params import check_training_memory
+from ._user_callbacks import user_callbacks
 from ._util import encoder_settings
 
-__all__ = ["check_before_training", "check_positions"]
+__all__ = ["check_before_training", "check_positions", "check_scorer_labels"]
 
 
 def check_before_training(estimator, data) -> None:
     """What ``fit`` checks once the tokenizer is fitted, before the module is built: the training memory
-    (:func:`check_training_memory`) and the encoder's positions (:func:`check_positions`)."""
+    (:func:`check_training_memory`), the encoder's positions (:func:`check_positions`) and the scorers'
+    positive label (:func:`check_scorer_labels`)."""
     check_positions(estimator)
+    check_scorer_labels(estimator)
     check_training_memory(estimator, data)
 
 
@@ -41,4 +48,66 @@ def check_positions(estimator) -> None:
             f"tokenizer__max_length={longest} is longer than the encoder's {positions} positions: texts of more than "
             f"{positions} sub-words would fail at predict. Pass tokenizer__max_length={positions} or less"
             + ("" if pretrained else f", or encoder__max_length={longest} (a from-scratch encoder's positions)")
+        )
+
+
+def _default_positive(scoring: str):
+    """The positive label a sklearn scorer named ``scoring`` needs among the labels (its metric's
+    ``pos_label=1``) and its ``make_scorer`` arguments before ``pos_label`` (as code), or None where it
+    needs none (averaged over the classes) or the name is no such scorer."""
+    try:
+        scorer = get_scorer(scoring)
+        kwargs, parameters = scorer._kwargs, inspect.signature(scorer._score_func).parameters
+        default = {name: parameters[name].default for name in ("pos_label", "average") if name in parameters}
+        settings = {**default, **kwargs}
+        method = getattr(scorer, "_response_method", None)
+        predicts = method == "predict"
+        # make_scorer scores predictions unless told otherwise: a scorer on probabilities needs its response_method.
+        metric = scorer._score_func.__name__ + ("" if predicts else f", response_method={method!r}")
+    except Exception:  # another scorer, another sklearn: sklearn itself says what is wrong, after the epoch
+        return None
+    # A scorer on predictions reads pos_label only with average="binary"; one on probabilities picks its column.
+    if settings.get("pos_label") is None or (predicts and settings.get("average", "binary") != "binary"):
+        return None
+    return settings["pos_label"], metric
+
+
+def check_scorer_labels(estimator) -> None:
+    """Refuse a scoring callback of the user's that names a sklearn scorer whose positive label is not a label.
+
+    ``EpochScoring("f1")`` (``"precision"``, ``"recall"``, ``"jaccard"``, ``"average_precision"``) scores
+    ``pos_label=1``: on labels ``"neg"``/``"pos"`` sklearn raised "pos_label=1 is not a valid label" at the
+    end of the first epoch, after it trained. The same error now comes before training.
+
+    Parameters
+    ----------
+    estimator : TabFormerNet, its ``classes_`` known (classifiers of one label, two classes; others pass)
+
+    Raises
+    ------
+    ValueError
+        Naming the callback, the labels and the scorer to pass instead.
+    """
+    if getattr(estimator, "multilabel_", False):
+        return
+    try:
+        labels = np.asarray(estimator.classes_)
+    except AttributeError:  # a regressor, a pretrainer
+        return
+    if labels.ndim != 1 or len(labels) != 2:
+        return
+    for name, callback in user_callbacks(estimator):
+        if not isinstance(callback, ScoringBase):
+            continue
+        scoring = vars(estimator).get(f"callbacks__{name}__scoring", getattr(callback, "scoring", None))
+        found = _default_positive(scoring) if isinstance(scoring, str) else None
+        if found is None or any(label == found[0] for label in labels.tolist()):
+            continue
+        positive, metric = found
+        averaged = f"{scoring}_macro"
+        raise ValueError(
+            f"{type(callback).__name__} {name!r} in callbacks scores {scoring!r}, whose pos_label={positive!r} is not "
+            f"a valid label. It should be one of {labels.tolist()}: pass make_scorer({metric}, pos_label={labels[-1].item()!r}) "
+            "(from sklearn.metrics) as its scoring"
+            + (f", or {averaged!r}, its average over the classes" if averaged in get_scorer_names() else "")
         )
