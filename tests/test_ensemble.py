@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 from conftest import TINY, make_table
-from skorch.callbacks import Freezer
+from skorch.callbacks import Callback, Freezer, GradientNormClipping
 
 from tabformer import TabFormerClassifier, TabFormerRegressor, load
 from tabformer.estimators._ensemble import SMALL_TABLE_MEMBERS, auto_ensemble_size
@@ -324,3 +324,32 @@ def test_parameter_patterns_keep_auto_to_one_model_and_a_pattern_naming_nothing_
     clf = TabFormerClassifier(ensemble_size=1, optimizer__param_groups=[("encodr.*", {"lr": 0.0})], **settings)
     with pytest.warns(UserWarning, match=r"optimizer__param_groups: the pattern 'encodr\.\*' matches none.*'embedder\."):
         clf.fit(X, y)
+
+
+class _MemberNorms(Callback):
+    """Each member's own-loss gradient norm at every step: its gradient, times the members (the loss is their mean)."""
+
+    def initialize(self):
+        self.norms = []
+        return self
+
+    def on_grad_computed(self, net, named_parameters, **kwargs):
+        members = net.module_.members if isinstance(net.module_, EnsembleModel) else [net.module_]
+        squares = [sum(float(p.grad.norm()) ** 2 for p in m.parameters() if p.grad is not None) for m in members]
+        self.norms.append([len(members) * s**0.5 for s in squares])
+
+
+@pytest.mark.parametrize("members", [1, 3])
+def test_gradient_norm_clipping_clips_each_member_as_a_model_alone(members):
+    # skorch's clipped all members' gradients together, each 1/ensemble_size of its own loss's (the loss is their mean):
+    # members went unclipped well past max_norm, where one model alone was clipped to it.
+    X, y = make_table(60)
+    before, after = _MemberNorms(), _MemberNorms()
+    callbacks = [("before", before), ("clip", GradientNormClipping(0.05)), ("after", after)]
+    TabFormerClassifier(**{**FEW, "max_epochs": 1}, random_state=0, ensemble_size=members, callbacks=callbacks).fit(X, y)
+    assert np.min(before.norms) > 0.05  # every member's gradient exceeds the bound: each is clipped to it
+    assert np.allclose(after.norms, 0.05, atol=1e-4)
+    loose, untouched = _MemberNorms(), _MemberNorms()
+    callbacks = [("before", loose), ("clip", GradientNormClipping(1e6)), ("after", untouched)]
+    TabFormerClassifier(**{**FEW, "max_epochs": 1}, random_state=0, ensemble_size=members, callbacks=callbacks).fit(X, y)
+    assert np.allclose(untouched.norms, loose.norms)

@@ -8,6 +8,7 @@ folds reach 0.350 (docs/defaults.md, "Tables of 100 to 2,000 rows: five members 
 from __future__ import annotations
 
 import fnmatch
+import re
 import warnings
 from numbers import Integral
 
@@ -15,7 +16,7 @@ import numpy as np
 import torch
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.utils._param_validation import Interval, StrOptions
-from skorch.callbacks import ParamMapper, PassthroughScoring
+from skorch.callbacks import GradientNormClipping, ParamMapper, PassthroughScoring
 from skorch.callbacks.scoring import ScoringBase
 from skorch.utils import to_tensor
 
@@ -265,6 +266,31 @@ class EnsembleMixin:
             x = {key: value for key, value in x.items() if key != FOLD}
         return super().infer(x, **fit_params)
 
+    def notify(self, method_name, **cb_kwargs):
+        """skorch's; with several members a ``GradientNormClipping`` of yours clips each member's gradient on its own.
+
+        skorch's clipped the norm of all members' gradients together, and each member's gradient is
+        ``1 / ensemble_size`` of its own loss's (the loss is the members' mean): a member whose own gradient
+        a single model would clip to 1 often was not clipped at all. Each member's own-loss gradient
+        (``ensemble_size`` times its share) is now clipped at ``gradient_clip_value``, as the same model
+        alone would be. A subclass with an ``on_grad_computed`` of its own runs as it is.
+
+        Parameters
+        ----------
+        method_name : str
+        **cb_kwargs : the callbacks' arguments
+        """
+        members = self._ensemble_members()
+        if method_name != "on_grad_computed" or members == 1 or not any(_clips_jointly(cb) for _, cb in self.callbacks_):
+            return super().notify(method_name, **cb_kwargs)
+        self.on_grad_computed(self, **cb_kwargs)
+        for _, callback in self.callbacks_:
+            if _clips_jointly(callback):
+                _clip_each_member(callback, cb_kwargs["named_parameters"], members)
+            else:
+                callback.on_grad_computed(self, **cb_kwargs)
+        return None
+
     def get_loss(self, y_pred, y_true, X=None, training=False):
         """The loss of skorch's step; in training, with several members, the mean of the members' losses,
         each over the rows outside its fold. An ensemble in training returns (k, B, ...)."""
@@ -288,3 +314,25 @@ def _scores_training_batches(callback) -> bool:
     """Whether a callback scores the training batches' predictions (skorch's EpochScoring/BatchScoring with
     ``on_train=True``); ``train_loss`` (a passthrough of the batch losses) does not."""
     return isinstance(callback, ScoringBase) and not isinstance(callback, PassthroughScoring) and bool(callback.on_train)
+
+
+def _clips_jointly(callback) -> bool:
+    """Whether a callback is skorch's ``GradientNormClipping`` (or a subclass that keeps its ``on_grad_computed``)."""
+    return isinstance(callback, GradientNormClipping) and type(callback).on_grad_computed is GradientNormClipping.on_grad_computed
+
+
+_MEMBER = re.compile(r"(?:^|\.)members\.(\d+)\.")
+
+
+def _clip_each_member(callback, named_parameters, members: int) -> None:
+    """``callback``'s clipping, member by member: each member's own-loss gradient (``members`` times its
+    share of the mean loss's) at ``gradient_clip_value``; parameters of no member (none in an ensemble) together."""
+    if callback.gradient_clip_value is None:
+        return
+    groups = {}
+    for name, parameter in named_parameters:
+        found = _MEMBER.search(name)
+        groups.setdefault(found and int(found.group(1)), []).append(parameter)
+    for member, parameters in groups.items():
+        bound = callback.gradient_clip_value / (1 if member is None else members)
+        torch.nn.utils.clip_grad_norm_(parameters, max_norm=bound, norm_type=callback.gradient_clip_norm_type)
