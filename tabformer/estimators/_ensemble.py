@@ -280,8 +280,10 @@ class EnsembleMixin:
         method_name : str
         **cb_kwargs : the callbacks' arguments
         """
+        if method_name != "on_grad_computed":  # every other hook, several times a batch: nothing to look up
+            return super().notify(method_name, **cb_kwargs)
         members = self._ensemble_members()
-        if method_name != "on_grad_computed" or members == 1 or not any(_clips_jointly(cb) for _, cb in self.callbacks_):
+        if members == 1 or not any(_clips_jointly(cb) for _, cb in self.callbacks_):
             return super().notify(method_name, **cb_kwargs)
         self.on_grad_computed(self, **cb_kwargs)
         for _, callback in self.callbacks_:

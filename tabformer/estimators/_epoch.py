@@ -22,6 +22,7 @@ from __future__ import annotations
 import numbers
 
 import torch
+from skorch.callbacks.scoring import ScoringBase
 from skorch.dataset import get_len, unpack_data
 from torch.utils.data import Subset
 
@@ -60,6 +61,9 @@ class EpochMixin:
             return super().notify(method_name, **cb_kwargs)
         getattr(self, method_name)(self, **cb_kwargs)
         for _, callback in self.callbacks_:
+            if not isinstance(callback, ScoringBase):  # only scorers read targets or replayed outputs
+                getattr(callback, method_name)(self, **cb_kwargs)
+                continue
             try:
                 if method_name == "on_batch_end":
                     callback.on_batch_end(self, **scored_batch(self, callback, cb_kwargs))
