@@ -104,3 +104,12 @@ def make_table(n=120, seed=0):
 @pytest.fixture
 def table():
     return make_table()
+
+
+@pytest.fixture
+def pos_neg_table():
+    """120 rows: two numbers and a category, labels "pos"/"neg" (the callback tests' small fits)."""
+    rng = np.random.RandomState(0)
+    X = pd.DataFrame({"a": rng.randn(120), "b": rng.randn(120), "c": rng.choice(["x", "y", "z"], 120)})
+    y = np.where(X.a + (X.c == "x") + 0.3 * rng.randn(120) > 0.5, "pos", "neg")
+    return X, y

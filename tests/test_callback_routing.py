@@ -1,7 +1,5 @@
 """Settings routed to the built-in callbacks (``callbacks__<name>...``), callbacks named like them, ``callbacks="disable"``."""
 
-import numpy as np
-import pandas as pd
 import pytest
 from skorch.callbacks import Callback, EarlyStopping, LRScheduler
 from torch.optim.lr_scheduler import StepLR
@@ -9,22 +7,14 @@ from torch.optim.lr_scheduler import StepLR
 from tabformer import TabFormerClassifier
 
 
-@pytest.fixture
-def table():
-    rng = np.random.RandomState(0)
-    X = pd.DataFrame({"a": rng.randn(120), "b": rng.randn(120), "c": rng.choice(["x", "y", "z"], 120)})
-    y = np.where(X.a + (X.c == "x") + 0.3 * rng.randn(120) > 0.5, "pos", "neg")
-    return X, y
-
-
 def _small(**params):
     params = {"lr": 1e-2, "batch_size": 32, "ensemble_size": 1, "max_epochs": 2, **params}
     return TabFormerClassifier(encoder__d_model=16, encoder__n_layers=1, encoder__n_heads=2, random_state=0, verbose=0, **params)
 
 
-def test_disabled_callbacks_hold_out_no_row_and_report_no_schedule(table):
+def test_disabled_callbacks_hold_out_no_row_and_report_no_schedule(pos_neg_table):
     # validation_fraction="auto" held out 30% for an early stopping that callbacks="disable" never ran.
-    X, y = table
+    X, y = pos_neg_table
     net = _small(callbacks="disable").fit(X, y)
     assert net.callbacks_ == []
     assert {k: net.resolved_params_[k] for k in ("lr_schedule", "patience", "validation_fraction")} == dict.fromkeys(
@@ -46,9 +36,9 @@ class _Marker(Callback):
 
 
 @pytest.mark.parametrize("name", ["lr_scheduler", "early_stopping"])
-def test_a_callback_named_like_a_built_in_replaces_it(table, name):
+def test_a_callback_named_like_a_built_in_replaces_it(pos_neg_table, name):
     # skorch raised "Found duplicate user-set callback name" though the user set the name once.
-    X, y = table
+    X, y = pos_neg_table
     net = _small(callbacks=[(name, _Marker())]).fit(X, y)
     assert isinstance(dict(net.callbacks_)[name], _Marker) and dict(net.callbacks_)[name].epochs == 2
     setting = "lr_schedule" if name == "lr_scheduler" else "patience"
@@ -57,8 +47,8 @@ def test_a_callback_named_like_a_built_in_replaces_it(table, name):
         _small(callbacks=[(name, _Marker())], **{setting: "cosine" if setting == "lr_schedule" else 3}).fit(X, y)
 
 
-def test_a_callback_named_like_the_guard_points_to_replacing_it(table):
-    X, y = table
+def test_a_callback_named_like_the_guard_points_to_replacing_it(pos_neg_table):
+    X, y = pos_neg_table
     with pytest.raises(ValueError, match=r"'nonfinite', the name of a built-in callback.*callbacks__nonfinite="):
         _small(callbacks=[("nonfinite", _Marker())]).fit(X, y)
 
@@ -79,16 +69,16 @@ def test_a_callback_named_like_the_guard_points_to_replacing_it(table):
         ),
     ],
 )
-def test_a_setting_routed_to_a_built_in_this_fit_has_not_is_refused(table, params, match):
+def test_a_setting_routed_to_a_built_in_this_fit_has_not_is_refused(pos_neg_table, params, match):
     # skorch ignored it: lr_schedule=None with callbacks__lr_scheduler=LRScheduler(StepLR) trained at a constant rate.
-    X, y = table
+    X, y = pos_neg_table
     key = next(key for key in params if key.startswith("callbacks__"))
     with pytest.raises(ValueError, match=rf"{key} would set the built-in .*{match}"):
         _small(**params).fit(X, y)
 
 
-def test_removing_an_absent_built_in_is_fine(table):
-    X, y = table
+def test_removing_an_absent_built_in_is_fine(pos_neg_table):
+    X, y = pos_neg_table
     net = _small(lr_schedule=None, patience=None, callbacks__lr_scheduler=None, callbacks__early_stopping=None).fit(X, y)
     assert "lr_scheduler" not in dict(net.callbacks_) and "early_stopping" not in dict(net.callbacks_)
     _small(callbacks__early_stopping__patience=None).fit(X, y)  # what removes it
@@ -105,11 +95,11 @@ class _Crash(Callback):
             raise RuntimeError("simulated crash")
 
 
-def test_a_checkpoint_resumes_a_schedule_listed_after_it(table, tmp_path):
+def test_a_checkpoint_resumes_a_schedule_listed_after_it(pos_neg_table, tmp_path):
     # The restore ran in the checkpoint's on_train_begin, before the later LRScheduler built lr_scheduler_: AttributeError.
     from tabformer.callbacks import TrainingCheckpoint
 
-    X, y = table
+    X, y = pos_neg_table
 
     def make(at):
         schedule = LRScheduler(StepLR, step_size=1, gamma=0.5)
@@ -130,9 +120,9 @@ def test_a_checkpoint_resumes_a_schedule_listed_after_it(table, tmp_path):
         ("early_stopping", "patience", EarlyStopping(patience=5)),
     ],
 )
-def test_a_built_in_replaced_by_yours_is_reported_as_not_running(table, name, setting, replacement):
+def test_a_built_in_replaced_by_yours_is_reported_as_not_running(pos_neg_table, name, setting, replacement):
     # callbacks__lr_scheduler=<yours> ran instead of the cosine, but resolved_params_ said lr_schedule='cosine' (patience 8).
-    X, y = table
+    X, y = pos_neg_table
     net = _small(**{f"callbacks__{name}": replacement}).fit(X, y)
     assert dict(net.callbacks_)[name] is replacement and net.resolved_params_[setting] is None
     if name == "lr_scheduler":
