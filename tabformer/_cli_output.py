@@ -1,0 +1,37 @@
+"""What ``tabformer predict`` writes: one frame per kind of model (classes, probabilities, tags, embeddings)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ._cli_input import CLIError
+
+
+def predictions(estimator, X, proba: bool) -> pd.DataFrame:
+    if proba and (hasattr(estimator, "objective_") or hasattr(estimator, "default_tag_") or not hasattr(estimator, "classes_")):
+        # A pretrainer writes embeddings and a tagger tags: --proba was ignored for them, silently.
+        per_word = " (a tagger's are per word: TabFormerTagger.predict_proba in Python)" * hasattr(estimator, "default_tag_")
+        raise CLIError(f"--proba needs a classifier; {type(estimator).__name__} has no class probabilities per row{per_word}")
+    if hasattr(estimator, "objective_"):
+        values = np.asarray(estimator.transform(X))  # a pretrainer saved after set_output(transform="pandas") answers a frame
+        return pd.DataFrame(values, columns=[f"embedding{i}" for i in range(values.shape[1])])
+    if hasattr(estimator, "default_tag_"):
+        if isinstance(X, pd.DataFrame) and X.shape[1] != 1:
+            raise CLIError(f"a tagger reads one column of space-separated words; the file has {list(X.columns)}")
+        column = X.iloc[:, 0] if isinstance(X, pd.DataFrame) else pd.Series(X)
+        sentences = [[] if pd.isna(text) else str(text).split() for text in column]  # a Parquet null: no words, not "nan"
+        return pd.DataFrame({"tags": [" ".join(tags) for tags in estimator.predict(sentences)]})
+    if hasattr(estimator, "classes_") and proba:
+        probabilities = estimator.predict_proba(X)
+        if getattr(estimator, "multilabel_", False):  # one 0/1 column per label, not an argmax
+            out = pd.DataFrame((probabilities >= 0.5).astype(int), columns=[f"prediction{j}" for j in estimator.classes_])
+        else:
+            out = pd.DataFrame({"prediction": estimator.classes_[probabilities.argmax(axis=1)]})
+        for j, label in enumerate(estimator.classes_):
+            out[f"proba_{label}"] = probabilities[:, j]
+        return out
+    values = np.asarray(estimator.predict(X))
+    if values.ndim == 2:
+        return pd.DataFrame(values, columns=[f"prediction{j}" for j in range(values.shape[1])])
+    return pd.DataFrame({"prediction": values})
