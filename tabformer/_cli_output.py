@@ -9,10 +9,25 @@ from ._cli_input import CLIError
 
 
 def predictions(estimator, X, proba: bool) -> pd.DataFrame:
-    if proba and (hasattr(estimator, "objective_") or hasattr(estimator, "default_tag_") or not hasattr(estimator, "classes_")):
-        # A pretrainer writes embeddings and a tagger tags: --proba was ignored for them, silently.
-        per_word = " (a tagger's are per word: TabFormerTagger.predict_proba in Python)" * hasattr(estimator, "default_tag_")
-        raise CLIError(f"--proba needs a classifier; {type(estimator).__name__} has no class probabilities per row{per_word}")
+    """The frame ``tabformer predict`` writes for ``estimator`` on the rows ``X``.
+
+    Parameters
+    ----------
+    estimator : a fitted classifier, regressor, tagger or pretrainer
+    X : DataFrame or list
+        The rows as the CLI read them (a tagger: one column of space-separated words).
+    proba : bool
+        ``--proba``: classifiers add a ``proba_<label>`` column per class; a tagger a
+        ``proba_<tag>`` column per tag, each cell the sentence's per-word probabilities,
+        space-separated like its words.
+
+    Returns
+    -------
+    DataFrame of shape (n_rows, n_columns)
+    """
+    if proba and (hasattr(estimator, "objective_") or not hasattr(estimator, "classes_")):
+        # A pretrainer writes embeddings: --proba was ignored for it, silently.
+        raise CLIError(f"--proba needs a classifier or a tagger; {type(estimator).__name__} has no class probabilities")
     if hasattr(estimator, "objective_"):
         values = np.asarray(estimator.transform(X))  # a pretrainer saved after set_output(transform="pandas") answers a frame
         return pd.DataFrame(values, columns=[f"embedding{i}" for i in range(values.shape[1])])
@@ -21,7 +36,13 @@ def predictions(estimator, X, proba: bool) -> pd.DataFrame:
             raise CLIError(f"a tagger reads one column of space-separated words; the file has {list(X.columns)}")
         column = X.iloc[:, 0] if isinstance(X, pd.DataFrame) else pd.Series(X)
         sentences = [[] if pd.isna(text) else str(text).split() for text in column]  # a Parquet null: no words, not "nan"
-        return pd.DataFrame({"tags": [" ".join(tags) for tags in estimator.predict(sentences)]})
+        if not proba:
+            return pd.DataFrame({"tags": [" ".join(tags) for tags in estimator.predict(sentences)]})
+        per_word = estimator.predict_proba(sentences)  # predict is its argmax: one pass gives both
+        out = pd.DataFrame({"tags": [" ".join(estimator.classes_[rows.argmax(axis=1)]) for rows in per_word]})
+        for j, tag in enumerate(estimator.classes_):
+            out[f"proba_{tag}"] = [" ".join(f"{value:.6g}" for value in rows[:, j]) for rows in per_word]
+        return out
     if hasattr(estimator, "classes_") and proba:
         probabilities = estimator.predict_proba(X)
         if getattr(estimator, "multilabel_", False):  # one 0/1 column per label, not an argmax

@@ -370,7 +370,11 @@ def build_parser() -> argparse.ArgumentParser:
     predict = commands.add_parser("predict", help="predict with a saved model; CSV on stdout")
     predict.add_argument("model", help="a folder written by fit (or by an estimator's save)")
     predict.add_argument("data", help="rows to predict: .csv, .tsv, .parquet, .txt, or a folder")
-    predict.add_argument("--proba", action="store_true", help="classifiers: add one probability column per class")
+    predict.add_argument(
+        "--proba",
+        action="store_true",
+        help="classifiers: add one probability column per class; taggers: one per tag, its words' probabilities space-separated",
+    )
     predict.add_argument("--output", help="write here (.csv or .parquet) instead of stdout")
     predict.add_argument("--device", help="cpu or cuda (default: where it was saved, if available)")
 

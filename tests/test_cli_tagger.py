@@ -1,5 +1,6 @@
 """``tabformer predict`` on a saved tagger: a CSV's sentences are read as written."""
 
+import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -45,9 +46,20 @@ def test_a_tagger_tags_one_word_sentences_pandas_reads_as_missing(tagger, tmp_pa
     assert echoed["tags"].tolist() == out["tags"].tolist() and echoed["input"].tolist() == WORDS + ["", "alice visits NA"]
 
 
-def test_proba_on_a_tagger_points_to_its_per_word_probabilities(tagger, tmp_path, capsys):
-    # The message said a tagger "has no class probabilities"; since predict_proba is per word, it names where they are.
-    (tmp_path / "words.csv").write_text("sentence\nalice visits paris\n")
+def test_proba_on_a_tagger_writes_each_words_probabilities(tagger, tmp_path, capsys):
+    # --proba on a tagger was refused; it writes one column per tag, a cell per sentence holding each word's
+    # probability (space-separated like the words), as TabFormerTagger.predict_proba gives them.
+    from tabformer import load
+
+    (tmp_path / "words.csv").write_text('sentence\nalice visits paris\n""\nbob\n')
     capsys.readouterr()
-    assert main(["predict", str(tagger), str(tmp_path / "words.csv"), "--proba"]) == 2
-    assert "TabFormerTagger.predict_proba" in capsys.readouterr().err
+    assert main(["predict", str(tagger), str(tmp_path / "words.csv"), "--proba"]) == 0
+    out = pd.read_csv(pd.io.common.StringIO(capsys.readouterr().out), keep_default_na=False)
+    model = load(tagger)
+    sentences = [["alice", "visits", "paris"], [], ["bob"]]
+    assert list(out.columns) == ["tags"] + [f"proba_{tag}" for tag in model.classes_]
+    assert [row.split() for row in out["tags"]] == model.predict(sentences)
+    expected = model.predict_proba(sentences)
+    for i, rows in enumerate(expected):
+        written = np.array([[float(v) for v in str(out.loc[i, f"proba_{tag}"]).split()] for tag in model.classes_]).T
+        assert written.shape == rows.shape and np.allclose(written.reshape(rows.shape), rows, atol=1e-5)
