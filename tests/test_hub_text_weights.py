@@ -55,21 +55,27 @@ def _slow_bert_tokenizer():
     return getattr(transformers, "BertTokenizerLegacy", None) or transformers.BertTokenizer
 
 
+def _vocab_txt_folder_with_added_tokens(folder):
+    """A tiny BERT saved as a slow tokenizer saves it (vocab.txt, no tokenizer.json) with "<ent>" and "zzplain" added."""
+    model, fast = _save_model("bert", folder)
+    (folder / "tokenizer.json").unlink()
+    vocab = fast.convert_ids_to_tokens(range(len(fast)))
+    (folder / "vocab.txt").write_text("".join(token + "\n" for token in vocab), encoding="utf-8")
+    tokenizer = _slow_bert_tokenizer()(str(folder / "vocab.txt"), do_lower_case=True)
+    tokenizer.add_special_tokens({"additional_special_tokens": ["<ent>"]})
+    tokenizer.add_tokens(["zzplain"])
+    model.resize_token_embeddings(len(tokenizer))
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    (folder / "tokenizer.json").unlink(missing_ok=True)
+    return model, tokenizer, vocab
+
+
 @pytest.mark.filterwarnings("ignore:.*are \\[UNK\\]:UserWarning")
 def test_tokens_added_in_tokenizer_config_of_a_vocab_txt_folder_match_as_one_id(tmp_path):
     # A folder with vocab.txt and tokenizer_config.json only (a slow tokenizer's save): its
     # added_tokens_decoder was ignored, "<ent>" read as "[UNK] e ##n ##t [UNK]" and "zzplain" as pieces.
-    model, fast = _save_model("bert", tmp_path)
-    (tmp_path / "tokenizer.json").unlink()
-    vocab = fast.convert_ids_to_tokens(range(len(fast)))
-    (tmp_path / "vocab.txt").write_text("".join(token + "\n" for token in vocab), encoding="utf-8")
-    tokenizer = _slow_bert_tokenizer()(str(tmp_path / "vocab.txt"), do_lower_case=True)
-    tokenizer.add_special_tokens({"additional_special_tokens": ["<ent>"]})
-    tokenizer.add_tokens(["zzplain"])
-    model.resize_token_embeddings(len(tokenizer))
-    model.save_pretrained(tmp_path)
-    tokenizer.save_pretrained(tmp_path)
-    (tmp_path / "tokenizer.json").unlink(missing_ok=True)
+    model, tokenizer, _ = _vocab_txt_folder_with_added_tokens(tmp_path)
     decoder = json.loads((tmp_path / "tokenizer_config.json").read_text())["added_tokens_decoder"]
     assert {entry["content"] for entry in decoder.values()} >= {"<ent>", "zzplain"}
     pretrained = load_text_folder(tmp_path)
@@ -82,6 +88,27 @@ def test_tokens_added_in_tokenizer_config_of_a_vocab_txt_folder_match_as_one_id(
         batch = pretrained.tokenizer.transform(["the <ent> dog"])
         hidden = pretrained(**{key: torch.as_tensor(value) for key, value in batch.items()})
     assert (hidden - reference).abs().max() < 1e-4
+
+
+@pytest.mark.filterwarnings("ignore:.*are \\[UNK\\]:UserWarning")
+def test_tokens_added_in_a_legacy_added_tokens_json_match_as_one_id(tmp_path):
+    # transformers before 4.34 saved added tokens only in added_tokens.json ({token: id}); such a
+    # folder read "<ent>" as "[UNK] e ##n ##t [UNK]" and "zzplain" as pieces, where transformers reads one id each.
+    _, _, vocab = _vocab_txt_folder_with_added_tokens(tmp_path)
+    config = json.loads((tmp_path / "tokenizer_config.json").read_text())
+    config.pop("added_tokens_decoder")  # as transformers before 4.34 wrote it
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(config))
+    (tmp_path / "added_tokens.json").write_text(json.dumps({"<ent>": len(vocab), "zzplain": len(vocab) + 1}))
+    legacy = _slow_bert_tokenizer().from_pretrained(str(tmp_path))
+    pretrained = load_text_folder(tmp_path)
+    assert pretrained.tokenizer.vocab_size_ == len(legacy) == len(vocab) + 2
+    for text in ["the <ent> dog", "the<ent>dog sat zzplain", "a zzplain <ent> cat <ent>"]:
+        assert _ids(pretrained, text) == legacy(text)["input_ids"][1:], text
+    (tmp_path / "added_tokens.json").write_text(json.dumps({"<ent>": "120"}))
+    with pytest.raises(
+        ValueError, match=r"added_tokens.json: expected a JSON object of token -> integer id, got \('<ent>', '120'\)"
+    ):
+        load_text_folder(tmp_path)
 
 
 def _cased_folder(folder, json_settings, config_settings, tokenizer_class="BertTokenizer"):

@@ -178,40 +178,72 @@ def bert_config_normalizer(spec: dict, folder: str) -> dict:
 
 
 def _added_tokens(folder: str, tokens: list, where: str) -> list:
-    """``tokenizer_config.json``'s ``added_tokens_decoder`` beside a ``vocab.txt`` of ``tokens``: the
-    added tokens tabformer does not place itself (the five specials), as dicts with ``id`` and ``content``.
+    """``tokenizer_config.json``'s ``added_tokens_decoder`` beside a ``vocab.txt`` of ``tokens`` (or, without one, a
+    legacy ``added_tokens.json``): the added tokens tabformer does not place itself (the five specials), as dicts with
+    ``id`` and ``content``.
 
     Those past the file's lines extend ``tokens`` (in place), in id order; one at a line's id must be that line.
     Those past the model's word-embedding rows (``config.json``'s ``vocab_size``: added without
     ``resize_token_embeddings``) are left out with a warning, read as ordinary text as before tabformer read them.
     """
     path = os.path.join(folder, "tokenizer_config.json")
-    decoder = _read_json(path).get("added_tokens_decoder") or {}
+    decoder, source = _read_json(path).get("added_tokens_decoder") or {}, f"{path}: added_tokens_decoder"
+    if not decoder and os.path.exists(legacy := os.path.join(folder, "added_tokens.json")):
+        decoder, source = _legacy_added_tokens(folder, legacy), legacy
     added, n_lines = [], len(tokens)
     for key, entry in sorted(decoder.items(), key=lambda item: int(item[0])):
         token = {"content": entry} if isinstance(entry, str) else dict(entry)  # an AddedToken's dict, or its text
         token["id"], content = int(key), token.get("content")
         if not isinstance(content, str) or not content:
-            raise ValueError(f"{path}: added_tokens_decoder's entry {key} has no token text (content), got {entry!r}")
+            raise ValueError(f"{source}'s entry {key} has no token text (content), got {entry!r}")
         if token["id"] < n_lines and tokens[token["id"]] != content:
             raise ValueError(
-                f"{path}: added_tokens_decoder puts {content!r} at id {token['id']}, which is {tokens[token['id']]!r} "
+                f"{source} puts {content!r} at id {token['id']}, which is {tokens[token['id']]!r} "
                 f"in {where}; an added token below {n_lines} must be the line at its id"
             )
         if token["id"] >= n_lines:
             if token["id"] != len(tokens) or content in tokens:
                 why = "is a line of " + where if content in tokens else f"leaves ids {len(tokens)}..{token['id'] - 1} empty"
                 raise ValueError(
-                    f"{path}: added_tokens_decoder's {content!r} at id {token['id']} {why}; tokens added past "
+                    f"{source}'s {content!r} at id {token['id']} {why}; tokens added past "
                     f"{where}'s {n_lines} lines must take the ids that follow, one each"
                 )
             tokens.append(content)
         if content not in SPECIAL_TOKENS:  # the five are tabformer's to place; typed in a text they are text
             added.append(token)
-    return _within_embeddings(folder, tokens, n_lines, added, path)
+    return _within_embeddings(folder, tokens, n_lines, added, source)
 
 
-def _within_embeddings(folder: str, tokens: list, n_lines: int, added: list, path: str) -> list:
+def _legacy_added_tokens(folder: str, path: str) -> dict:
+    """``added_tokens.json`` (``{token: id}``, what ``transformers`` before 4.34 saved) in ``added_tokens_decoder``'s form.
+
+    Flags as ``transformers`` gives such tokens: a token the folder lists as special (``additional_special_tokens`` or
+    ``extra_special_tokens`` of ``special_tokens_map.json`` or ``tokenizer_config.json``) matches the text as typed,
+    the others the normalised (lower-cased) text.
+    """
+    encoder = _read_json(path)
+    bad = [item for item in getattr(encoder, "items", list)() if not isinstance(item[1], int) or isinstance(item[1], bool)]
+    if not isinstance(encoder, dict) or bad:
+        raise ValueError(f"{path}: expected a JSON object of token -> integer id, got {(bad[:1] or [encoder])[0]!r}")
+    specials = set()
+    for name in ("special_tokens_map.json", "tokenizer_config.json"):
+        settings = _read_json(os.path.join(folder, name))
+        for key in ("additional_special_tokens", "extra_special_tokens"):
+            listed = settings.get(key) or []
+            specials.update(t if isinstance(t, str) else t.get("content") for t in (listed if isinstance(listed, list) else []))
+    return {
+        str(index): {
+            "content": token,
+            "lstrip": False,
+            "rstrip": False,
+            "single_word": False,
+            "normalized": token not in specials,
+        }
+        for token, index in encoder.items()
+    }
+
+
+def _within_embeddings(folder: str, tokens: list, n_lines: int, added: list, source: str) -> list:
     """``added`` without the tokens past the model's word-embedding rows (``config.json``'s ``vocab_size``), warned
     about and cut from ``tokens`` (in place): ``add_tokens`` without ``resize_token_embeddings`` leaves them no row."""
     rows = _read_json(os.path.join(folder, "config.json")).get("vocab_size")
@@ -219,7 +251,7 @@ def _within_embeddings(folder: str, tokens: list, n_lines: int, added: list, pat
         return added  # a vocab.txt longer than the rows is the weights loader's to refuse
     cut = max(rows, n_lines)
     warnings.warn(
-        f"{path}: added_tokens_decoder adds {tokens[cut:]} at ids {cut}..{len(tokens) - 1}, past the model's {rows} "
+        f"{source} adds {tokens[cut:]} at ids {cut}..{len(tokens) - 1}, past the model's {rows} "
         f"word-embedding rows (config.json's vocab_size; tokens added without resize_token_embeddings): they are left "
         "out and read as ordinary text, as before tabformer read added tokens",
         UserWarning,
