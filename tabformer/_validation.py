@@ -45,7 +45,7 @@ def as_frame(X, *, what: str = "X") -> tuple[pd.DataFrame, bool]:
             "support sparse input. Use X.toarray() or a DataFrame."
         )
     if isinstance(X, pd.DataFrame):
-        frame, had_names = X, True
+        frame, had_names = numbers_as_numbers(X), True
         duplicated = pd.Index(frame.columns)[pd.Index(frame.columns).duplicated()].unique().tolist()
         if duplicated:
             raise ValueError(f"{what} has duplicate column name(s) {duplicated}; every column needs its own name")
@@ -84,6 +84,42 @@ def as_frame(X, *, what: str = "X") -> tuple[pd.DataFrame, bool]:
     if frame.shape[1] == 0:
         raise ValueError(f"{what} has 0 feature(s) (shape={frame.shape}) while a minimum of 1 is required.")
     return frame, had_names
+
+
+#: pandas' names (``infer_dtype``) for object columns that hold only real numbers
+_NUMBER_KINDS = ("integer", "floating", "mixed-integer-float", "decimal")
+
+
+def numbers_as_numbers(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its object columns of real numbers (and missing cells) as float or int columns.
+
+    An array with the same values is read as numbers (``infer_objects`` below), and so is a column of
+    the same values in a float dtype. In an object dtype (sklearn's ``SimpleImputer(...).set_output(
+    transform="pandas")`` returns every column so; ``Decimal`` from SQL; ``pd.DataFrame(X.to_numpy())``)
+    they were read as categories, one id per value and every new value unseen: the model fell to the
+    majority class. ``categorical_columns`` still makes such a column categorical.
+
+    Parameters
+    ----------
+    frame : DataFrame of shape (n_samples, n_features)
+
+    Returns
+    -------
+    DataFrame of shape (n_samples, n_features)
+        ``frame`` itself where no column changes, else a copy.
+    """
+    converted = {}
+    for position, (_, values) in enumerate(frame.items()):
+        if values.dtype == object and pd.api.types.infer_dtype(values, skipna=True) in _NUMBER_KINDS:
+            missing = values.isna()
+            whole = pd.api.types.infer_dtype(values, skipna=True) == "integer" and not missing.any()
+            converted[position] = values.astype("int64") if whole else values.where(~missing, np.nan).astype("float64")
+    if not converted:
+        return frame
+    frame = frame.copy()
+    for position, values in converted.items():
+        frame.isetitem(position, values)
+    return frame
 
 
 def _is_flat_list(X) -> bool:

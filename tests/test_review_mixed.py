@@ -37,21 +37,19 @@ def test_missing_image_with_upscale_to_training_size_only():
     assert batch["image:photo/present"].tolist() == [i != 5 for i in range(len(X))]
 
 
-def test_numbers_in_object_column_warn_in_mixed_frame_as_in_table():
-    # A TabularTokenizer warns that an object column of numbers is read as categories; beside a text column the
-    # detection handed it an explicit categorical list, which silenced that warning: the numbers became
-    # categories without a word.
+def test_numbers_in_object_column_are_numbers_in_a_mixed_frame_as_in_a_table():
+    # An object column of numbers was read as categories (first silently beside a text column, then with a
+    # warning); a table reads it as numbers now, and so does a mixed frame.
     X = _frame().assign(rating=lambda f: pd.Series(np.arange(len(f)) * 0.5, dtype=object))
-    with pytest.warns(UserWarning, match="column 'rating' holds only numbers"):
-        tokenizer = MixedTokenizer(text=WordPieceTokenizer(vocab_size=60, min_frequency=1)).fit(X)
-    assert tokenizer.column_kinds_["rating"] == "categorical"
-    # listed by the user (as the warning says), it is quiet
-    quiet = MixedTokenizer(
-        text=WordPieceTokenizer(vocab_size=60, min_frequency=1), table=TabularTokenizer(categorical_columns=["rating"])
-    )
     with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        quiet.fit(X)
+        warnings.filterwarnings("error", message=".*read as categories")
+        tokenizer = MixedTokenizer(text=WordPieceTokenizer(vocab_size=60, min_frequency=1)).fit(X)
+    assert tokenizer.column_kinds_["rating"] == "numeric"
+    # listed by the user, it is categorical
+    listed = MixedTokenizer(
+        text=WordPieceTokenizer(vocab_size=60, min_frequency=1), table=TabularTokenizer(categorical_columns=["rating"])
+    ).fit(X)
+    assert listed.column_kinds_["rating"] == "categorical"
 
 
 TINY = dict(encoder__d_model=16, encoder__n_layers=1, encoder__n_heads=2, max_epochs=1, verbose=0, random_state=0)

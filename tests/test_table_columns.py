@@ -18,15 +18,33 @@ def _frame(**columns):
 
 
 @pytest.mark.parametrize(
-    "values, what",
+    "values",
     [
-        (pd.Series([0.5, 1.5, 2.5, 3.5, 4.5, None], dtype=object), "numbers \\(floating\\)"),
-        (pd.Series([decimal.Decimal(i) for i in range(6)], dtype=object), "numbers \\(decimal\\)"),
-        (pd.Series([datetime.date(2020, 1, i + 1) for i in range(6)], dtype=object), "dates \\(date\\)"),
+        pd.Series([0.5, 1.5, 2.5, 3.5, 4.5, None], dtype=object),
+        pd.Series([decimal.Decimal(i) for i in range(6)], dtype=object),
+        pd.Series([1, 2, 3, pd.NA, 5, 6], dtype=object),
     ],
-    ids=["floats", "decimals", "dates"],
+    ids=["floats", "decimals", "ints-with-NA"],
 )
-def test_numbers_or_dates_in_an_object_column_warn_that_they_are_read_as_categories(values, what):
+def test_numbers_in_an_object_column_are_read_as_numbers_as_in_an_array(values):
+    # They were read as categories (with a warning): one id per value, every new value unseen at predict.
+    # sklearn's SimpleImputer(...).set_output(transform="pandas") returns every column as object.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tokenizer = TabularTokenizer().fit(_frame(v=values))
+    assert tokenizer.numeric_columns_ == ["x", "v"]
+    floats = _frame(v=[np.nan if pd.isna(value) else float(value) for value in values])
+    same = TabularTokenizer().fit(floats).transform(floats)
+    assert same["num_values"].tolist() == tokenizer.transform(_frame(v=values))["num_values"].tolist()
+    assert TabularTokenizer(categorical_columns=["v"]).fit(_frame(v=values)).categorical_columns_ == ["v"]  # the user's choice
+
+
+@pytest.mark.parametrize(
+    "values, what",
+    [(pd.Series([datetime.date(2020, 1, i + 1) for i in range(6)], dtype=object), "dates \\(date\\)")],
+    ids=["dates"],
+)
+def test_dates_in_an_object_column_warn_that_they_are_read_as_categories(values, what):
     with pytest.warns(UserWarning, match=rf"column 'v' holds only {what} in a object column, so it is read as categories"):
         TabularTokenizer().fit(_frame(v=values))
     with warnings.catch_warnings():
@@ -41,7 +59,8 @@ def test_a_column_whose_values_changed_type_is_refused_not_read_as_all_unseen():
         ValueError, match=r"column 'flag' held string values at fit \(e.g. 'False'\) and holds boolean values now"
     ):
         tokenizer.transform(_frame(flag=[True, False] * 3, code=["1", "2", "3"] * 2))
-    with pytest.raises(ValueError, match=r"column 'code' held string values at fit .* and holds integer values now \(e.g. 1\)"):
+    # an object column of ints alone is read as numbers (as an int column is): refused as a change of kind
+    with pytest.raises(ValueError, match=r"column 'code' changed kind .* categorical \(dtype str\) at fit, it is numeric"):
         tokenizer.transform(_frame(flag=["True"] * 6, code=pd.Series([1, 2, 3] * 2, dtype=object)))
     # New values of the fitted type are only unseen, and missing ones missing.
     ids = tokenizer.transform(_frame(flag=["maybe", None] * 3, code=["9"] * 6))["cat_ids"]
@@ -52,11 +71,13 @@ def test_a_value_of_another_type_is_refused_whatever_the_rows_beside_it():
     # The rule read the whole batch ("no value is a category"): 1 against fitted "1" was refused alone and
     # read as unseen, silently, beside a fitted "2" or a new "9".
     tokenizer = TabularTokenizer().fit(_frame(code=["1", "2", "3"] * 2))
-    for beside in (["2"] * 5, ["9"] * 5, [1] * 5):
+    for beside in (["2"] * 5, ["9"] * 5):
         with pytest.raises(
             ValueError, match=r"column 'code' held string values at fit .* and holds integer values now \(e.g. 1\)"
         ):
             tokenizer.transform(_frame(code=pd.Series([*beside, 1], dtype=object)))
+    with pytest.raises(ValueError, match=r"column 'code' changed kind"):  # ints alone: numbers
+        tokenizer.transform(_frame(code=pd.Series([1] * 6, dtype=object)))
 
 
 def test_unhashable_cells_are_named_at_fit_and_at_predict():

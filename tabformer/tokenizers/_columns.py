@@ -89,9 +89,8 @@ def category_index(categories: pd.Index, values: pd.Series, column) -> np.ndarra
 def warn_if_numbers_as_categories(values: pd.Series, column) -> None:
     """Warn when a column detected as categorical holds only numbers or dates in an object dtype.
 
-    ``Decimal`` values from SQL, floats kept in an object column after a ``concat``, or
-    ``datetime.date`` cells all read as categories: one id per distinct value, and every
-    new value at predict is "unseen". An array with the same values reads as numbers.
+    ``datetime.date`` cells read as categories: one id per distinct value, every new value "unseen" at
+    predict. Numbers in an object column are converted before (``_validation.numbers_as_numbers``).
     """
     if isinstance(values.dtype, pd.CategoricalDtype):
         return

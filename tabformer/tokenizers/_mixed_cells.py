@@ -8,6 +8,7 @@ import re
 import numpy as np
 import pandas as pd
 
+from .._validation import numbers_as_numbers
 from ._texts import in_text_columns
 from .base import expecting_name
 from .detect import is_missing
@@ -29,7 +30,7 @@ def check_frame(X) -> pd.DataFrame:
     duplicated = sorted(set(X.columns[X.columns.duplicated()]))
     if duplicated:
         raise ValueError(f"column name(s) {duplicated} appear more than once in X")
-    return X
+    return numbers_as_numbers(X)  # object columns of numbers, as a table's (``as_frame``)
 
 
 def column_values(frame: pd.DataFrame, column, kind: str) -> list:
