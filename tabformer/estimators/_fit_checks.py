@@ -14,13 +14,15 @@ from ._params import check_training_memory
 from ._user_callbacks import user_callbacks
 from ._util import encoder_settings
 
-__all__ = ["check_before_training", "check_positions", "check_scorer_labels"]
+__all__ = ["check_before_training", "check_positions", "check_predict_nonlinearity", "check_scorer_labels"]
 
 
 def check_before_training(estimator, data) -> None:
     """What ``fit`` checks once the tokenizer is fitted, before the module is built: the training memory
-    (:func:`check_training_memory`), the encoder's positions (:func:`check_positions`) and the scorers'
-    positive label (:func:`check_scorer_labels`)."""
+    (:func:`check_training_memory`), the encoder's positions (:func:`check_positions`), the scorers'
+    positive label (:func:`check_scorer_labels`) and skorch's ``predict_nonlinearity``
+    (:func:`check_predict_nonlinearity`)."""
+    check_predict_nonlinearity(estimator)
     check_positions(estimator)
     check_scorer_labels(estimator)
     check_training_memory(estimator, data)
@@ -49,6 +51,27 @@ def check_positions(estimator) -> None:
             f"{positions} sub-words would fail at predict. Pass tokenizer__max_length={positions} or less"
             + ("" if pretrained else f", or encoder__max_length={longest} (a from-scratch encoder's positions)")
         )
+
+
+def check_predict_nonlinearity(estimator) -> None:
+    """Refuse a ``predict_nonlinearity`` other than skorch's ``"auto"``, which tabformer does not read.
+
+    ``predict_proba`` applies the output's own link (softmax; a sigmoid per label for multi-label; the
+    target's scale for a regressor), so skorch's way to get logits (``predict_nonlinearity=None``) or a
+    callable of the user's was ignored, silently.
+
+    Parameters
+    ----------
+    estimator : TabFormerNet
+    """
+    value = estimator.predict_nonlinearity
+    if isinstance(value, str) and value == "auto":
+        return
+    raise ValueError(
+        f"predict_nonlinearity={value!r} is not read: predict_proba applies the output's own link (softmax; a sigmoid per "
+        "label for multi-label; the target's scale for a regressor). Leave it 'auto'; for the raw outputs (logits), "
+        "use estimator.forward(estimator.tokenize(X))"
+    )
 
 
 def _default_positive(scoring: str):
