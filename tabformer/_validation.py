@@ -226,6 +226,7 @@ def check_target(y, n_samples: int, *, numeric: bool):
             raise ValueError(
                 "Complex data not supported: regression targets must be real numbers (pass the real part, or two targets)"
             )
+        _refuse_time_targets(y, y_array)
         if y_array.dtype == object:  # pd.NA (a nullable Series') would not cast: as NaN, the check below names its row
             y_array = np.where(pd.isna(y_array), np.nan, y_array)
         try:
@@ -259,6 +260,73 @@ def check_target(y, n_samples: int, *, numeric: bool):
             row = int(np.argwhere(missing)[0][0])
             raise ValueError(f"y holds {int(np.sum(missing))} missing label(s) (first at row {row})")
     return y_array
+
+
+#: how to turn each kind of time into numbers for a regressor, and its predictions back
+_TIME_ADVICE = {
+    "dates": "e.g. days since the earliest, (y - y.min()).dt.days, or seconds, (y - y.min()).dt.total_seconds(); "
+    'and the predictions back with y.min() + pd.to_timedelta(predictions, unit="D")',
+    "durations": 'e.g. y.dt.total_seconds(), and the predictions back with pd.to_timedelta(predictions, unit="s")',
+    "periods": "e.g. periods since the earliest, (y - y.min()).apply(lambda offset: offset.n), and the predictions back "
+    "with y.min() + np.round(predictions).astype(int)",
+    "times of day": "e.g. seconds since midnight, and the predictions back",
+}
+
+
+def _refuse_time_targets(y, y_array: np.ndarray) -> None:
+    """Refuse regression targets that are dates, durations, periods or times of day, naming the dtype and the fix.
+
+    ``astype(float64)`` read a ``datetime64`` as its raw count of the unit: a model of 1.6e18 (ns) or
+    1.6e9 (s) for the same dates, whose predictions came back as bare floats, without a word.
+
+    Parameters
+    ----------
+    y : the target as given (array-like, Series or DataFrame)
+    y_array : ndarray
+        ``y`` as numpy reads it.
+    """
+    if isinstance(y, pd.DataFrame):
+        dtypes = list(y.dtypes)
+    else:
+        dtypes = [y.dtype if isinstance(y, pd.Series) else y_array.dtype]
+    for column, dtype in enumerate(dtypes):
+        objects = pd.api.types.is_object_dtype(dtype)
+        kind = _time_kind(dtype)
+        if kind is None and objects:
+            kind = _time_kind_of_values(y.iloc[:, column].to_numpy() if isinstance(y, pd.DataFrame) else y_array.ravel())
+        if kind is not None:
+            where = _column(y, column)[1:] if isinstance(y, pd.DataFrame) else ""  # " column 0 ('when')"
+            held = f"{kind} as Python objects" if objects else str(dtype)
+            raise ValueError(
+                f"y{where} holds {kind} ({held}), not the numbers a regressor trains on (a datetime64 would be read "
+                f"as a raw count of its unit, 1.6e18 ns or 1.6e9 s, and predicted as bare floats). Convert y to numbers "
+                f"first, {_TIME_ADVICE[kind]}"
+            )
+
+
+def _time_kind(dtype):
+    """``"dates"``, ``"durations"``, ``"periods"`` or ``"times of day"`` for a dtype of them, else None."""
+    if isinstance(dtype, pd.PeriodDtype):
+        return "periods"
+    if isinstance(dtype, pd.ArrowDtype):
+        import pyarrow as pa
+
+        arrow = dtype.pyarrow_dtype
+        if pa.types.is_duration(arrow):
+            return "durations"
+        if pa.types.is_time(arrow):
+            return "times of day"
+        return "dates" if pa.types.is_temporal(arrow) else None
+    kind = getattr(dtype, "kind", None)
+    return "dates" if kind == "M" else "durations" if kind == "m" else None
+
+
+def _time_kind_of_values(values: np.ndarray):
+    """As :func:`_time_kind`, for an object array of datetimes, Timestamps, Periods..."""
+    inferred = pd.api.types.infer_dtype(values, skipna=True)
+    kinds = {"datetime": "dates", "datetime64": "dates", "date": "dates", "timedelta": "durations"}
+    kinds.update({"timedelta64": "durations", "period": "periods", "time": "times of day"})
+    return kinds.get(inferred)
 
 
 def _column(y, column: int) -> str:
