@@ -33,6 +33,7 @@ MODULES = [
     "tabformer",
     "tabformer._data",
     "tabformer._validation",
+    "tabformer._targets",
     "tabformer.callbacks",
     "tabformer.datasets",
     "tabformer.datasets._files",

@@ -20,7 +20,7 @@ from skorch.callbacks import Callback
 from torch.utils.data import Subset
 
 from tabformer._nonfinite import _scales_losses as scales_losses
-from tabformer._validation import check_target
+from tabformer._targets import check_target
 from tabformer.callbacks import NonFiniteGuard, NonFiniteTrainingError, WarmupLinearLR, log_user_interrupt
 from tabformer.tokenizers._pixels import check_pixels, pixel_kind
 

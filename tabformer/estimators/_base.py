@@ -24,7 +24,7 @@ from torch.utils.data import Dataset
 
 from .._checkpoint import checkpoints_last, epochs_left
 from .._data import TensorDictDataset
-from .._validation import check_target
+from .._targets import check_target
 from ..callbacks import log_user_interrupt
 from ..export import export_onnx
 from ..hub import load_for_estimator, load_pretrained

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from skorch import NeuralNet
 
-from .._validation import standardization
+from .._targets import standardization
 
 __all__ = ["original_scale", "poisson_log_link", "standardized", "target_scaling"]
 

@@ -24,7 +24,7 @@ from .._stream import (
     open_source,
     parquet_dataset,
 )
-from .._validation import check_target
+from .._targets import check_target
 from ..tokenizers.tabular import MISSING_ID
 from ._categories import missing_token_widths, note_trained_missing
 from ._classes import check_indicator_values, check_same_classes

@@ -20,7 +20,7 @@ from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNetClassifier, NeuralNetRegressor
 
-from .._validation import check_target, float32_target
+from .._targets import check_target, float32_target
 from .._warnings import user_stacklevel
 from ..nn.heads import ClassificationHead, RegressionHead
 from ._base import construct
