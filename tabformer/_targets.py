@@ -105,7 +105,31 @@ def check_target(y, n_samples: int, *, numeric: bool):
         if np.any(missing):
             row = int(np.argwhere(missing)[0][0])
             raise ValueError(f"y holds {int(np.sum(missing))} missing label(s) (first at row {row})")
+        if y_array.ndim == 1 or y_array.shape[1:] == (1,):
+            _refuse_unreadable_labels(y_array.ravel())
     return y_array
+
+
+def _refuse_unreadable_labels(labels: np.ndarray) -> None:
+    """Refuse object labels that scikit-learn's ``type_of_target`` reads as ``"unknown"`` (Python ints, tz-aware
+    Timestamps, Periods, dates...), as scikit-learn's classifiers refuse them in ``fit``.
+
+    They trained, and then failed the first epoch's scoring with sklearn's "unknown is not supported".
+    Labels mixing str with other types are left to the label encoder's check, which names the types.
+    """
+    from sklearn.utils.multiclass import type_of_target
+
+    if labels.dtype != object or len(labels) == 0 or type_of_target(labels) != "unknown":
+        return
+    if any(isinstance(label, str) for label in labels.tolist()):
+        return
+    first = labels[0]
+    raise ValueError(
+        f"Unknown label type: unknown. y's labels are Python objects (dtype object; row 0 holds {first!r}, of type "
+        f"{type(first).__name__}), which scikit-learn cannot read as class labels. Pass them as str (y.astype(str)), or "
+        "with a dtype of their own: numbers as y.astype(int), booleans as y.astype(bool), dates as datetime64 "
+        "(pd.to_datetime(y); y.dt.tz_convert(None) for time-zone aware ones, y.dt.to_timestamp() for periods)"
+    )
 
 
 #: how to turn each kind of time into numbers for a regressor, and its predictions back

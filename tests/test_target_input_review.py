@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tabformer import TabFormerRegressor
+from tabformer import TabFormerClassifier, TabFormerRegressor
 
 FAST = dict(max_epochs=1, encoder__d_model=16, encoder__n_layers=1, encoder__n_heads=2, batch_size=32, verbose=0)
 
@@ -41,3 +41,30 @@ def test_a_regression_target_of_dates_or_durations_is_refused_naming_its_dtype_a
 def test_the_date_advice_round_trips():
     days = (_DAYS - _DAYS.min()).dt.days.to_numpy(dtype=float)
     assert (_DAYS.min() + pd.to_timedelta(days, unit="D") == _DAYS).all()
+
+
+@pytest.mark.parametrize(
+    "y, shown",
+    [
+        (pd.Series(np.arange(60) % 2, dtype=object), "0, of type int"),
+        (_DAYS.iloc[np.arange(60) % 2].reset_index(drop=True).dt.tz_localize("UTC"), "of type Timestamp"),
+        (_DAYS.iloc[np.arange(60) % 2].reset_index(drop=True).dt.to_period("D"), "of type Period"),
+    ],
+)
+def test_object_labels_sklearn_cannot_read_are_refused_before_training(y, shown):
+    # They trained, then the first epoch's scoring failed with sklearn's bare "unknown is not supported".
+    expected = rf"Unknown label type: unknown. y's labels are Python objects \(dtype object; row 0 holds .*{shown}\)"
+    with pytest.raises(ValueError, match=expected + r".*y.astype\(str\)"):
+        TabFormerClassifier(**FAST).fit(_table(), y)
+
+
+def test_datetime64_labels_are_classes_as_in_sklearn():
+    y = _DAYS.iloc[np.arange(60) % 2].reset_index(drop=True)
+    clf = TabFormerClassifier(**FAST).fit(_table(), y)
+    assert clf.classes_.dtype.kind == "M" and set(clf.predict(_table()[:5])) <= set(y)
+
+
+def test_labels_mixing_str_with_numbers_keep_their_message():
+    y = np.array([1, "1", 0] * 20, dtype=object)
+    with pytest.raises(ValueError, match=r"y mixes label types \['int', 'str'\]"):
+        TabFormerClassifier(**FAST).fit(_table(), y)
