@@ -68,3 +68,31 @@ def test_labels_mixing_str_with_numbers_keep_their_message():
     y = np.array([1, "1", 0] * 20, dtype=object)
     with pytest.raises(ValueError, match=r"y mixes label types \['int', 'str'\]"):
         TabFormerClassifier(**FAST).fit(_table(), y)
+
+
+_WORDS = [["John", "lives", "in", "Paris"], ["Mary", "and", "John"]] * 10
+
+
+@pytest.mark.parametrize(
+    "tag, other, rest, message",
+    [
+        (1, "1", 0, r"y\[0\]\[3\] \(the tag of word 'Paris'\) is str \('1'\) where y\[0\]\[0\] \(of word 'John'\) is int \(1\)"),
+        (1, 1.0, 0, r"y\[0\]\[3\] \(the tag of word 'Paris'\) is float \(1.0\) where y\[0\]\[0\] \(of word 'John'\) is int"),
+        (True, 1, False, r"y\[0\]\[3\] \(the tag of word 'Paris'\) is int \(1\) where y\[0\]\[0\] \(of word 'John'\) is bool"),
+    ],
+)
+def test_tags_mixing_types_are_refused_naming_both_tags(tag, other, rest, message):
+    # str(tag) made 1 and "1" one tag, and 1 and 1.0 two, silently
+    from tabformer import TabFormerTagger
+
+    y = [[tag if word in ("John", "Mary") else other if word == "Paris" else rest for word in words] for words in _WORDS]
+    with pytest.raises(ValueError, match=r"y mixes tag types: " + message + r".*one type"):
+        TabFormerTagger(**FAST).fit(_WORDS, y)
+
+
+def test_tags_of_one_type_numpy_or_python_train():
+    from tabformer import TabFormerTagger
+
+    y = [np.array([1 if word in ("John", "Mary") else 0 for word in words]) for words in _WORDS]  # numpy ints
+    y[0] = [1, 0, 0, 0]  # and Python ints: one type
+    assert TabFormerTagger(**FAST).fit(_WORDS, y).classes_.tolist() == ["0", "1"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from collections.abc import Mapping, Set
 
@@ -11,7 +12,7 @@ from scipy.sparse import issparse
 
 from .._warnings import user_stacklevel
 
-__all__ = ["check_sentences", "check_sentence_weights", "warn_cut_words"]
+__all__ = ["check_sentences", "check_sentence_weights", "check_tag_types", "warn_cut_words"]
 
 
 def check_sentences(X, what="X") -> list:
@@ -47,6 +48,45 @@ def check_sentences(X, what="X") -> list:
             advice = "one tag per word" if what == "y" else "split the text into words first" if isinstance(words, str) else ""
             raise ValueError(f"{what}[{i}] must be a list of {unit}, got {type(words).__name__}{': ' * bool(advice)}{advice}")
     return [list(words) for words in sentences]
+
+
+def _tag_kind(tag) -> str:
+    """A tag's kind as its str would lose it: ``bool``, ``int``, ``float`` or ``str`` (numpy's scalars as Python's)."""
+    if isinstance(tag, (bool, np.bool_)):
+        return "bool"
+    if isinstance(tag, numbers.Integral):
+        return "int"
+    if isinstance(tag, numbers.Real):
+        return "float"
+    return "str" if isinstance(tag, str) else type(tag).__name__
+
+
+def check_tag_types(sentences: list, tags: list) -> None:
+    """Refuse tags of more than one type, naming the first two tags that differ.
+
+    Tags are compared as their str (``classes_``), so ``1`` and ``"1"`` became one tag and ``1`` and ``1.0``
+    two, silently. The classifier refuses labels mixing str with other types the same way.
+
+    Parameters
+    ----------
+    sentences : list of lists of str
+        The words, for the message.
+    tags : list of lists
+        One tag per word, none missing.
+    """
+    first = None
+    for i, row in enumerate(tags):
+        for j, tag in enumerate(row):
+            if first is None:
+                first = (i, j, tag, _tag_kind(tag))
+            elif _tag_kind(tag) != first[3]:
+                i0, j0, tag0, kind0 = first
+                raise ValueError(
+                    f"y mixes tag types: y[{i}][{j}] (the tag of word {sentences[i][j]!r}) is {_tag_kind(tag)} ({tag!r}) "
+                    f"where y[{i0}][{j0}] (of word {sentences[i0][j0]!r}) is {kind0} ({tag0!r}). Tags are compared as str, so "
+                    "1 and '1' would be one tag, 1 and 1.0 two: make every tag one type, e.g. "
+                    "[[str(tag) for tag in tags] for tags in y]"
+                )
 
 
 def check_sentence_weights(sample_weight) -> None:

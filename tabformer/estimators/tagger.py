@@ -36,7 +36,7 @@ from ._params import (
     check_fit_params,
     check_params,
 )
-from ._sentences import check_sentence_weights, check_sentences, warn_cut_words
+from ._sentences import check_sentence_weights, check_sentences, check_tag_types, warn_cut_words
 from ._weights import check_sample_weight, with_weights
 
 __all__ = ["TabFormerTagger"]
@@ -138,6 +138,7 @@ class TabFormerTagger(FineTuningNet):
                 # str() would make a missing tag the class "None" or "nan", learnt and predicted.
                 if tag is None or tag is pd.NA or (isinstance(tag, float) and tag != tag):
                     raise ValueError(f"y[{i}][{j}] (the tag of word {words[j]!r}) is missing ({tag!r}); every word needs a tag")
+        check_tag_types(X, tags)
         return tags
 
     def _align(self, batch, tags) -> np.ndarray:
