@@ -56,15 +56,18 @@ def test_poisson_regressor_predicts_counts_not_log_rates(tiny):
 def test_constant_target_is_predicted_exactly(tiny):
     X = _table()
     y = np.full(len(X), 0.1)
-    assert np.array_equal(TabFormerRegressor(random_state=0, **tiny).fit(X, y).predict(X), y)
+    with pytest.warns(UserWarning, match=r"y is constant \(value 0.1\) in every training row"):
+        assert np.array_equal(TabFormerRegressor(random_state=0, **tiny).fit(X, y).predict(X), y)
     Y = np.c_[np.random.RandomState(2).randn(len(X)), np.full(len(X), 5.0)]
-    assert np.array_equal(TabFormerRegressor(random_state=0, **tiny).fit(X, Y).predict(X)[:, 1], Y[:, 1])
+    with pytest.warns(UserWarning, match=r"y's output column 1 is constant \(value 5.0\)"):
+        assert np.array_equal(TabFormerRegressor(random_state=0, **tiny).fit(X, Y).predict(X)[:, 1], Y[:, 1])
 
 
 def test_a_continued_fit_that_moves_a_constant_target_learns_it(tiny):
     # A streamed fit's first batch may hold one value: later batches must still train that target.
     X = _table()
-    reg = TabFormerRegressor(random_state=0, **tiny).fit(X, np.full(len(X), 3.0))
+    with pytest.warns(UserWarning, match=r"y is constant \(value 3.0\)"):
+        reg = TabFormerRegressor(random_state=0, **tiny).fit(X, np.full(len(X), 3.0))
     reg.partial_fit(X, np.full(len(X), 3.0))  # the same constant continues, still predicted exactly
     np.testing.assert_array_equal(reg.predict(X), 3.0)
     reg.partial_fit(X, 3.0 + np.arange(len(X), dtype=float) % 2)

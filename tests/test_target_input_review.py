@@ -96,3 +96,35 @@ def test_tags_of_one_type_numpy_or_python_train():
     y = [np.array([1 if word in ("John", "Mary") else 0 for word in words]) for words in _WORDS]  # numpy ints
     y[0] = [1, 0, 0, 0]  # and Python ints: one type
     assert TabFormerTagger(**FAST).fit(_WORDS, y).classes_.tolist() == ["0", "1"]
+
+
+def test_a_constant_regression_target_is_warned_of_and_still_predicted_exactly():
+    # It trained and scored R^2 = 1.0 without a word (the wrong column taken as y), where the classifier refuses one class.
+    X = _table()
+    with pytest.warns(UserWarning, match=r"^y is constant \(value 5.0\) in every training row: the regressor will predict it"):
+        reg = TabFormerRegressor(**FAST).fit(X, np.full(len(X), 5.0))
+    np.testing.assert_array_equal(reg.predict(X), 5.0)
+
+
+def test_constant_output_columns_are_named():
+    X = _table()
+    Y = pd.DataFrame({"price": np.random.RandomState(0).randn(len(X)), "tax": 0.2, "fee": 3.0})
+    with pytest.warns(
+        UserWarning, match=r"^y's output columns 1 \('tax'\) \(value 0.2\), 2 \('fee'\) \(value 3.0\) are constant in"
+    ):
+        reg = TabFormerRegressor(**FAST).fit(X, Y)
+    np.testing.assert_array_equal(reg.predict(X)[:, 1:], np.tile([0.2, 3.0], (len(X), 1)))
+    with pytest.warns(
+        UserWarning, match=r"^y's output column 1 is constant \(value 0.2\) in every training row: the regressor will predict it"
+    ):
+        TabFormerRegressor(**FAST).fit(X, Y.to_numpy()[:, :2])
+
+
+def test_a_varying_target_and_a_partial_fits_first_batch_are_not_warned_of():
+    import warnings
+
+    X = _table()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        TabFormerRegressor(**FAST).fit(X, X["a"].to_numpy())
+        TabFormerRegressor(**FAST).partial_fit(X, np.full(len(X), 3.0))  # a first batch: later ones may vary

@@ -11,13 +11,16 @@ scikit-learn's ``PoissonRegressor`` predicts them.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import torch
 from skorch import NeuralNet
 
 from .._targets import standardization
+from .._warnings import user_stacklevel
 
-__all__ = ["original_scale", "poisson_log_link", "standardized", "target_scaling"]
+__all__ = ["original_scale", "poisson_log_link", "standardized", "target_scaling", "warn_constant_targets"]
 
 #: losses that need targets which are not free to shift and scale (counts, probabilities, classes)
 _NOT_FOR_STANDARDISED = (
@@ -119,6 +122,41 @@ def target_scaling(estimator, y2d: np.ndarray, sample_weight=None) -> tuple[np.n
     constant = (y2d == y2d[:1]).all(axis=0)
     # a column that varies only where the weight is 0 has no spread to learn: it trains in its own units
     return np.where(constant, y2d[0], mean), np.where(constant, 0.0, np.where(scale > 0, scale, 1.0))
+
+
+def warn_constant_targets(estimator, y2d: np.ndarray, names=None) -> None:
+    """Warn of a fit whose target (or an output column of it) holds one value in every training row.
+
+    Such a fit trained and scored R^2 = 1.0 on its own rows without a word (the wrong column taken as
+    ``y``, say), where the classifier refuses a ``y`` of one class. The constant is still predicted
+    exactly (``target_scaling``). A ``partial_fit``'s first batch is not warned of: later ones may
+    bring other values (a streamed fit's first batch can hold one value only).
+
+    Parameters
+    ----------
+    estimator : TabFormerRegressor
+    y2d : ndarray of shape (n_samples, n_targets), float64
+    names : list of str or None
+        The output columns' names (a DataFrame ``y``'s).
+    """
+    if "_classes_for_fit" in vars(estimator) or len(y2d) < 2:  # the first call of partial_fit; one row is refused later
+        return
+    constant = np.flatnonzero((y2d == y2d[:1]).all(axis=0))
+    if not len(constant):
+        return
+    named = [f"{j}{f' ({names[j]!r})' if names is not None and j < len(names) else ''}" for j in constant]
+    if y2d.shape[1] == 1:
+        subject, it = f"y is constant (value {float(y2d[0, 0])!r})", "it"
+    elif len(constant) == 1:
+        subject, it = f"y's output column {named[0]} is constant (value {float(y2d[0, constant[0]])!r})", "it"
+    else:
+        columns = ", ".join(f"{label} (value {float(y2d[0, j])!r})" for label, j in zip(named, constant))
+        subject, it = f"y's output columns {columns} are constant", "each one's value"
+    warnings.warn(
+        f"{subject} in every training row: the regressor will predict {it} for every row (check that y is the target you meant)",
+        UserWarning,
+        stacklevel=user_stacklevel(),
+    )
 
 
 def standardized(estimator, y2d: np.ndarray) -> np.ndarray:

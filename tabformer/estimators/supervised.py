@@ -58,7 +58,7 @@ from ._multilabel import (
 from ._params import (
     CLASS_WEIGHT_CONSTRAINT,
 )
-from ._regression import original_scale, standardized, target_scaling
+from ._regression import original_scale, standardized, target_scaling, warn_constant_targets
 from ._scored_rows import class_labels, replayed_outputs, unstandardized
 from ._streaming import STREAMING_PARAM_DOC
 
@@ -374,12 +374,14 @@ class TabFormerRegressor(CLSHeadNet, NeuralNetRegressor):
         self.standardize_target = standardize_target
 
     def _fit_target(self, y, n_samples, sample_weight=None):
+        names = getattr(y, "columns", None)  # a DataFrame's, for the constant-target warning
         y = check_target(y, n_samples, numeric=True)
         if y.ndim > 2:
             raise ValueError(f"y must be 1-D or 2-D, got shape {y.shape}")
         self.target_ndim_, self.n_targets_ = y.ndim, y.reshape(len(y), -1).shape[1]
         # Checks the criterion suits the targets (``_regression``) before the tokenizer's fit.
         self.target_mean_, self.target_scale_ = target_scaling(self, y.reshape(len(y), -1), sample_weight)
+        warn_constant_targets(self, y.reshape(len(y), -1), names)
         return self._encode_target(y)
 
     def _encode_target(self, y):
