@@ -90,6 +90,15 @@ def check_target(y, n_samples: int, *, numeric: bool):
     else:
         from sklearn.utils.multiclass import type_of_target
 
+        infinite = np.isinf(y_array) if y_array.dtype.kind == "f" else None
+        if infinite is not None and infinite.any():  # sklearn's type_of_target said "Input contains infinity", no row
+            first = np.argwhere(infinite)[0]
+            row, value = int(first[0]), float(y_array[tuple(first)])
+            column = _column(y, int(first[1])) if y_array.ndim == 2 else ""
+            raise ValueError(
+                f"y holds {int(infinite.sum())} infinite label(s) (first at row {row}{column}: {value!r}); "
+                "a class label must be finite: drop those rows or give them a class"
+            )
         if y_array.ndim == 2 and np.any(pd.isna(y_array)):  # a multi-label indicator matrix with gaps
             row, column = (int(i) for i in np.argwhere(pd.isna(y_array))[0])
             raise ValueError(f"y holds {int(np.sum(pd.isna(y_array)))} missing value(s) (first at row {row}{_column(y, column)})")

@@ -128,3 +128,17 @@ def test_a_varying_target_and_a_partial_fits_first_batch_are_not_warned_of():
         warnings.simplefilter("error", UserWarning)
         TabFormerRegressor(**FAST).fit(X, X["a"].to_numpy())
         TabFormerRegressor(**FAST).partial_fit(X, np.full(len(X), 3.0))  # a first batch: later ones may vary
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_an_infinite_class_label_is_named_by_row_as_a_missing_one(sign):
+    # sklearn's "Input contains infinity or a value too large for dtype('float64')", with a RuntimeWarning, and no row
+    X = _table()
+    y = (np.arange(len(X)) % 2).astype(float)
+    y[3] = sign * np.inf
+    with pytest.raises(ValueError, match=rf"^y holds 1 infinite label\(s\) \(first at row 3: {'-' * (sign < 0)}inf\); .*finite"):
+        TabFormerClassifier(**FAST).fit(X, y)
+    Y = pd.DataFrame({"red": np.arange(len(X)) % 2, "big": (np.arange(len(X)) // 2 % 2).astype(float)})
+    Y.loc[5, "big"] = np.inf
+    with pytest.raises(ValueError, match=r"first at row 5, column 1 \('big'\): inf"):
+        TabFormerClassifier(**FAST).fit(X, Y)
