@@ -142,3 +142,26 @@ def test_an_infinite_class_label_is_named_by_row_as_a_missing_one(sign):
     Y.loc[5, "big"] = np.inf
     with pytest.raises(ValueError, match=r"first at row 5, column 1 \('big'\): inf"):
         TabFormerClassifier(**FAST).fit(X, Y)
+
+
+@pytest.mark.parametrize("settings", [{}, {"validation_fraction": None}])
+def test_sample_weights_beyond_float32s_range_are_refused_naming_it(settings):
+    # One weight of 1e300 among 1s weighed every other row 0 in float32: the fit failed on a false "the holdout rows
+    # ... have a total sample_weight of 0" (or an ensemble member's), or trained on that one row alone.
+    X = _table()
+    y = np.arange(len(X)) % 2
+    w = np.ones(len(X))
+    w[3] = 1e300
+    with pytest.raises(ValueError, match=r"^sample_weight spans 1 to 1e\+300 among its positive weights: .*Rescale or clip"):
+        TabFormerClassifier(**FAST, **settings).fit(X, y, sample_weight=w)
+    w[3] = 1e30  # within float32's range: trains
+    TabFormerClassifier(**FAST, **settings).fit(X, y, sample_weight=w)
+
+
+def test_class_weights_that_take_sample_weights_beyond_float32s_range_are_refused():
+    X = _table()
+    y = np.arange(len(X)) % 2
+    w = np.r_[np.full(10, 1e-10), np.ones(len(X) - 10)]
+    clf = TabFormerClassifier(**FAST, validation_fraction=None, class_weight={0: 1e-30, 1: 1.0})
+    with pytest.raises(ValueError, match=r"^sample_weight times class_weight spans 1e-40 to 1 among"):
+        clf.fit(X, y, sample_weight=w)

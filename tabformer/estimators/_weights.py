@@ -47,11 +47,35 @@ def check_sample_weight(sample_weight, n_samples: int):
     Raises
     ------
     ValueError
-        On a wrong length, negative or non-finite weights, or weights that are all 0.
+        On a wrong length, negative or non-finite weights, weights that are all 0, or positive weights whose
+        ratio float32 cannot hold (the smallest would weigh 0).
     """
     if sample_weight is None:
         return None
-    return _check_sample_weight(sample_weight, np.empty((n_samples, 0)), dtype=np.float64, ensure_non_negative=True)
+    weights = _check_sample_weight(sample_weight, np.empty((n_samples, 0)), dtype=np.float64, ensure_non_negative=True)
+    _check_weight_range(weights, "sample_weight")
+    return weights
+
+
+#: the largest ratio of two positive weights that float32 keeps: scaled to a largest weight of 1 (``as_float32_weights``),
+#: the smallest stays a normal float32 (above ``finfo(float32).tiny``, 1.2e-38), neither a subnormal nor 0
+_WEIGHT_RANGE = 1.0 / float(np.finfo(np.float32).tiny)
+
+
+def _check_weight_range(weights: np.ndarray, what: str) -> None:
+    """Refuse positive weights whose ratio float32 cannot hold: the smallest would weigh 0 in the loss.
+
+    One weight of 1e300 among 1s made every other row weigh 0 in float32, and the fit failed on a false
+    "the holdout rows ... have a total sample_weight of 0" (or an ensemble member's training rows).
+    """
+    positive = weights[weights > 0]
+    if positive.size and positive.max() > positive.min() * _WEIGHT_RANGE:
+        raise ValueError(
+            f"{what} spans {positive.min():.3g} to {positive.max():.3g} among its positive weights: a ratio beyond "
+            f"{_WEIGHT_RANGE:.2g}, the range float32 (in which the loss weighs rows) keeps, so the smallest would weigh 0 "
+            "(or lose its precision) next to the largest. Rescale or clip the weights (e.g. np.clip(w, w.max() * 1e-30, "
+            "None)), or give rows that should not count a weight of 0"
+        )
 
 
 def class_weights_of(class_weight, classes, y_encoded) -> np.ndarray:
@@ -113,6 +137,7 @@ def as_float32_weights(weights) -> np.ndarray:
     subnormals with distorted ratios).
     """
     weights = np.asarray(weights, dtype=np.float64)
+    _check_weight_range(weights, "sample_weight times class_weight")
     peak = weights.max() if weights.size else 0.0
     return (weights / peak if peak > 0 else weights).astype(np.float32)
 
