@@ -165,3 +165,16 @@ def test_class_weights_that_take_sample_weights_beyond_float32s_range_are_refuse
     clf = TabFormerClassifier(**FAST, validation_fraction=None, class_weight={0: 1e-30, 1: 1.0})
     with pytest.raises(ValueError, match=r"^sample_weight times class_weight spans 1e-40 to 1 among"):
         clf.fit(X, y, sample_weight=w)
+
+
+def test_tag_type_message_shows_numpy_words_and_tags_as_plain_values():
+    from tabformer import TabFormerTagger
+
+    words = [np.array(sentence) for sentence in _WORDS]  # np.str_ words
+    y = [np.array([1 if word in ("John", "Mary") else 0 for word in sentence]).tolist() for sentence in _WORDS]
+    y[0] = [np.int64(1), np.int64(0), np.int64(0), "1"]
+    with pytest.raises(
+        ValueError,
+        match=r"y\[0\]\[3\] \(the tag of word 'Paris'\) is str \('1'\) where y\[0\]\[0\] \(of word 'John'\) is int \(1\)",
+    ):
+        TabFormerTagger(**FAST).fit(words, y)

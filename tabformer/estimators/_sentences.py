@@ -82,11 +82,16 @@ def check_tag_types(sentences: list, tags: list) -> None:
             elif _tag_kind(tag) != first[3]:
                 i0, j0, tag0, kind0 = first
                 raise ValueError(
-                    f"y mixes tag types: y[{i}][{j}] (the tag of word {sentences[i][j]!r}) is {_tag_kind(tag)} ({tag!r}) "
-                    f"where y[{i0}][{j0}] (of word {sentences[i0][j0]!r}) is {kind0} ({tag0!r}). Tags are compared as str, so "
-                    "1 and '1' would be one tag, 1 and 1.0 two: make every tag one type, e.g. "
-                    "[[str(tag) for tag in tags] for tags in y]"
+                    f"y mixes tag types: y[{i}][{j}] (the tag of word {_plain(sentences[i][j])!r}) is {_tag_kind(tag)} "
+                    f"({_plain(tag)!r}) where y[{i0}][{j0}] (of word {_plain(sentences[i0][j0])!r}) is {kind0} "
+                    f"({_plain(tag0)!r}). Tags are compared as str, so 1 and '1' would be one tag, 1 and 1.0 two: make "
+                    "every tag one type, e.g. [[str(tag) for tag in tags] for tags in y]"
                 )
+
+
+def _plain(value):
+    """A numpy scalar as its Python value, for messages (``1``, not ``np.int64(1)``)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def check_sentence_weights(sample_weight) -> None:
