@@ -245,12 +245,8 @@ def looks_like_text(X) -> bool:
     bool
         True for a list/tuple/1-D array/Series whose first non-missing item is a str.
     """
-    if isinstance(X, (str, pd.DataFrame)):
-        return False
-    if isinstance(X, np.ndarray) and X.ndim != 1:
-        return False
-    if not isinstance(X, (list, tuple, np.ndarray, pd.Series)):
-        return False
+    if not isinstance(X, (list, tuple, np.ndarray, pd.Series)) or (isinstance(X, np.ndarray) and X.ndim != 1):
+        return False  # a str or a DataFrame included
     for value in X.tolist() if hasattr(X, "tolist") else X:
         if value is None or value is pd.NA or (isinstance(value, (float, np.floating)) and np.isnan(value)):
             continue
@@ -380,10 +376,13 @@ def infer_column_kind(values: pd.Series, max_categories: int = 100) -> str:
     if any(images):
         row, odd = next((row, v) for row, v in enumerate(values.tolist()) if not is_missing(v) and not _is_image_value(v))
         raise ValueError(f"column {name!r} mixes images with other values such as {_short(odd)} (row {row})")
-    strings = [isinstance(v, str) for v in present]  # not all: the all-strings case returned above
-    odd = next(v for v, is_str in zip(present, strings) if not is_str)
-    if any(strings):
-        raise ValueError(f"column {name!r} mixes strings with {type(odd).__name__} values such as {_short(odd)}")
+    if any(isinstance(v, str) for v in present):  # not all: the all-strings case returned above
+        row, odd = next((row, v) for row, v in enumerate(values.tolist()) if not (is_missing(v) or isinstance(v, str)))
+        raise ValueError(
+            f"column {name!r} mixes strings with {type(odd).__name__} values such as {_short(odd)} (row {row}), so its kind "
+            f"cannot be told. Fix that cell (None marks it missing) or convert the column to strings (X[{name!r}]"
+            '.astype("string")); to keep it as categories as it is, list it in categorical_columns'
+        )
     unhashable = next((v for v in present if not _hashable(v)), None)
     if unhashable is not None:
         raise ValueError(

@@ -7,12 +7,14 @@ tokenizer what it is (its ``kind``) or what it needs (its ``embedder_spec``).
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pandas as pd
 from sklearn.base import clone
 
 from ._labels import column_list
 from .base import TOKENIZERS, BaseTokenizer
-from .detect import holds_images, infer_column_kind, is_word_lists, looks_like_images, looks_like_text
+from .detect import _string_column_kind, holds_images, infer_column_kind, is_word_lists, looks_like_images, looks_like_text
 from .image import PatchTokenizer
 from .mixed import MixedTokenizer
 from .tabular import TabularTokenizer
@@ -117,10 +119,12 @@ def _table_settings_to_template(tokenizer, params) -> dict:
 def _has_text_or_images(X, max_categories=100) -> bool:
     """Whether a DataFrame holds a text or image column.
 
-    A column whose kind cannot be told is left to the table tokenizer's own error,
-    unless another column is text or images, or the column itself holds an image: then
-    the detection error is raised, since falling back to a table would silently turn
-    that text, or those images' bytes, into categories.
+    A column whose kind cannot be told is left to the table tokenizer's own error (or its
+    warning: a code column read as ints from one file and as strings from another), unless
+    another column is text or images, or the column itself holds an image or strings that
+    are text on their own: then the detection error is raised, since falling back to a
+    table would silently turn that text, or those images' bytes, into categories (one
+    number among 200 reviews made each review a category, "unseen" at predict).
     """
     if not isinstance(X, pd.DataFrame):
         return False
@@ -131,9 +135,20 @@ def _has_text_or_images(X, max_categories=100) -> bool:
             found |= infer_column_kind(column, max_categories) in ("text", "image")
         except ValueError as error:
             errors.append(error)
-            found |= holds_images(column)
+            found |= holds_images(column) or _strings_are_text(column, max_categories)
     if found and errors:
         raise errors[0]
     if found and not all(isinstance(c, str) for c in X.columns):
         raise ValueError(f"mixed inputs need str column names (they name the segments); X has columns {list(X.columns)[:5]}")
     return found
+
+
+def _strings_are_text(column: pd.Series, max_categories: int) -> bool:
+    """Whether the str cells of a column that also holds other values are text by detection's own rule."""
+    if column.dtype != object:
+        return False
+    strings = Counter(value for value in column.tolist() if isinstance(value, str))
+    try:
+        return bool(strings) and _string_column_kind(strings, strings.total(), max_categories) == "text"
+    except ValueError:  # mostly image paths: holds_images has answered
+        return False
