@@ -1,6 +1,8 @@
 """Inputs whose detection went silently wrong (a review of ``tokenizer="auto"``):
 
-- one number in a column of free texts made every text a category (``tokenizers/registry.py``).
+- one number in a column of free texts made every text a category (``tokenizers/registry.py``);
+- numbers written as strings (a CSV read with ``dtype=str``, Adult's ``"?"``) were categories or
+  sub-words without a word at fit (``tokenizers/_column_hints.py``);
 """
 
 import warnings
@@ -63,3 +65,53 @@ def test_a_categorical_column_mixing_strings_and_numbers_keeps_its_warning():
     assert isinstance(make_tokenizer("auto", X), TabularTokenizer)
     messages = _column_warnings(lambda: _fit_auto(X))
     assert any("'code' mixes strings and numbers" in m for m in messages), messages
+
+
+# ------------------------------------------------------------------ numbers written as strings
+
+
+def test_numbers_written_as_strings_with_a_sentinel_warn_at_fit():
+    # Adult's "?": 62 ages became 62 categories, and "81" at predict was silently unseen
+    rng = np.random.RandomState(0)
+    age = pd.Series(rng.randint(18, 80, N).astype(str), dtype=object)
+    age[5] = "?"
+    X = pd.DataFrame({"age": age, "b": rng.choice(["x", "y"], N)})
+    messages = [m for m in _column_warnings(lambda: _fit_auto(X)) if "'age'" in m]
+    assert len(messages) == 1, messages
+    assert "'age' holds numbers written as strings" in messages[0]
+    assert "'?' does not parse" in messages[0] and "read as categories" in messages[0]
+    assert "pd.to_numeric(X['age'], errors='coerce')" in messages[0] and "If these are codes" in messages[0]
+    # naming the column's kind, or a category dtype, silences it
+    assert not _column_warnings(lambda: _fit_auto(X, categorical_columns=["age"]))
+    assert not _column_warnings(lambda: _fit_auto(X.assign(age=age.astype("category"))))
+
+
+def test_decimal_strings_read_as_text_warn_as_numbers_not_as_an_identifier():
+    rng = np.random.RandomState(0)
+    X = pd.DataFrame({"price": [f"{v:.2f}" for v in rng.gamma(2, 10, N)], "b": rng.choice(["x", "y"], N)})
+    messages = [m for m in _column_warnings(lambda: _fit_auto(X)) if "'price'" in m]
+    assert len(messages) == 1, messages
+    assert "'price' holds numbers written as strings" in messages[0] and "read as text (sub-word tokens)" in messages[0]
+
+
+def test_the_numbers_warning_reads_the_same_in_every_cv_fold():
+    rng = np.random.RandomState(0)
+    age = pd.Series(rng.randint(18, 80, N).astype(str), dtype=object)
+    age[[5, 70, 150]] = "?"
+    X = pd.DataFrame({"age": age, "b": rng.choice(["x", "y"], N)})
+    texts = {tuple(_column_warnings(lambda rows=rows: _fit_auto(X.iloc[rows]))) for rows in np.array_split(np.arange(N), 3)}
+    assert len(texts) == 1, texts
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [f"{z:05d}" for z in np.random.RandomState(0).randint(1000, 99999, N)],  # zip codes: a leading zero is no number
+        ["red", "green", "blue", "1"] * (N // 4),  # mostly words
+        [str(i % 5) for i in range(N - 40)] + ["a", "b"] * 20,  # 80% numbers: a code list with letters
+    ],
+)
+def test_codes_and_words_do_not_warn_as_numbers(values):
+    X = pd.DataFrame({"code": pd.Series(values, dtype=object), "x": _x()})
+    messages = _column_warnings(lambda: _fit_auto(X))
+    assert not any("numbers written as strings" in m for m in messages), messages

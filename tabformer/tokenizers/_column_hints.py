@@ -34,9 +34,21 @@ MIN_IDENTIFIER_ROWS = 50
 IDENTIFIER_DISTINCT_SHARE = 0.95
 #: an integer column is a counter (not a measurement) when its distinct values fill at least this share of their range
 COUNTER_DENSITY = 0.5
+#: a string column holds numbers written as text when at least this share of its values parse as numbers...
+NUMBER_STRINGS_SHARE = 0.9
+#: ...and they are at least this many distinct numbers (a few codes "1", "2", "3" read fine as categories)
+NUMBER_STRINGS_MIN_DISTINCT = 10
+#: a number as pd.to_numeric reads one: 42, -3.5, .5, 1e-3 (not "1,234", "inf" or "0x1f")
+NUMBER = r"\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*"
+#: ...and one whose leading zero would be lost: "02139" or "007" are codes (zip codes, ids), not numbers
+LEADING_ZERO = r"\s*[+-]?0\d"
 
 # Messages hold no count and no row's value: a CV fold's rows differ, and Python shows a warning again when its text does
 _HOW = {"text": "text (sub-word tokens)", "categorical": "categories", "numeric": "a number"}
+_LOST = {
+    "text": "their size and order are lost, each read as pieces of digits",
+    "categorical": "their order is lost, and a number fit did not see is 'unseen' at predict",
+}
 
 
 def _is_iso_date(value) -> bool:
@@ -72,6 +84,48 @@ def _identifier(present: pd.Series, kind: str) -> str | None:
     if not bool(strings.all()):
         return None  # names, titles, sentences: distinct texts are the usual case
     return "a different single-word value in nearly every row"
+
+
+def _numbers_as_strings(present: pd.Series) -> str | None:
+    """The most frequent value that is no number, when nearly all of a column of strings are numbers ("" when all are)."""
+    if not any(isinstance(v, str) and re.fullmatch(NUMBER, v) for v in present.iloc[:20]):
+        return None  # the usual case, decided without a scan: words, not numbers
+    try:
+        counts = present.value_counts()  # the distinct values (a few hundred ages, not every row)
+    except TypeError:  # unhashable cells (lists): the tokenizer names them next
+        return None
+    if not all(isinstance(v, str) for v in counts.index):
+        return None  # strings beside numbers: _warn_strings_and_numbers
+    counts = counts[counts.index.str.strip() != ""]  # blanks read as missing
+    numbers = counts.index.str.fullmatch(NUMBER)
+    if numbers.sum() < NUMBER_STRINGS_MIN_DISTINCT or counts[numbers].sum() < NUMBER_STRINGS_SHARE * counts.sum():
+        return None
+    if counts.index[numbers].str.match(LEADING_ZERO).any():
+        return None  # "02139": codes that pd.to_numeric would change
+    others = counts[~numbers]
+    # The most frequent, then the smallest: the same example in every CV fold (a sentinel such as "?")
+    return min(others.index, key=lambda v: (-others[v], v)) if len(others) else ""
+
+
+def _warn_numbers_as_strings(present: pd.Series, column, kind: str) -> bool:
+    """Numbers kept as strings (a CSV read with dtype=str, or one "?" that kept pandas from parsing the column)."""
+    odd = _numbers_as_strings(present)
+    if odd is None:
+        return False
+    if odd:
+        found = f"{NUMBER_STRINGS_SHARE:.0%} or more of its values parse as numbers; {odd!r} does not parse"
+        convert = f"pd.to_numeric(X[{column!r}], errors='coerce') (values that do not parse, as {odd!r}, become missing)"
+    else:
+        found, convert = "every value parses as a number", f"pd.to_numeric(X[{column!r}])"
+    warnings.warn(
+        f"column {column!r} holds numbers written as strings ({found}), so it is read as {_HOW[kind]}, not as numbers: "
+        f"{_LOST[kind]}. To read it as numbers, convert it at fit and predict: X[{column!r}] = {convert}. If these are "
+        f"codes (zip codes, ids), ignore this or cast to category (X[{column!r}].astype('category')); listing it in "
+        "categorical_columns silences this",
+        UserWarning,
+        stacklevel=user_stacklevel(),
+    )
+    return True
 
 
 def _warn_big_integers(values: pd.Series, column) -> None:
@@ -149,6 +203,8 @@ def _warn_odd_column(values: pd.Series, column, kind: str) -> None:
     if kind == "numeric":
         _warn_big_integers(values, column)
     present = values.dropna()
+    if kind in ("text", "categorical") and not is_numeric_dtype(values.dtype) and _warn_numbers_as_strings(present, column, kind):
+        return  # one warning: decimals read as text were warned about as an identifier, not as numbers
     if kind in ("text", "categorical") and not is_numeric_dtype(values.dtype) and _iso_dates(present):
         example = _date_shape(present.iloc[0])
         silence = "" if kind == "text" else "; to keep categories and silence this, list it in categorical_columns"
