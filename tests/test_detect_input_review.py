@@ -3,6 +3,8 @@
 - one number in a column of free texts made every text a category (``tokenizers/registry.py``);
 - numbers written as strings (a CSV read with ``dtype=str``, Adult's ``"?"``) were categories or
   sub-words without a word at fit (``tokenizers/_column_hints.py``);
+- a list of texts whose row 0 is a number failed with sklearn's "Expected 2D array"
+  (``tokenizers/detect.py``'s ``looks_like_text``).
 """
 
 import warnings
@@ -115,3 +117,22 @@ def test_codes_and_words_do_not_warn_as_numbers(values):
     X = pd.DataFrame({"code": pd.Series(values, dtype=object), "x": _x()})
     messages = _column_warnings(lambda: _fit_auto(X))
     assert not any("numbers written as strings" in m for m in messages), messages
+
+
+# ------------------------------------------------------------------ a list of texts whose row 0 is a number
+
+
+@pytest.mark.parametrize("row", [0, 7])
+def test_a_number_among_texts_is_named_whatever_its_row(row):
+    texts = _reviews()
+    texts[row] = 5
+    with pytest.raises(ValueError, match=rf"row {row} is a int"):
+        TabFormerClassifier(max_epochs=1, verbose=0).fit(texts, np.arange(N) % 2)
+
+
+def test_a_list_of_numbers_is_still_no_text():
+    from tabformer.tokenizers.detect import looks_like_text
+
+    assert not looks_like_text([1, 2, "?", 3])  # mostly numbers: the table tokenizer's own error
+    assert not looks_like_text(np.arange(5.0)) and not looks_like_text(pd.Series([None, 1.0]))
+    assert looks_like_text([5, None, "a b", "c d"]) and looks_like_text(pd.Series([np.nan, "a"]))

@@ -243,15 +243,16 @@ def looks_like_text(X) -> bool:
     Returns
     -------
     bool
-        True for a list/tuple/1-D array/Series whose first non-missing item is a str.
+        True for a list/tuple/1-D array/Series whose first non-missing item is a str, or whose non-missing
+        items are mostly str (texts whose row 0 is a number: the text tokenizer names that row).
     """
-    if not isinstance(X, (list, tuple, np.ndarray, pd.Series)) or (isinstance(X, np.ndarray) and X.ndim != 1):
+    if not isinstance(X, (list, tuple, np.ndarray, pd.Series)) or getattr(X, "ndim", 1) != 1:
         return False  # a str or a DataFrame included
-    for value in X.tolist() if hasattr(X, "tolist") else X:
-        if value is None or value is pd.NA or (isinstance(value, (float, np.floating)) and np.isnan(value)):
-            continue
-        return isinstance(value, str)
-    return False
+    values = X.tolist() if hasattr(X, "tolist") else X
+    first = next((value for value in values if not is_missing(value)), None)
+    if first is None or isinstance(first, str):
+        return first is not None  # the usual case, decided on one item
+    return bool(np.mean([isinstance(value, str) for value in values if not is_missing(value)]) > 0.5)  # a 1-D X is no table
 
 
 def is_word_lists(X) -> bool:
