@@ -13,7 +13,8 @@ column's empty cell is most often an empty text: in the columns the model reads 
 
 A tagger's sentences are read as written (``as_written``): every cell is its text, so the one-word
 sentences "NA", "null", "None", "nan" are words to tag, "007" keeps its zeros, and only an empty
-cell is an empty sentence.
+cell is an empty sentence. A training file's target column is read as written too (:func:`_target_as_written`): a
+class "NA" (North America) is a class, not a missing label; only an empty cell is missing.
 """
 
 from __future__ import annotations
@@ -89,6 +90,39 @@ def _empty_cells_as_text(frame: pd.DataFrame, path: Path, sep: str, texts, skip_
     return frame
 
 
+#: pandas' default NA strings (``read_csv``'s ``na_values``): words in a target, missing in a column of numbers
+_NA_STRINGS = frozenset(
+    ["#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA", "NULL"]
+    + ["NaN", "None", "n/a", "nan", "null"]
+)
+
+
+def _target_as_written(path: Path, sep: str, target: str, skip_blank_lines: bool) -> pd.Series:
+    """A CSV's target column as written: only an empty cell is missing, so a class "NA", "None" or "null" is a class.
+
+    It is numbers where every value is one (missing cells NaN), booleans where every value is True or False, else text.
+    A pandas NA string among numbers ("NA" in a column of prices) is refused, naming its row: pandas dropped it silently.
+    """
+    raw = pd.read_csv(path, sep=sep, usecols=[target], dtype=str, keep_default_na=False, skip_blank_lines=skip_blank_lines)
+    raw = raw[target]
+    written = raw[raw != ""]
+    if len(written) and written.isin(["True", "False", "TRUE", "FALSE", "true", "false"]).all():
+        return raw.map(lambda v: None if v == "" else v.lower() == "true")
+    numbers = pd.to_numeric(written.where(~written.isin(_NA_STRINGS)), errors="coerce")
+    words = written[numbers.isna()]
+    if len(words) == len(written):
+        return raw.where(raw != "", None)  # text
+    if len(words):
+        if not words.isin(_NA_STRINGS).all():
+            return raw.where(raw != "", None)  # numbers and words: classes as written
+        row, value = next(iter(words.items()))
+        raise CLIError(
+            f"target column {target!r} of {path} holds numbers and {value!r} (row {row}), which is not a number: "
+            "leave the cell empty for a row with no target (fit drops it), or write its number"
+        )
+    return pd.to_numeric(raw.where(raw != "", None))
+
+
 def _lines(text: str) -> list:
     """A ``.txt`` file's lines: split at newlines only (``\\n``, ``\\r\\n``). ``str.splitlines`` also splits at form
     feeds, ``\\x85`` and ``\\u2028`` inside a text (Rotten Tomatoes holds one), and the output gained a row."""
@@ -106,6 +140,7 @@ def _read_file(
     texts=(),
     hive=False,
     as_written=False,
+    target=None,
 ):
     suffix = path.suffix.lower()
     if hive or suffix in (".parquet", ".pq"):  # a hive-partitioned folder (year=2020/...): its partition columns too
@@ -133,6 +168,8 @@ def _read_file(
         # Dates first: a date column's empty cell is a missing date, and as "" it would fail
         # the ISO parse and leave the whole column text (texts is judged on the parsed frame).
         frame = _parse_dates(frame) if parse_dates else _as_fitted(frame, fitted)
+        if target in frame.columns:
+            frame[target] = _target_as_written(path, sep, target, blank_lines)
         return _empty_cells_as_text(frame, path, sep, texts, blank_lines)
     raise CLIError(f"cannot read {path}: unknown file type {suffix or '(none)'!r}; use .csv, .tsv, .parquet or .txt")
 
@@ -275,7 +312,16 @@ def category_kinds(estimator) -> dict:
 
 
 def read_data(
-    path, image_root=None, dtypes=None, category_kinds=None, images=None, parse_dates=False, texts=(), as_written=False
+    path,
+    image_root=None,
+    dtypes=None,
+    category_kinds=None,
+    images=None,
+    parse_dates=False,
+    texts=(),
+    as_written=False,
+    *,
+    target=None,
 ):
     """A DataFrame (table files), a list of str (``.txt``) or a list of image paths (a folder of images).
 
@@ -285,8 +331,9 @@ def read_data(
     ``parse_dates`` (a training file) reads a CSV's ISO 8601 date columns as datetimes. The
     empty cells of the ``texts`` columns (a set, or a function of the frame read) are ``""``.
     ``as_written`` reads every CSV cell as its text, with no NA strings nor numbers (a tagger's sentences).
+    A CSV's ``target`` column (a training file's) is read as written: only an empty cell is missing.
     """
-    path = Path(path)
+    path, options = Path(path), {"as_written": as_written, "target": target}
     if not path.exists():
         raise CLIError(f"cannot read {path}: no such file or folder")
     try:
@@ -297,16 +344,16 @@ def read_data(
                 return images
             tables = [p for p in files if p.suffix.lower() in TABLE_SUFFIXES]
             if not tables and any(p.is_dir() and "=" in p.name for p in path.iterdir()):
-                data = _read_file(path, dtypes, category_kinds, parse_dates, texts, hive=True, as_written=as_written)
+                data = _read_file(path, dtypes, category_kinds, parse_dates, texts, hive=True, **options)
             elif not tables:
                 raise CLIError(f"{path} holds no image or data file ({', '.join(TABLE_SUFFIXES)})")
             else:
-                parts = [_read_file(p, dtypes, category_kinds, parse_dates, texts, as_written=as_written) for p in tables]
+                parts = [_read_file(p, dtypes, category_kinds, parse_dates, texts, **options) for p in tables]
                 if all(isinstance(part, list) for part in parts):
                     return [text for part in parts for text in part]
                 data = pd.concat(parts, ignore_index=True)
         else:
-            data = _read_file(path, dtypes, category_kinds, parse_dates, texts, as_written=as_written)
+            data = _read_file(path, dtypes, category_kinds, parse_dates, texts, **options)
     except CLIError:
         raise
     except UnicodeDecodeError as error:  # a ValueError too: caught first, for the hint

@@ -131,7 +131,8 @@ def _warn_saved_index(data: pd.DataFrame) -> None:
 # ----------------------------------------------------------------------------- commands
 def cmd_fit(args):
     settings = parse_settings(args.set)
-    data = read_data(args.data, args.image_root, parse_dates=True, texts=fit_text_columns(settings, args.target))
+    texts = fit_text_columns(settings, args.target)
+    data = read_data(args.data, args.image_root, parse_dates=True, texts=texts, target=args.target)
     if not isinstance(data, pd.DataFrame):
         raise CLIError(f"fit reads a table (CSV or Parquet) with a target column; {args.data} is not one")
     if args.target not in data.columns:
