@@ -20,6 +20,7 @@ class "NA" (North America) is a class, not a missing label; only an empty cell i
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -97,30 +98,32 @@ _NA_STRINGS = frozenset(
 )
 
 
+#: a number as written: an integer as ``str(int(v))`` writes it ("007", "+7" are codes), a decimal with no leading zero
+_NUMBER = re.compile(r"-?(0|[1-9]\d*)(\.\d*)?([eE][+-]?\d+)?|-?\.\d+([eE][+-]?\d+)?|[+-]?inf(inity)?", re.IGNORECASE)
+
+
 def _target_as_written(path: Path, sep: str, target: str, skip_blank_lines: bool) -> pd.Series:
     """A CSV's target column as written: only an empty cell is missing, so a class "NA", "None" or "null" is a class.
 
-    It is numbers where every value is one (missing cells NaN), booleans where every value is True or False, else text.
-    A pandas NA string among numbers ("NA" in a column of prices) is refused, naming its row: pandas dropped it silently.
+    It is numbers where every value is a number as written (missing cells NaN), booleans where every value is True or
+    False, else text: codes "007" and "010" stay classes "007" and "010" (parsed, they came back as 7 and 10). A pandas
+    NA string among numbers ("NA" in a column of prices) is refused, naming its row: pandas dropped it silently.
     """
     raw = pd.read_csv(path, sep=sep, usecols=[target], dtype=str, keep_default_na=False, skip_blank_lines=skip_blank_lines)
     raw = raw[target]
     written = raw[raw != ""]
-    if len(written) and written.isin(["True", "False", "TRUE", "FALSE", "true", "false"]).all():
-        return raw.map(lambda v: None if v == "" else v.lower() == "true")
-    numbers = pd.to_numeric(written.where(~written.isin(_NA_STRINGS)), errors="coerce")
-    words = written[numbers.isna()]
-    if len(words) == len(written):
-        return raw.where(raw != "", None)  # text
+    if len(written) and written.isin(["True", "False"]).all():
+        return raw.map(lambda v: None if v == "" else v == "True")
+    words = written[~written.str.strip().map(lambda v: bool(_NUMBER.fullmatch(v)) and v != "-0")]
+    if len(words) == len(written) or not words.isin(_NA_STRINGS).all():
+        return raw.where(raw != "", None)  # text, or numbers and words: classes as written
     if len(words):
-        if not words.isin(_NA_STRINGS).all():
-            return raw.where(raw != "", None)  # numbers and words: classes as written
         row, value = next(iter(words.items()))
         raise CLIError(
             f"target column {target!r} of {path} holds numbers and {value!r} (row {row}), which is not a number: "
             "leave the cell empty for a row with no target (fit drops it), or write its number"
         )
-    return pd.to_numeric(raw.where(raw != "", None))
+    return pd.to_numeric(raw.str.strip().where(raw != "", None))
 
 
 def _lines(text: str) -> list:

@@ -51,3 +51,40 @@ def test_an_empty_cell_in_a_column_of_numbers_is_still_a_row_with_no_target(tmp_
     assert _fit(tmp_path, "price", values) == 0
     assert "dropping 1 row(s) with no 'price'" in capsys.readouterr().err
     assert type(load(tmp_path / "m")).__name__ == "TabFormerRegressor"
+
+
+def test_class_codes_keep_their_spelling_through_fit_and_predict(tmp_path, capsys):
+    # Codes "007", "010" were parsed as numbers: classes 7 and 10, predict wrote 7 and proba_7, and with more
+    # than 20 distinct codes --task auto fitted a regression.
+    codes = [f"{i:03d}" for i in range(0, 50, 2)]  # 25 codes, every one with leading zeros
+    assert _fit(tmp_path, "code", codes * 4) == 0
+    assert "regression" not in capsys.readouterr().err
+    model = load(tmp_path / "m")
+    assert type(model).__name__ == "TabFormerClassifier" and sorted(model.classes_) == codes
+    pd.DataFrame({"x": [0.1, -0.3]}).to_csv(tmp_path / "rows.csv", index=False)
+    assert main(["predict", str(tmp_path / "m"), str(tmp_path / "rows.csv"), "--proba"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split(",")[:3] == ["prediction", "proba_000", "proba_002"]
+    assert all(line.split(",")[0] in codes for line in lines[1:]), lines
+
+
+@pytest.mark.parametrize(
+    "cells, expected",
+    [
+        (["007", "010", ""], ["007", "010", None]),  # leading zeros: codes
+        (["+1", "-1"], ["+1", "-1"]),  # str(int("+1")) is "1"
+        (["1", "2", "abc"], ["1", "2", "abc"]),  # numbers and words: classes as written
+        (["true", "false"], ["true", "false"]),  # not as str(bool) writes them
+        (["True", "False", ""], [True, False, None]),
+        (["3", " 10", ""], [3.0, 10.0, None]),  # a space after the separator is no part of the number
+        (["3", "10"], [3, 10]),
+        (["12.50", "0.5", "1e3", ".25", "-0.0"], [12.5, 0.5, 1000.0, 0.25, -0.0]),
+    ],
+)
+def test_a_target_is_numbers_only_where_every_value_is_one_as_written(cells, expected, tmp_path):
+    from tabformer._cli_input import read_data
+
+    pd.DataFrame({"x": range(len(cells)), "y": cells}).to_csv(tmp_path / "t.csv", index=False)
+    got = read_data(tmp_path / "t.csv", parse_dates=True, target="y")["y"]
+    assert [None if pd.isna(v) else v for v in got] == expected
+    assert [type(v) for v in got if not pd.isna(v)] == [type(v) for v in expected if v is not None]
