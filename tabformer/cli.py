@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import torch
 from sklearn.utils.multiclass import type_of_target
 from skorch.callbacks import Callback
 from tqdm.auto import tqdm
@@ -39,6 +40,7 @@ from ._cli_output import predictions
 from ._version import __version__
 from .estimators import TabFormerClassifier, TabFormerPretrainer, TabFormerRegressor
 from .persistence import CONFIG_FILE, PersistenceError, load
+from .persistence._files import Reader
 from .persistence._format import check_header
 from .tokenizers._column_hints import MIN_IDENTIFIER_ROWS
 
@@ -194,6 +196,8 @@ def cmd_pretrain(args):
 def cmd_predict(args):
     if args.output and Path(args.output).suffix.lower() not in (".csv", ".parquet", ".pq"):
         raise CLIError(f"--output {args.output}: write .csv or .parquet (got {Path(args.output).suffix or 'no extension'!r})")
+    if (args.device or "").startswith("cuda") and not torch.cuda.is_available():  # torch said "Found no NVIDIA driver"
+        raise CLIError(f"--device {args.device}: torch finds no CUDA GPU on this machine; use --device cpu")
     estimator = load(args.model, device=args.device)
     if not any(hasattr(estimator, method) for method in ("predict", "transform")):
         what = type(estimator).__name__
@@ -322,7 +326,12 @@ def _fitted_classes(config, folder: Path):
     if "file" in classes:  # more classes than fit inline in config.json
         from safetensors.numpy import load_file
 
-        labels = load_file(folder / classes["file"])[classes["key"]].tolist()
+        path = Reader(folder).path(classes["file"])  # as load: a name outside the folder ("../x") is refused
+        try:
+            arrays = load_file(path)
+        except Exception as error:  # safetensors raises its own error types
+            raise CLIError(f"{path} is damaged, not a readable safetensors file ({error}): copy or save it again") from None
+        labels = arrays[classes["key"]].tolist()
     else:
         labels = classes.get("data")
     if labels is not None and len(labels) > 20:

@@ -88,3 +88,61 @@ def test_a_target_is_numbers_only_where_every_value_is_one_as_written(cells, exp
     got = read_data(tmp_path / "t.csv", parse_dates=True, target="y")["y"]
     assert [None if pd.isna(v) else v for v in got] == expected
     assert [type(v) for v in got if not pd.isna(v)] == [type(v) for v in expected if v is not None]
+
+
+@pytest.fixture(scope="module")
+def many_classes(tmp_path_factory):
+    """A classifier of 70 classes (its class list in arrays.safetensors, not config.json), saved, and rows to predict."""
+    from tabformer import TabFormerClassifier
+
+    folder = tmp_path_factory.mktemp("many")
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=140), "b": rng.normal(size=140)})
+    settings = dict(max_epochs=1, encoder__d_model=16, encoder__n_layers=1, encoder__n_heads=2, ensemble_size=1, verbose=0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        TabFormerClassifier(**settings).fit(X, np.repeat(np.arange(70), 2)).save(folder / "m")
+    finally:
+        torch.set_num_threads(threads)
+    X.head(3).to_csv(folder / "rows.csv", index=False)
+    return folder
+
+
+def _copy(folder, tmp_path):
+    import shutil
+
+    return shutil.copytree(folder / "m", tmp_path / "m")
+
+
+def test_info_on_a_damaged_class_list_is_a_one_line_error(many_classes, tmp_path, capsys):
+    # A damaged arrays.safetensors printed safetensors' SafetensorError traceback, exit status 1.
+    model = _copy(many_classes, tmp_path)
+    (model / "arrays.safetensors").write_bytes((model / "arrays.safetensors").read_bytes()[:100])
+    assert main(["info", str(model)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("tabformer info: error:") and "arrays.safetensors" in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_info_refuses_a_class_list_file_outside_the_folder(many_classes, tmp_path, capsys):
+    # config.json's "file" was joined to the folder as written: "../other.safetensors" was read and its array printed.
+    import json
+
+    from safetensors.numpy import save_file
+
+    model = _copy(many_classes, tmp_path)
+    config = json.loads((model / "config.json").read_text())
+    classes = config["fitted"]["label_encoder_"]["fitted"]["classes_"]
+    save_file({classes["key"]: np.arange(100, 170)}, str(tmp_path / "other.safetensors"))
+    classes["file"] = "../other.safetensors"
+    (model / "config.json").write_text(json.dumps(config))
+    assert main(["info", str(model)]) == 2
+    captured = capsys.readouterr()
+    assert "not inside the folder" in captured.err and "169" not in captured.out, captured
+
+
+def test_predict_on_cuda_without_a_gpu_says_to_use_the_cpu(many_classes, monkeypatch, capsys):
+    # torch's "Found no NVIDIA driver on your system..." was the whole message.
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert main(["predict", str(many_classes / "m"), str(many_classes / "rows.csv"), "--device", "cuda"]) == 2
+    assert "use --device cpu" in capsys.readouterr().err
