@@ -11,6 +11,8 @@ The output is what the estimator returns: ``probabilities`` (classifier: (B, K) 
 ``classes_`` order; tagger: (B, T, K) per sub-word), ``predictions`` (regressor: (B, k) on
 the target's scale) or ``embeddings`` (pretrainer: its ``pooling``). The model's metadata
 (``metadata_props``) holds the estimator, the inputs and outputs and ``classes_`` as JSON.
+A regressor's ``predictions`` are float64, its output mapped to the target's scale in float64 as ``predict`` does
+(in float32, a target with a large offset, 1.7e9 seconds, lost its last 7 bits).
 
 The module is traced in eval mode (the text embedder cuts padding in training only)
 with the TorchScript-based exporter (``torch.onnx.export(dynamo=False)``), which needs
@@ -123,9 +125,9 @@ class _Exported(nn.Module):
         super().__init__()
         self.module, self.names, self.output, self.pooling = module, list(names), output, pooling
         self.multilabel = multilabel
-        if mean is not None:
-            self.register_buffer("mean", torch.as_tensor(np.asarray(mean), dtype=torch.float32))
-            self.register_buffer("scale", torch.as_tensor(np.asarray(scale), dtype=torch.float32))
+        if mean is not None:  # float64, as predict: in float32, a target near 1.7e9 came back in steps of 128
+            self.register_buffer("mean", torch.as_tensor(np.asarray(mean), dtype=torch.float64))
+            self.register_buffer("scale", torch.as_tensor(np.asarray(scale), dtype=torch.float64))
 
     def forward(self, *arrays):
         batch = dict(zip(self.names, arrays))
@@ -137,7 +139,7 @@ class _Exported(nn.Module):
             return torch.cat(parts, dim=1)
         out = self.module(**batch).float()
         if self.output == "predictions":
-            return out * self.scale + self.mean
+            return out.double() * self.scale + self.mean
         proba = torch.sigmoid(out) if self.multilabel else torch.softmax(out, dim=-1)
         if proba.dim() == 3 and "attention_mask" in batch:  # a tagger's (B, T, K): 0 at padding, as its predict_subword_proba
             proba = proba * batch["attention_mask"][:, :, None].to(proba.dtype)
