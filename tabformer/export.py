@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from ._version import __version__
+from ._warnings import user_stacklevel
 from .nn.embedders.mixed import SEPARATOR
 from .nn.heads import mean_pool
 
@@ -231,6 +232,16 @@ def export_onnx(estimator, path, *, opset: int = 17, example=None):
             )
     names = [name for name, *_ in layout]
     output, extra = _output(estimator)
+    precision = getattr(estimator, "_precision", "fp32")  # what predict runs in now (the setting, for this device)
+    if precision in ("bf16", "fp16"):  # tracing under autocast puts half-precision casts in the graph, which ORT's CPU lacks
+        method = {"probabilities": "predict_proba", "predictions": "predict", "embeddings": "transform"}[output]
+        warnings.warn(
+            f"export_onnx: this {type(estimator).__name__} predicts under precision={precision!r} autocast, the graph "
+            f"computes in float32: its {output} differ from {method}'s by about 1e-3 ({precision} rounding), not within "
+            f"1e-4. They match {method} after set_params(precision='fp32')",
+            UserWarning,
+            stacklevel=user_stacklevel(),
+        )
     # compile=True: skorch wraps module_ in torch.compile's OptimizedModule, which the tracer refuses;
     # the module it wraps holds the same weights.
     module = getattr(estimator.module_, "_orig_mod", estimator.module_)

@@ -38,3 +38,15 @@ def test_a_regressor_keeps_the_precision_of_a_target_with_a_large_offset(tmp_pat
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-4 * reg.target_scale_[0])  # 1e-4 on the module's output
     assert len(np.unique(got)) == len(np.unique(want))
     assert got.dtype == np.float64 and session.get_outputs()[0].type == "tensor(double)"
+
+
+def test_a_model_that_predicts_in_bf16_warns_at_export_that_the_graph_is_float32(tmp_path):
+    # The graph is traced in float32 while predict_proba runs under bf16 autocast: they differed by ~1e-3, silently.
+    from tabformer import TabFormerClassifier
+
+    X, y = make_table(n=120)
+    clf = TabFormerClassifier(precision="bf16", **SMALL).fit(X, y)
+    with pytest.warns(UserWarning, match=r"precision='bf16'.*predict_proba.*set_params\(precision='fp32'\)"):
+        session = _session(clf, tmp_path / "c.onnx")
+    got = session.run(None, onnx_inputs(clf, X))[0]
+    np.testing.assert_allclose(got, clf.set_params(precision="fp32").predict_proba(X), atol=1e-4)  # as the warning says
