@@ -24,9 +24,9 @@ from sklearn.base import BaseEstimator
 from skorch.callbacks import ParamMapper
 
 from ._files import Reader, Writer
-from ._format import ALLOWED_FUNCTIONS, ARRAYS_FILE, PersistenceError, qualified_name, resolve
+from ._format import ALLOWED_FUNCTIONS, ARRAYS_FILE, CONFIG_FILE, PersistenceError, qualified_name, resolve
 
-__all__ = ["encode", "decode", "fitted_attributes", "INLINE_SIZE"]
+__all__ = ["encode", "decode", "fitted_attributes", "set_fitted", "INLINE_SIZE"]
 
 #: numeric arrays with more values than this are stored in ARRAYS_FILE, not in the JSON
 INLINE_SIZE = 64
@@ -88,6 +88,48 @@ def _param_mapper_arguments(mapper, arguments: dict, where: str) -> dict:
 def fitted_attributes(obj) -> dict:
     """``obj``'s fitted state, by scikit-learn's convention: public attributes ending in ``_``."""
     return {k: v for k, v in vars(obj).items() if k.endswith("_") and not k.startswith("_")}
+
+
+def set_fitted(instance, fitted: dict, where: str, reader: Reader) -> None:
+    """Set the fitted attributes a config lists on ``instance``, after checking every name is one.
+
+    Only names :func:`fitted_attributes` writes are set back: ending in ``_``, not starting with
+    ``_``, neither a constructor parameter nor anything the class defines (a method, a property, a
+    class attribute). A config that names another (``torch_load_kwargs``, ``predict_proba``) is
+    refused: it would get round the checks on parameters or replace the class's code.
+
+    Parameters
+    ----------
+    instance : object
+        The estimator, tokenizer or sklearn object built from its saved parameters.
+    fitted : dict
+        Its decoded fitted attributes, by name.
+    where : str
+        Where they are in the config, for the error message.
+    reader : Reader
+        The folder being read (its config.json is named in the error).
+
+    Raises
+    ------
+    PersistenceError naming the attribute and the config file.
+    """
+    cls = type(instance)
+    parameters = set(instance.get_params(deep=False)) if hasattr(instance, "get_params") else set()
+    try:
+        parameters |= set(inspect.signature(cls).parameters)
+    except (TypeError, ValueError):  # a class without a readable signature: get_params names them
+        pass
+    for name in fitted:
+        plain = isinstance(name, str) and name.isidentifier() and name.endswith("_") and not name.startswith("_")
+        if plain and name not in parameters and not hasattr(cls, name):
+            continue
+        why = "a parameter or something its class defines" if plain else "not a fitted attribute's name (public, ending in '_')"
+        raise PersistenceError(
+            f"{reader.folder / CONFIG_FILE}: {where} lists {name!r} among {cls.__name__}'s fitted attributes, but it is "
+            f"{why}; tabformer never writes it there, so the folder was not loaded (was the file edited?)"
+        )
+    for name, value in fitted.items():
+        setattr(instance, name, value)
 
 
 def _encode_array(array: np.ndarray, where: str, writer: Writer):
@@ -277,7 +319,6 @@ def decode(obj, where: str, reader: Reader, hooks=None):
     if kind == "object":
         cls = resolve(obj["cls"], where, reader.trusted)
         instance = cls(**decode(obj["params"], where, reader, hooks))
-        for name, value in decode(obj["fitted"], where, reader, hooks).items():
-            setattr(instance, name, value)
+        set_fitted(instance, decode(obj["fitted"], where, reader, hooks), where, reader)
         return instance
     raise PersistenceError(f"{where}: unknown value type {kind!r} in config.json (written by a newer tabformer?)")

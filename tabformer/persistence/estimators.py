@@ -35,7 +35,7 @@ from ..nn.encoder import TransformerEncoder
 from ..nn.models import PretrainedEncoder
 from ..nn.positions import SinusoidalPositions, saved_encoder_config
 from ..tokenizers import BaseTokenizer
-from ._codec import decode, encode, fitted_attributes
+from ._codec import decode, encode, fitted_attributes, set_fitted
 from ._files import Reader, Writer
 from ._format import CONFIG_FILE, WEIGHTS_FILE, PersistenceError, header, qualified_name, resolve
 from .encoders import encoder_from_folder, encoder_to_folder, load_weights, offline_spec
@@ -291,8 +291,7 @@ def load_estimator(reader: Reader, config: dict, device=None):
         estimator._auto_validation_fraction = config["estimator"]["auto_validation_fraction"]
     if config["estimator"].get("output"):  # a pretrainer's transform answered a DataFrame before the save: it still does
         estimator.set_output(**config["estimator"]["output"])
-    for key, value in decode(config["fitted"], name, reader, hooks).items():
-        setattr(estimator, key, value)
+    set_fitted(estimator, decode(config["fitted"], name, reader, hooks), "fitted", reader)
     estimator.tokenizer_ = tokenizer_from_json(config["tokenizer"], reader, "tokenizer_")
     architecture = decode(config["module"], "module", reader)
     with (

@@ -24,7 +24,7 @@ give it to ``fit``.
 from __future__ import annotations
 
 from ..tokenizers import BaseTokenizer, MixedTokenizer, TabularTokenizer, WordPieceTokenizer
-from ._codec import decode, encode, fitted_attributes
+from ._codec import decode, encode, fitted_attributes, set_fitted
 from ._files import Reader, Writer
 from ._format import PersistenceError, qualified_name, resolve
 
@@ -93,8 +93,7 @@ def tokenizer_from_json(state: dict, reader: Reader, where: str = "tokenizer_"):
     hooks = {"tokenizer": lambda obj, w: tokenizer_from_json(obj, reader, w)}
     tokenizer = cls(**decode(state["params"], f"{where}.params", reader, hooks))
     if "fitted" in state:
-        for name, value in decode(state["fitted"], where, reader, hooks).items():
-            setattr(tokenizer, name, value)
+        set_fitted(tokenizer, decode(state["fitted"], where, reader, hooks), where, reader)
         handler = _handler(cls)
         if handler:
             handler[1](tokenizer, state.get("special", {}), reader, where)

@@ -1,0 +1,91 @@
+"""A review of saving and loading before shipping: a tampered config.json cannot set attributes
+that are not fitted state, point a callback at other folders or load models by name; an
+interrupted save leaves the previous model; and the errors of a load say what to do."""
+
+import json
+
+import pytest
+import torch
+from conftest import TINY, make_table
+
+import tabformer
+from tabformer import TabFormerClassifier
+from tabformer.persistence import PersistenceError
+
+SMALL = dict(TINY, max_epochs=1, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def table():
+    return make_table(n=60)
+
+
+@pytest.fixture(scope="module")
+def saved(table, tmp_path_factory):
+    """A fitted classifier's folder, saved once; tests edit copies of its config."""
+    X, y = table
+    folder = tmp_path_factory.mktemp("saved") / "m"
+    TabFormerClassifier(**SMALL).fit(X, y).save(folder)
+    return folder
+
+
+def _edited(saved, tmp_path, edit, name="edited"):
+    """A copy of ``saved`` whose config.json ``edit(config)`` changed."""
+    folder = tmp_path / name
+    folder.mkdir()
+    for path in saved.iterdir():
+        (folder / path.name).write_bytes(path.read_bytes())
+    config = json.loads((folder / "config.json").read_text())
+    edit(config)
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+# ----------------------------------------------------------------------------- fitted attributes
+def test_fitted_section_cannot_set_torch_load_kwargs(saved, tmp_path):
+    """The "fitted" section set any attribute: torch_load_kwargs with weights_only off, refused under "params",
+    passed there, and the loaded model's load_params then unpickled a file shipped with the folder."""
+    folder = _edited(saved, tmp_path, lambda c: c["fitted"].update(torch_load_kwargs={"weights_only": False}))
+    with pytest.raises(PersistenceError, match=r"config\.json: fitted lists 'torch_load_kwargs'.*not a fitted attribute"):
+        tabformer.load(folder)
+
+
+@pytest.mark.parametrize("name", ["predict_proba", "classes_", "prefixes_", "_auto_validation_fraction", "lr"])
+def test_fitted_section_cannot_replace_methods_parameters_or_private_state(saved, tmp_path, name):
+    """A method (predict_proba replaced by an allowed class), a property, skorch's class attributes, private state
+    and parameters are not fitted attributes: the config naming them is refused, naming the key and the file."""
+    scaler = {"__type__": "class", "name": "sklearn.preprocessing._data:StandardScaler"}
+    folder = _edited(saved, tmp_path, lambda c: c["fitted"].update({name: scaler}))
+    with pytest.raises(PersistenceError, match=rf"{folder / 'config.json'}: fitted lists '{name}'"):
+        tabformer.load(folder)
+
+
+def test_tokenizer_and_sklearn_fitted_state_take_only_fitted_names(saved, tmp_path):
+    """The same rule holds for a tokenizer's fitted state and for the objects inside it (a fitted scaler)."""
+    function = {"__type__": "function", "name": "builtins:print"}
+    folder = _edited(saved, tmp_path, lambda c: c["tokenizer"]["fitted"].update(transform=function))
+    with pytest.raises(PersistenceError, match=r"tokenizer_ lists 'transform' among TabularTokenizer's fitted"):
+        tabformer.load(folder)
+    folder = _edited(saved, tmp_path, lambda c: c["tokenizer"]["fitted"]["scaler_"]["fitted"].update(transform=function), "2")
+    with pytest.raises(PersistenceError, match=r"lists 'transform' among RangeQuantileTransformer's fitted attributes"):
+        tabformer.load(folder)
+
+
+def test_every_fitted_attribute_saved_loads_back(saved, table):
+    """The rule refuses nothing tabformer writes: the saved fitted names are all plain fitted attributes."""
+    config = json.loads((saved / "config.json").read_text())
+    loaded = tabformer.load(saved)
+    for name in config["fitted"]:
+        assert name in vars(loaded)
+    for name in config["tokenizer"]["fitted"]:
+        assert name in vars(loaded.tokenizer_)
+    X, _ = table
+    assert loaded.predict_proba(X).shape == (len(X), 2)
+
+
+def test_torch_load_kwargs_with_weights_only_still_loads(table, tmp_path):
+    """The parameter itself (saved under "params") still round-trips when it keeps weights_only=True."""
+    X, y = table
+    TabFormerClassifier(**SMALL, torch_load_kwargs={"weights_only": True}).fit(X, y).save(tmp_path / "m")
+    assert tabformer.load(tmp_path / "m").torch_load_kwargs == {"weights_only": True}
+    assert torch.is_tensor(next(tabformer.load(tmp_path / "m").module_.parameters()))
