@@ -4,13 +4,15 @@ interrupted save leaves the previous model; and the errors of a load say what to
 
 import json
 
+import numpy as np
 import pytest
 import torch
 from conftest import TINY, make_table
 
 import tabformer
 from tabformer import TabFormerClassifier
-from tabformer.persistence import PersistenceError
+from tabformer.callbacks import TrainingCheckpoint
+from tabformer.persistence import PersistenceError, UntrustedTypeError
 
 SMALL = dict(TINY, max_epochs=1, random_state=0)
 
@@ -89,3 +91,34 @@ def test_torch_load_kwargs_with_weights_only_still_loads(table, tmp_path):
     TabFormerClassifier(**SMALL, torch_load_kwargs={"weights_only": True}).fit(X, y).save(tmp_path / "m")
     assert tabformer.load(tmp_path / "m").torch_load_kwargs == {"weights_only": True}
     assert torch.is_tensor(next(tabformer.load(tmp_path / "m").module_.parameters()))
+
+
+# ----------------------------------------------------------------------------- refused classes
+def test_a_training_checkpoint_pointed_anywhere_is_refused_unless_trusted(saved, tmp_path, table):
+    """tabformer's TrainingCheckpoint was allowed: a tampered config pointing it at another folder made the loaded
+    model's next partial_fit write there and delete that folder's epoch-* folders. It is refused unless trusted,
+    as skorch's Checkpoint is."""
+    victim = tmp_path / "victim"
+    (victim / "epoch-0001-users-own-run").mkdir(parents=True)
+    callback = {"__type__": "object", "cls": "tabformer._checkpoint:TrainingCheckpoint", "params": {"dirname": str(victim)}}
+    tuple_ = {"__type__": "tuple", "items": ["ck", callback]}
+    folder = _edited(saved, tmp_path, lambda c: c["estimator"]["params"].update(callbacks=[tuple_]))
+    with pytest.raises(UntrustedTypeError, match=r"tabformer\._checkpoint\.TrainingCheckpoint, which reads files.*writes or "):
+        tabformer.load(folder)
+    assert sorted(p.name for p in victim.iterdir()) == ["epoch-0001-users-own-run"]
+
+
+def test_a_model_trained_with_a_training_checkpoint_loads_when_trusted(table, tmp_path):
+    """A model trained with TrainingCheckpoint saves with its folder, as one with skorch's Checkpoint does, and loads
+    when the caller trusts the class (the error names it)."""
+    X, y = table
+    callbacks = [("checkpoint", TrainingCheckpoint(str(tmp_path / "run")))]
+    clf = TabFormerClassifier(**SMALL, callbacks=callbacks).fit(X, y)
+    clf.save(tmp_path / "m")
+    with pytest.raises(UntrustedTypeError, match=r"trusted=\['tabformer\._checkpoint\.TrainingCheckpoint'\]"):
+        tabformer.load(tmp_path / "m")
+    loaded = tabformer.load(tmp_path / "m", trusted=["tabformer._checkpoint.TrainingCheckpoint"])
+    ((name, callback),) = loaded.callbacks
+    assert name == "checkpoint" and isinstance(callback, TrainingCheckpoint) and callback.dirname == str(tmp_path / "run")
+    np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
+

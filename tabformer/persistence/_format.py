@@ -77,13 +77,16 @@ ALLOWED_FUNCTIONS = frozenset(
 )
 #: classes of the allowed modules that a config still may not name: skorch's checkpoint
 #: callbacks read files with ``torch.load`` (a pickle, with the net's ``torch_load_kwargs``)
-#: from wherever the config points, as a fit begins or ends; skorch.hf loads Hugging Face
-#: tokenizers and models by name (files or downloads) and uploads to the Hub
+#: from wherever the config points, as a fit begins or ends; tabformer's ``TrainingCheckpoint``
+#: writes into its ``dirname``, deletes older ``epoch-*`` folders there and resumes from what it
+#: finds. skorch.hf loads Hugging Face tokenizers and models by name (files or downloads) and
+#: uploads to the Hub. A folder naming them loads only when trusted.
 REFUSED_CLASSES = frozenset(
     {
         "skorch.callbacks.training:Checkpoint",
         "skorch.callbacks.training:TrainEndCheckpoint",
         "skorch.callbacks.training:LoadInitState",
+        "tabformer._checkpoint:TrainingCheckpoint",
     }
 )
 REFUSED_MODULES = ("skorch.hf",)
@@ -187,8 +190,9 @@ def resolve(name, where: str, trusted=(), kind: str = "class"):
     refused = name in REFUSED_CLASSES or any(module == m or module.startswith(m + ".") for m in REFUSED_MODULES)
     if refused and not is_trusted:
         raise UntrustedTypeError(
-            f"{where} names {module}.{qualname}, which reads files (torch.load unpickles them) or loads models by "
-            f"name when a fit starts or ends; it was not imported. If you trust this folder, pass "
+            f"{where} names {module}.{qualname}, which reads files (torch.load unpickles them), writes or deletes "
+            f"them where the config points, or loads models by name when a fit starts or ends; it was not imported. "
+            f"If you trust this folder, pass "
             f"trusted=[{module + '.' + qualname!r}]"
         )
     if not allowed:
