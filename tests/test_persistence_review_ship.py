@@ -122,3 +122,10 @@ def test_a_model_trained_with_a_training_checkpoint_loads_when_trusted(table, tm
     assert name == "checkpoint" and isinstance(callback, TrainingCheckpoint) and callback.dirname == str(tmp_path / "run")
     np.testing.assert_array_equal(loaded.predict_proba(X), clf.predict_proba(X))
 
+
+def test_skorch_llm_classes_are_refused_unless_trusted(saved, tmp_path):
+    """skorch.llm (ZeroShotClassifier...) loads Hugging Face models by name, as skorch.hf does: refused like it."""
+    llm = {"__type__": "object", "cls": "skorch.llm.classifier:ZeroShotClassifier", "params": {"model_name": "any/model"}}
+    folder = _edited(saved, tmp_path, lambda c: c["fitted"].update(extra_=llm))
+    with pytest.raises(UntrustedTypeError, match=r"skorch\.llm\.classifier\.ZeroShotClassifier, which reads files"):
+        tabformer.load(folder)

@@ -79,8 +79,8 @@ ALLOWED_FUNCTIONS = frozenset(
 #: callbacks read files with ``torch.load`` (a pickle, with the net's ``torch_load_kwargs``)
 #: from wherever the config points, as a fit begins or ends; tabformer's ``TrainingCheckpoint``
 #: writes into its ``dirname``, deletes older ``epoch-*`` folders there and resumes from what it
-#: finds. skorch.hf loads Hugging Face tokenizers and models by name (files or downloads) and
-#: uploads to the Hub. A folder naming them loads only when trusted.
+#: finds. skorch.hf and skorch.llm load Hugging Face tokenizers and models by name (files or
+#: downloads); skorch.hf also uploads to the Hub. A folder naming them loads only when trusted.
 REFUSED_CLASSES = frozenset(
     {
         "skorch.callbacks.training:Checkpoint",
@@ -89,7 +89,7 @@ REFUSED_CLASSES = frozenset(
         "tabformer._checkpoint:TrainingCheckpoint",
     }
 )
-REFUSED_MODULES = ("skorch.hf",)
+REFUSED_MODULES = ("skorch.hf", "skorch.llm")
 
 
 class PersistenceError(ValueError):
