@@ -32,6 +32,7 @@ from skorch.callbacks import Callback, EarlyStopping, LRScheduler, PrintLog
 from skorch.history import History
 
 from . import _strict_json
+from ._atomic import swap_in
 from ._fingerprint import (
     _collect_data_rngs,
     _config,
@@ -197,8 +198,7 @@ class TrainingCheckpoint(Callback):
         save_file(tensors, str(tmp / "state.safetensors"))
         # strict JSON: a NaN in the history or early stopping's infinite threshold is tagged, and read back exactly
         _write_text(tmp / "meta.json", _strict_json.dumps(meta, default=_json_default))
-        shutil.rmtree(root / name, ignore_errors=True)
-        os.replace(tmp, root / name)
+        swap_in(tmp, root / name)  # a folder of this name (a finished fit's, rewritten) is replaced only once this one is whole
         _write_text(root / f".{LATEST}.tmp", json.dumps({"folder": name}))
         os.replace(root / f".{LATEST}.tmp", root / LATEST)
         folders = sorted(p for p in root.glob("epoch-*") if p.is_dir() and p.name != name)

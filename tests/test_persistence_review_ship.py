@@ -129,3 +129,105 @@ def test_skorch_llm_classes_are_refused_unless_trusted(saved, tmp_path):
     folder = _edited(saved, tmp_path, lambda c: c["fitted"].update(extra_=llm))
     with pytest.raises(UntrustedTypeError, match=r"skorch\.llm\.classifier\.ZeroShotClassifier, which reads files"):
         tabformer.load(folder)
+
+
+# ----------------------------------------------------------------------------- interrupted saves
+def _fail_at_weights(monkeypatch):
+    """Make writing model.safetensors fail as a full disk does (whichever way save writes its files)."""
+    import pathlib
+
+    import tabformer.persistence._files as files
+
+    def failing(real):
+        def write(path, data):
+            if "model.safetensors" in pathlib.Path(path).name:
+                raise OSError(28, "No space left on device")
+            return real(path, data)
+
+        return write
+
+    if hasattr(files, "write_file"):
+        monkeypatch.setattr(files, "write_file", failing(files.write_file))
+    monkeypatch.setattr(pathlib.Path, "write_bytes", failing(pathlib.Path.write_bytes))
+
+
+def _hidden(folder):
+    return sorted(path.name for path in folder.parent.iterdir() if path.name.startswith("."))
+
+
+def test_a_save_that_fails_part_way_leaves_the_previous_model(table, tmp_path, monkeypatch):
+    """save wrote its files one by one: a save over a model folder that failed at the weights left the new config
+    beside the old weights, and load accepted it (shapes match), predicting with neither model."""
+    X, y = table
+    old = TabFormerClassifier(**SMALL).fit(X, y)
+    new = TabFormerClassifier(**{**SMALL, "random_state": 1}).fit(X, y)
+    old.save(tmp_path / "m")
+    before = {path.name: path.read_bytes() for path in (tmp_path / "m").iterdir()}
+    _fail_at_weights(monkeypatch)
+    with pytest.raises(OSError, match="No space left"):
+        new.save(tmp_path / "m")
+    monkeypatch.undo()
+    assert {path.name: path.read_bytes() for path in (tmp_path / "m").iterdir()} == before
+    assert _hidden(tmp_path / "m") == []
+    np.testing.assert_array_equal(tabformer.load(tmp_path / "m").predict_proba(X), old.predict_proba(X))
+    new.save(tmp_path / "m")  # and a save that succeeds replaces it
+    np.testing.assert_array_equal(tabformer.load(tmp_path / "m").predict_proba(X), new.predict_proba(X))
+    assert _hidden(tmp_path / "m") == []
+
+
+def test_a_save_keeps_the_other_files_of_the_folder(saved, table, tmp_path):
+    """As before: files of an earlier save the new one does not write, and the user's own, stay in the folder."""
+    X, _ = table
+    folder = tmp_path / "m"
+    clf = tabformer.load(saved)
+    clf.save(folder)
+    (folder / "README.md").write_text("my notes")
+    (folder / "extra").mkdir()
+    (folder / "extra" / "data.csv").write_text("a,b\n")
+    (folder / "vocab.txt").write_text("an earlier text model's")
+    mode = (folder.stat().st_mode | 0o070) & 0o777
+    folder.chmod(mode)
+    clf.save(folder)
+    assert (folder / "README.md").read_text() == "my notes" and (folder / "extra" / "data.csv").read_text() == "a,b\n"
+    assert (folder / "vocab.txt").read_text() == "an earlier text model's"
+    assert folder.stat().st_mode & 0o777 == mode
+    np.testing.assert_array_equal(tabformer.load(folder).predict_proba(X), clf.predict_proba(X))
+
+
+def test_a_save_into_a_folder_that_is_no_model_or_a_link_or_the_working_directory(saved, table, tmp_path, monkeypatch):
+    """A folder of the user's (no model in it), a link to a folder, the working directory and a folder that cannot
+    be renamed (a mount point) are written into, their other files kept."""
+    X, _ = table
+    clf = tabformer.load(saved)
+    expected = clf.predict_proba(X)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("keep")
+    clf.save(mine)
+    assert (mine / "notes.txt").read_text() == "keep"
+    link = tmp_path / "link"
+    link.symlink_to(mine, target_is_directory=True)
+    clf.save(link)
+    assert link.is_symlink() and (mine / "notes.txt").read_text() == "keep"
+    np.testing.assert_array_equal(tabformer.load(link).predict_proba(X), expected)
+    monkeypatch.chdir(mine)
+    clf.save(".")
+    assert (mine / "notes.txt").read_text() == "keep"
+    np.testing.assert_array_equal(tabformer.load(".").predict_proba(X), expected)
+    monkeypatch.chdir(tmp_path)
+    import tabformer.persistence._files as files
+
+    def busy(tmp, target):
+        raise OSError(16, "Device or resource busy")
+
+    monkeypatch.setattr(files, "swap_in", busy)
+    clf.save(mine)
+    assert (mine / "notes.txt").read_text() == "keep" and _hidden(mine) == []
+    assert [path.name for path in mine.iterdir() if path.name.startswith(".")] == []
+    np.testing.assert_array_equal(tabformer.load(mine).predict_proba(X), expected)
+    # written file by file, a save that fails still leaves the previous model
+    before = {path.name: path.read_bytes() for path in mine.iterdir()}
+    _fail_at_weights(monkeypatch)
+    with pytest.raises(OSError, match="No space left"):
+        TabFormerClassifier(**SMALL).fit(*table).save(mine)
+    assert {path.name: path.read_bytes() for path in mine.iterdir()} == before

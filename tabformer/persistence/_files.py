@@ -1,21 +1,23 @@
-"""The files of a saved folder: written all at once (so a failed save writes nothing) and read
-with errors that name the missing or broken file."""
+"""The files of a saved folder: written all at once, under a temporary name renamed into place (so a
+failed save leaves the previous folder whole), and read with errors that name the missing or broken file."""
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
 
+from .._atomic import sibling, swap_in, write_file
 from ._format import ARRAYS_FILE, CONFIG_FILE, MissingFileError, PersistenceError, check_header
 
 __all__ = ["Writer", "Reader"]
 
 
 class Writer:
-    """Collects a folder's files in memory; :meth:`commit` writes them (so a failed save writes nothing).
+    """Collects a folder's files in memory; :meth:`commit` writes them (so a failed save leaves the previous folder).
 
     ``sub(prefix)`` writes into a subfolder and shares this folder's arrays file;
     ``nested(prefix)`` is a folder of its own (its own config, weights and arrays).
@@ -75,16 +77,110 @@ class Writer:
             self.arrays = {}
 
     def commit(self, path) -> Path:
+        """Write the collected files into the folder ``path``: all of them or, if the save fails, none.
+
+        A new folder, or one that holds a model (a ``config.json``), is filled under a temporary name beside
+        it and renamed into place (the old one renamed aside first, then removed), so a save that fails or is
+        killed leaves the previous model whole. Files of the old folder this save does not write stay
+        (linked, or copied, into the new one). Any other folder (and one the rename cannot replace: a mount
+        point, the working directory, a parent that is read-only) gets each file under a temporary name and
+        then renamed over the old one, ``config.json`` last: a save cut short there is no model.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The folder (created with its parents if needed).
+
+        Returns
+        -------
+        pathlib.Path
+        """
         folder = Path(os.fspath(path))
         if folder.exists() and not folder.is_dir():
             raise PersistenceError(
                 f"{folder} exists and is not a folder; save writes a folder (config.json, model.safetensors...)"
             )
-        for name, data in sorted(self.files.items()):
-            target = folder / name
+        target = Path(os.path.realpath(folder))  # a link to a folder: the folder it points at is replaced
+        if (not target.is_dir() or (target / CONFIG_FILE).exists()) and not _holds_working_directory(target):
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
+            tmp = sibling(target, "tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            try:
+                tmp.mkdir()
+            except OSError:  # a parent we cannot write in: the folder's files are replaced one by one
+                return self._write_in_place(folder)
+            try:
+                self._write_into(tmp)
+            except BaseException:  # a full disk, an interrupt: the folder is as it was
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+            try:
+                if target.is_dir():
+                    _carry_over(target, tmp, set(self.files))
+                    shutil.copymode(target, tmp)
+                swap_in(tmp, target)
+                return folder
+            except OSError:  # a mount point, a folder in use, a file we cannot read: as it was; replaced file by file
+                shutil.rmtree(tmp, ignore_errors=True)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+        return self._write_in_place(folder)
+
+    def _write_into(self, folder: Path) -> None:
+        for name, data in sorted(self.files.items()):
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            write_file(folder / name, data)
+
+    def _write_in_place(self, folder: Path) -> Path:
+        """Each file under a temporary name, then renamed over the old one; the old config.json goes first, the new last."""
+        names = sorted(self.files, key=lambda name: (name == CONFIG_FILE, name))
+        temps = {}
+        try:
+            for name in names:
+                (folder / name).parent.mkdir(parents=True, exist_ok=True)
+                temps[name] = sibling(folder / name, "tmp")
+                write_file(temps[name], self.files[name])
+        except BaseException:
+            for tmp in temps.values():
+                tmp.unlink(missing_ok=True)
+            raise
+        if CONFIG_FILE in self.files and (folder / CONFIG_FILE).exists():
+            (folder / CONFIG_FILE).unlink()  # until the new one is in, the folder is no model (not old and new mixed)
+        for name in names:
+            os.replace(temps[name], folder / name)
         return folder
+
+
+def _holds_working_directory(folder: Path) -> bool:
+    """Whether this process works in ``folder`` (or below it): renaming it would move the working directory away."""
+    try:
+        here = Path(os.getcwd()).resolve()
+    except OSError:
+        return False
+    return here == folder or folder in here.parents
+
+
+def _carry_over(old: Path, new: Path, written: set) -> None:
+    """Link (or copy) into ``new`` every file of ``old`` that the save does not write: an earlier save's or the user's."""
+
+    def skip(directory, names):
+        here = Path(directory).relative_to(old)
+
+        def merged(name):  # a folder in both is merged; any other name the new folder holds keeps the new one
+            before, after = old / here / name, new / here / name
+            return not os.path.lexists(after) or (before.is_dir() and after.is_dir() and not before.is_symlink())
+
+        return {name for name in names if (here / name).as_posix() in written or not merged(name)}
+
+    shutil.copytree(old, new, symlinks=True, ignore=skip, copy_function=_link_or_copy, dirs_exist_ok=True)
+
+
+def _link_or_copy(source, destination) -> None:
+    try:
+        os.link(source, destination)
+    except OSError:  # a file system without hard links
+        shutil.copy2(source, destination)
 
 
 class Reader:
