@@ -93,7 +93,8 @@ def test_info_on_another_librarys_folder_or_an_edited_config_is_a_one_line_error
     other.mkdir()
     (other / "config.json").write_text('{"model_type": "bert"}')
     assert main(["info", str(other)]) == 2  # exited 0, printing "a saved tabformer None (format version None)"
-    assert 'is not a tabformer config.json (no "format": "tabformer")' in capsys.readouterr().err
+    # a Hugging Face folder says what reads it (it said only: not a tabformer config.json)
+    assert "is a Hugging Face model's config (model_type 'bert'), not a folder tabformer saved" in capsys.readouterr().err
     edited = tmp_path / "edited"
     shutil.copytree(fitted, edited)
     config = json.loads((edited / "config.json").read_text())

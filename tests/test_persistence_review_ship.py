@@ -231,3 +231,41 @@ def test_a_save_into_a_folder_that_is_no_model_or_a_link_or_the_working_director
     with pytest.raises(OSError, match="No space left"):
         TabFormerClassifier(**SMALL).fit(*table).save(mine)
     assert {path.name: path.read_bytes() for path in mine.iterdir()} == before
+
+
+# ----------------------------------------------------------------------------- errors of a load
+def test_a_device_this_machine_lacks_is_refused_naming_the_parameter(saved, monkeypatch):
+    """load(device="cuda") without a GPU raised torch's "Found no NVIDIA driver", and a misspelt device torch's list
+    of every device type; both name load's device now and say what to pass."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(PersistenceError, match=r"load\(device='cuda'\): CUDA is not available.*pass device='cpu'"):
+        tabformer.load(saved, device="cuda")
+    with pytest.raises(PersistenceError, match=r"load\(device='gpu'\): not a device torch knows; pass device='cpu'"):
+        tabformer.load(saved, device="gpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(PersistenceError, match=r"load\(device='cuda:3'\): this machine has 1 GPU\(s\), cuda:0 to cuda:0"):
+        tabformer.load(saved, device="cuda:3")
+    monkeypatch.undo()
+    assert tabformer.load(saved, device="cpu").device == "cpu"
+
+
+def test_a_folder_of_a_newer_tabformer_says_to_upgrade(saved, tmp_path):
+    """A newer tabformer's folder (same format version, a parameter this one lacks) was blamed on editing."""
+
+    def newer(config):
+        config["versions"]["tabformer"] = "99.1.0"
+        config["estimator"]["params"]["calibration"] = "isotonic"
+
+    with pytest.raises(PersistenceError, match=rf"saved by tabformer 99\.1\.0, this is {tabformer.__version__}: upgrade"):
+        tabformer.load(_edited(saved, tmp_path, newer))
+    same = _edited(saved, tmp_path, lambda c: c["estimator"]["params"].update(calibration="isotonic"), "same")
+    with pytest.raises(PersistenceError, match=r"was a file edited or copied from another version\?"):
+        tabformer.load(same)
+
+
+def test_a_hugging_face_folder_points_to_from_pretrained(tmp_path):
+    """tabformer.load on a Hugging Face folder said only that it is not a tabformer config.json."""
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert", "architectures": ["BertModel"]}))
+    with pytest.raises(PersistenceError, match=r"Hugging Face model's config \(model_type 'bert'\).*from_pretrained\(.*encoder="):
+        tabformer.load(tmp_path)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import importlib
 import platform
+import re
+from pathlib import Path
 
 import numpy as np
 import sklearn
@@ -32,6 +34,7 @@ __all__ = [
     "UntrustedTypeError",
     "header",
     "check_header",
+    "newer_tabformer",
     "qualified_name",
     "resolve",
 ]
@@ -123,6 +126,14 @@ def header(kind: str) -> dict:
 
 def check_header(config, where) -> str:
     """The ``object`` a config holds, after checking that tabformer wrote it in a version it reads."""
+    if isinstance(config, dict) and config.get("format") is None and ("model_type" in config or "architectures" in config):
+        folder = str(Path(where).parent)
+        raise PersistenceError(
+            f"{where} is a Hugging Face model's config (model_type {config.get('model_type')!r}), not a folder tabformer "
+            f"saved. Fine-tune it with "
+            f"TabFormerClassifier.from_pretrained({folder!r}) or TabFormerClassifier(encoder={folder!r}), or read its "
+            f"encoder with tabformer.hub.load_pretrained({folder!r})"
+        )
     if not isinstance(config, dict) or config.get("format") != FORMAT:
         raise PersistenceError(f'{where} is not a tabformer config.json (no "format": "tabformer")')
     version = config.get("format_version")
@@ -135,6 +146,30 @@ def check_header(config, where) -> str:
             f"versions up to {FORMAT_VERSION}: upgrade tabformer to load it"
         )
     return config.get("object")
+
+
+def newer_tabformer(config) -> str | None:
+    """The tabformer version a config records when it is newer than this one (its folder may use what this lacks).
+
+    Parameters
+    ----------
+    config : dict
+        A folder's config.json.
+
+    Returns
+    -------
+    str or None
+    """
+    saved = (config.get("versions") or {}).get("tabformer") if isinstance(config, dict) else None
+    if not isinstance(saved, str):
+        return None
+    return saved if _release(saved) > _release(__version__) else None
+
+
+def _release(version: str) -> tuple:
+    """``"0.3.0rc1"`` -> ``(0, 3, 0)``: the release numbers, compared as numbers."""
+    match = re.match(r"\d+(\.\d+)*", version.strip().lstrip("v"))
+    return tuple(int(part) for part in match.group(0).split(".")) if match else ()
 
 
 # ----------------------------------------------------------------------------- names
