@@ -269,3 +269,18 @@ def test_a_hugging_face_folder_points_to_from_pretrained(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert", "architectures": ["BertModel"]}))
     with pytest.raises(PersistenceError, match=r"Hugging Face model's config \(model_type 'bert'\).*from_pretrained\(.*encoder="):
         tabformer.load(tmp_path)
+
+
+def test_info_names_a_datetime_column_datetime_not_table(tmp_path):
+    # describe_columns fell back to the tokenizer's kind ("table") for a datetime column of a plain table.
+    import pandas as pd
+
+    from tabformer import TabFormerClassifier
+    from tabformer.persistence.estimators import describe_columns
+
+    rng = np.random.RandomState(0)
+    X = pd.DataFrame({"a": rng.randn(40), "when": pd.date_range("2024-01-01", periods=40, freq="D")})
+    model = TabFormerClassifier(max_epochs=1, encoder__d_model=16, encoder__n_layers=1, encoder__n_heads=2, verbose=0)
+    model.fit(X, np.where(X.a > 0, "p", "n"))
+    kinds = {column["name"]: column["kind"] for column in describe_columns(model)}
+    assert kinds == {"a": "numeric", "when": "datetime"}

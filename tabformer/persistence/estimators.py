@@ -89,6 +89,7 @@ def describe_columns(estimator) -> list:
         kinds = {
             **{c: "numeric" for c in tokenizer.numeric_columns_},
             **{c: "categorical" for c in tokenizer.categorical_columns_},
+            **dict.fromkeys(getattr(tokenizer, "datetime_parts_", None) or {}, "datetime"),  # they read as table tokens
         }
     names = getattr(estimator, "feature_names_in_", None)
     if names is None:
