@@ -22,7 +22,7 @@ import pandas as pd
 import torch
 from torch.utils.data import IterableDataset, get_worker_info
 
-from .tokenizers import UntrainedMissingWarning
+from .tokenizers import UnseenCategoryWarning, UntrainedMissingWarning
 from .tokenizers.detect import IMAGE_EXTENSIONS, is_path
 
 __all__ = ["RowSource", "StreamedRows", "arrow_frame", "fitted_dates", "open_source", "is_image_paths", "parquet_dataset"]
@@ -424,9 +424,9 @@ class StreamedRows(IterableDataset):
             raw, index = _take(raw, order), index[order]
         whole = len(index) if final and not self.drop_last else len(index) // self.batch_size * self.batch_size
         if whole:
-            with warnings.catch_warnings():
-                # Training on these rows trains the missing tokens the warning is about.
+            with warnings.catch_warnings():  # training on these rows trains the missing and unseen tokens warned about
                 warnings.simplefilter("ignore", UntrainedMissingWarning)
+                warnings.simplefilter("ignore", UnseenCategoryWarning)
                 try:
                     tokens = self.tokenizer.transform(_take(raw, np.arange(whole)))
                 except ValueError as error:

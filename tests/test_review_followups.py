@@ -72,7 +72,7 @@ def test_predicting_on_parquet_warns_once_with_the_whole_files_counts(table, tmp
     import warnings
 
     pytest.importorskip("pyarrow")
-    from tabformer.tokenizers import UntrainedMissingWarning
+    from tabformer.tokenizers import UnseenCategoryWarning, UntrainedMissingWarning
 
     X, y = table
     clf = TabFormerClassifier(**SMALL).fit(X, y)
@@ -93,7 +93,9 @@ def test_predicting_on_parquet_warns_once_with_the_whole_files_counts(table, tmp
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         clf.predict(tmp_path / "known.parquet")
-    assert [w.category for w in caught] == [UntrainedMissingWarning]
+    # its 59 new values read the untrained 'unseen' id (category_dropout=0): that warning instead, with the file's count
+    assert [w.category for w in caught] == [UntrainedMissingWarning, UnseenCategoryWarning]
+    assert "'colour' (59 row(s), e.g. " in str(caught[1].message)
 
 
 def _tiny_bert_folder(folder, vocab):

@@ -20,7 +20,7 @@ from sklearn.utils._param_validation import StrOptions
 from torch.utils.data import Dataset
 
 from ..nn.embedders.tabular import TabularEmbedder
-from ..tokenizers import UntrainedMissingWarning
+from ..tokenizers import UnseenCategoryWarning, UntrainedMissingWarning
 from ..tokenizers._columns import ColumnWarnings, user_label
 from ..tokenizers._datetimes import part_owners
 from ..tokenizers.tabular import MISSING_ID, UNSEEN_ID, TabularTokenizer
@@ -76,6 +76,7 @@ def adopt_new_categories(estimator, tokenizer, X):
         return tokenizer
     with warnings.catch_warnings():  # missing values this fit trains: see pretrained_tokens
         warnings.simplefilter("ignore", UntrainedMissingWarning)
+        warnings.simplefilter("ignore", UnseenCategoryWarning)  # refused or grown just below
         # through pretrained_step: sentences given to a table encoder failed in numpy ("inhomogeneous shape")
         new = unseen_category_columns(tokenizer, pretrained_step(tokenizer, X, "transform"))
     if new:
@@ -105,6 +106,7 @@ def pretrained_tokens(tokenizer, X) -> dict:
     """
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UntrainedMissingWarning)
+        warnings.simplefilter("ignore", UnseenCategoryWarning)  # adopt_new_categories refused or grew them
         data = pretrained_step(tokenizer, X, "transform")
     note_trained_missing(tokenizer, data)
     return data
@@ -131,6 +133,7 @@ def continued_tokens(estimator, X, y) -> tuple:
     with warnings.catch_warnings():
         # This fit trains the missing tokens the warning is about; note_trained_missing records it.
         warnings.simplefilter("ignore", UntrainedMissingWarning)
+        warnings.simplefilter("ignore", UnseenCategoryWarning)  # continue_with_categories refuses or grows them
         with gathered.gathering():
             data, y_encoded = estimator._continued_data(X, y)
         if getattr(estimator, "new_categories", "error") == "grow":

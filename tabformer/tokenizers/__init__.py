@@ -2,6 +2,7 @@
 encoder, each describing the embedder its tokens need (``embedder_spec``)."""
 
 from ._columns import UntrainedMissingWarning
+from ._predict_checks import UnseenCategoryWarning
 from .base import TOKENIZERS, BaseTokenizer, register_tokenizer
 from .detect import infer_column_kinds
 from .image import PatchTokenizer
@@ -24,4 +25,5 @@ __all__ = [
     "register_tokenizer",
     "make_tokenizer",
     "UntrainedMissingWarning",
+    "UnseenCategoryWarning",
 ]

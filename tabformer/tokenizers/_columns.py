@@ -28,7 +28,6 @@ __all__ = [
     "UntrainedMissingWarning",
     "category_index",
     "check_unseen_kind",
-    "check_scaled_numbers",
     "numeric_values",
     "unhashable_named",
     "user_label",
@@ -227,6 +226,7 @@ class ColumnWarnings:
         self.notices = {}  # message -> category: warnings each chunk would repeat word for word
         self.first_row, self.empty_rows, self.n_empty = 0, [], 0  # rows without input (the first 5), in the whole input
         self.float_peaks = {}  # fitted pixel scale -> the brightest float pixel read for it
+        self.tallies = {}  # module -> what its checks gathered: ``tally.warn(self, stacklevel)`` (tokenizers._predict_checks)
 
     @contextlib.contextmanager
     def gathering(self, first_row: int = 0):
@@ -364,6 +364,8 @@ class ColumnWarnings:
                 UserWarning,
                 stacklevel=stacklevel,
             )
+        for tally in self.tallies.values():
+            tally.warn(self, stacklevel + 1)  # counted from the tally's warn, one frame deeper
 
 
 def numeric_values(series: pd.Series, column) -> np.ndarray:
@@ -388,22 +390,6 @@ def numeric_values(series: pd.Series, column) -> np.ndarray:
             except (TypeError, ValueError):
                 raise ValueError(f"numeric column {column!r} holds non-numeric value {value!r} (row {row!r})") from None
         raise ValueError(f"numeric column {column!r} ({series.dtype}) cannot be read as numbers") from None
-
-
-def check_scaled_numbers(scaled: np.ndarray, raw: np.ndarray, columns: list, transform) -> None:
-    """Refuse numbers that are not finite as float32 tokens once scaled: one inf token makes the loss and predictions NaN.
-
-    A value past float32's 3.4e38 (``numeric_transform=None``), or a spread that overflows the
-    standard scaler (from about 1e154), would otherwise surface as a non-finite gradient blamed on the learning rate.
-    """
-    bad = ~np.isfinite(scaled)
-    if bad.any():
-        row, j = (int(i) for i in np.argwhere(bad)[0])
-        raise ValueError(
-            f"numeric column {columns[j]!r} holds {float(raw[row, j])!r} (row {row}), which is not finite once scaled to a "
-            f"float32 token (numeric_transform={transform!r}); rescale the column (e.g. divide it by a power of ten or take "
-            "its log), or use numeric_transform='quantile'"
-        )
 
 
 def warn_rows_without_input(presence: list) -> None:

@@ -14,6 +14,7 @@ from ._columns import numeric_values
 
 __all__ = [
     "MIN_ROWS_PER_BIN",
+    "check_scaled_numbers",
     "RangeQuantileTransformer",
     "RangeStandardScaler",
     "fit_bin_edges",
@@ -237,3 +238,19 @@ def _tree_thresholds(x: np.ndarray, target: np.ndarray, weights, n_bins: int, se
     fitted = tree(max_leaf_nodes=n_bins, min_samples_leaf=MIN_ROWS_PER_BIN, random_state=0)
     fitted.fit(x[:, None], target, sample_weight=weights)
     return np.sort(fitted.tree_.threshold[fitted.tree_.feature >= 0])
+
+
+def check_scaled_numbers(scaled: np.ndarray, raw: np.ndarray, columns: list, transform) -> None:
+    """Refuse numbers that are not finite as float32 tokens once scaled: one inf token makes the loss and predictions NaN.
+
+    A value past float32's 3.4e38 (``numeric_transform=None``), or a spread that overflows the
+    standard scaler (from about 1e154), would otherwise surface as a non-finite gradient blamed on the learning rate.
+    """
+    bad = ~np.isfinite(scaled)
+    if bad.any():
+        row, j = (int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(
+            f"numeric column {columns[j]!r} holds {float(raw[row, j])!r} (row {row}), which is not finite once scaled to a "
+            f"float32 token (numeric_transform={transform!r}); rescale the column (e.g. divide it by a power of ten or take "
+            "its log), or use numeric_transform='quantile'"
+        )

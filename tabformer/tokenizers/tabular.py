@@ -23,7 +23,6 @@ from .._validation import as_frame, is_categorical_dtype, is_numeric_dtype
 from ._column_hints import warn_odd_columns
 from ._columns import (
     category_index,
-    check_scaled_numbers,
     check_unseen_kind,
     unhashable_named,
     user_label,
@@ -34,7 +33,8 @@ from ._columns import (
 )
 from ._datetimes import datetime_parts, expand_datetimes, is_tz_aware, part_owners
 from ._labels import check_listed, check_same_columns, internal_names
-from ._numbers import fit_bin_edges, fit_scaler, legacy_duration_units, numeric_block
+from ._numbers import check_scaled_numbers, fit_bin_edges, fit_scaler, legacy_duration_units, numeric_block
+from ._predict_checks import add_unseen_categories, not_a_number, one_input
 from .base import BaseTokenizer, expecting_name, register_tokenizer
 
 MISSING_ID, UNSEEN_ID, FIRST_CATEGORY_ID = 0, 1, 2
@@ -57,18 +57,6 @@ def _sorted_categories(values: pd.Series) -> pd.Index:
         return pd.Index(sorted(unique))
     except TypeError:  # mixed types (e.g. 1 and "a") cannot be ordered; order by text
         return pd.Index(sorted(unique, key=str))
-
-
-def _not_a_number(values: pd.Series) -> str:
-    """Why numbers at fit read as strings now: one "n/a" or "$1,000" in a CSV's 10,000 rows makes the whole column text."""
-    present = values.dropna()
-    for row, value in present.items():
-        try:
-            float(value)
-        except (TypeError, ValueError):
-            return f"; row {row!r} holds {value!r}, which is not a number"
-    texts = all(isinstance(value, str) for value in present)
-    return "; its values are numbers written as text: convert them (pd.to_numeric)" if texts else ""
 
 
 @register_tokenizer("tabular", "table")
@@ -112,7 +100,8 @@ class TabularTokenizer(BaseTokenizer):
         Share of the training rows' categories read as "unseen" (id 1) in each training
         step, so that the unseen id learns what a category the model does not know means;
         without it no training row ever holds that id, and a new category at predict is
-        read through its random initial embedding. Prediction never drops a category.
+        read through its random initial embedding (``transform`` then warns,
+        ``UnseenCategoryWarning``, naming the columns). Prediction never drops a category.
 
     Attributes
     ----------
@@ -287,6 +276,10 @@ class TabularTokenizer(BaseTokenizer):
             If ``X`` does not have the fitted columns, or a column changed kind since ``fit``.
         """
         check_is_fitted(self, "categories_")
+        with one_input():  # one warning per input, naming every column it concerns
+            return self._transform(X)
+
+    def _transform(self, X) -> dict:
         frame = self._check_columns(X)
         warn_missing_unlike_fit(frame, getattr(self, "had_missing_", None), getattr(self, "column_labels_", None))
         frame = expand_datetimes(frame, getattr(self, "datetime_parts_", {}))
@@ -297,6 +290,8 @@ class TabularTokenizer(BaseTokenizer):
             codes = category_index(categories, values, column).astype(np.int64)
             check_unseen_kind(values, codes, categories, column, getattr(self, "category_kinds_", [None] * (j + 1))[j])
             warn_if_all_unseen(values, codes, categories, column)
+            if not float(self.category_dropout):  # the unseen id is untrained: say so for new categories
+                add_unseen_categories(values, codes, column)
             ids = codes + FIRST_CATEGORY_ID
             ids[codes < 0] = UNSEEN_ID
             ids[values.isna().to_numpy()] = MISSING_ID
@@ -371,7 +366,7 @@ class TabularTokenizer(BaseTokenizer):
                 frame, now = frame.assign(**{column: missing}), "datetime"
             if before != now and not frame[column].isna().all():
                 fitted = getattr(self, "column_dtypes_", {}).get(column, before)
-                which = _not_a_number(frame[column]) if (before, now) == ("numeric", "categorical") else ""
+                which = not_a_number(frame[column]) if (before, now) == ("numeric", "categorical") else ""
                 raise ValueError(
                     f"column {self._named(column)!r} changed kind between fit and predict: it was {before} (dtype {fitted}) "
                     f"at fit, it is {now} (dtype {frame[column].dtype}) now{which}"

@@ -1,0 +1,99 @@
+"""Predict-time checks of a table's values against what ``fit`` read, warned once per input.
+
+- Categories ``fit`` never saw read their column's "unseen" id. With ``category_dropout=0`` no
+  training row holds that id, so its embedding is the random initial one and such rows are
+  answered through noise (a review measured P(1) of 0.07 to 0.35 by seed alone):
+  :class:`UnseenCategoryWarning`, one message naming every such column.
+
+Within :meth:`ColumnWarnings.gathering <tabformer.tokenizers._columns.ColumnWarnings.gathering>`
+(a chunked predict) the counts add up over the input's chunks; :func:`one_input` gathers
+one ``transform`` call alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+
+import numpy as np
+import pandas as pd
+
+from ._columns import MIN_VALUES_ALL_UNSEEN, ColumnWarnings, gathering_warnings
+
+__all__ = ["UnseenCategoryWarning", "add_unseen_categories", "not_a_number", "one_input"]
+
+
+class UnseenCategoryWarning(UserWarning):
+    """Categories at predict that ``fit`` never saw, in a column whose "unseen" id no training row trained."""
+
+
+@contextlib.contextmanager
+def one_input():
+    """Within: the column checks add to the input's gatherer, or to one of this block's own, warned at its end."""
+    if gathering_warnings() is not None:
+        yield
+        return
+    gathered = ColumnWarnings()
+    with gathered.gathering():
+        yield
+    gathered.warn()
+
+
+class _Tally:
+    """What the checks of this module gathered over one input's chunks; ``ColumnWarnings.warn`` calls :meth:`warn`."""
+
+    def __init__(self):
+        self.unseen = {}  # column -> [rows holding a category fit never saw, the first such value]
+
+    def warn(self, gathered: ColumnWarnings, stacklevel: int) -> None:
+        # a column none of whose (>= MIN_VALUES_ALL_UNSEEN) values is a category gets ColumnWarnings' own warning
+        alone = {c for c, t in gathered.unseen.items() if not t["known"] and t["present"] >= MIN_VALUES_ALL_UNSEEN}
+        unseen = {column: tally for column, tally in self.unseen.items() if column not in alone}
+        if unseen:
+            listed = ", ".join(f"{column!r} ({rows} row(s), e.g. {example!r})" for column, (rows, example) in unseen.items())
+            warnings.warn(
+                f"categorical column(s) {listed} hold categories fit never saw: they read their column's 'unseen' id, which "
+                "no training row trained (category_dropout=0), so those rows are answered through a random embedding. Set "
+                "tokenizer__category_dropout=0.02 (tokenizer__table__category_dropout in a mixed model) to train the 'unseen' "
+                'id; see docs/defaults.md, "Tables: categories fit never saw"',
+                UnseenCategoryWarning,
+                stacklevel=stacklevel,
+            )
+
+
+def _tally():
+    """The :class:`_Tally` of the input being gathered (see :func:`one_input`), or None when none gathers."""
+    gathered = gathering_warnings()
+    return None if gathered is None else gathered.tallies.setdefault(__name__, _Tally())
+
+
+def add_unseen_categories(values: pd.Series, codes: np.ndarray, column) -> None:
+    """Count the rows of ``values`` that hold a category ``fit`` never saw (``codes < 0``), for :class:`UnseenCategoryWarning`.
+
+    Parameters
+    ----------
+    values : Series
+        A categorical column's cells (one chunk of the input).
+    codes : ndarray of shape (len(values),)
+        Their index among the fitted categories, -1 where none.
+    column : str
+        The column's name, as the user labels it.
+    """
+    new = values.notna().to_numpy() & (codes < 0)
+    tally = _tally()
+    if tally is None or not new.any():
+        return
+    rows, example = tally.unseen.get(column, (0, values[new].iloc[0]))
+    tally.unseen[column] = (rows + int(new.sum()), example)
+
+
+def not_a_number(values: pd.Series) -> str:
+    """Why numbers at fit read as strings now: one "n/a" or "$1,000" in a CSV's 10,000 rows makes the whole column text."""
+    present = values.dropna()
+    for row, value in present.items():
+        try:
+            float(value)
+        except (TypeError, ValueError):
+            return f"; row {row!r} holds {value!r}, which is not a number"
+    texts = all(isinstance(value, str) for value in present)
+    return "; its values are numbers written as text: convert them (pd.to_numeric)" if texts else ""

@@ -1,0 +1,78 @@
+"""Table values at predict that the model reads silently wrong, or refuses unclearly (found by a review)."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import torch
+
+from tabformer import TabFormerClassifier
+from tabformer.tokenizers import TabularTokenizer, UnseenCategoryWarning
+
+torch.set_num_threads(1)
+
+SMALL = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, max_epochs=1, batch_size=32, verbose=0, random_state=0)
+
+
+def _table(n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"a": rng.normal(size=n), "b": rng.choice(["x", "y", "z"], n), "c": rng.choice(["p", "q"], n)})
+
+
+def _caught(call):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        call()
+    return caught
+
+
+def _of(caught, category):
+    return [str(w.message) for w in caught if issubclass(w.category, category)]
+
+
+# ----------------------------------------------------------------------------- categories fit never saw
+def test_new_categories_warn_once_naming_columns_rows_and_the_fix():
+    X = _table()
+    T = X.iloc[:12].copy()
+    T["b"] = ["x"] * 6 + ["NEW"] * 6  # half new: the "none is a category" warning stays quiet
+    T["c"] = ["p"] * 10 + ["r", "s"]
+    tokenizer = TabularTokenizer().fit(X)
+    messages = _of(_caught(lambda: tokenizer.transform(T)), UnseenCategoryWarning)
+    assert len(messages) == 1, messages  # one message for the call, not one per column
+    assert "'b' (6 row(s), e.g. 'NEW')" in messages[0] and "'c' (2 row(s), e.g. 'r')" in messages[0]
+    assert "tokenizer__category_dropout=0.02" in messages[0] and "categories fit never saw" in messages[0]
+    assert not _of(_caught(lambda: tokenizer.transform(X)), UnseenCategoryWarning)  # only known ones
+    assert not _of(_caught(lambda: tokenizer.transform(T.assign(b=None, c=None))), UnseenCategoryWarning)  # missing
+
+
+def test_new_categories_do_not_warn_when_category_dropout_trains_the_unseen_id():
+    X = _table()
+    tokenizer = TabularTokenizer(category_dropout=0.02).fit(X)
+    assert not _of(_caught(lambda: tokenizer.transform(X.iloc[:3].assign(b="NEW"))), UnseenCategoryWarning)
+
+
+def test_a_column_with_no_fitted_category_gets_one_warning_not_two():
+    X = _table()
+    T = X.iloc[:20].assign(b=[f"B{i}" for i in range(20)], c=["p"] * 19 + ["r"])
+    caught = _caught(lambda: TabularTokenizer().fit(X).transform(T))
+    unseen = _of(caught, UnseenCategoryWarning)
+    assert len(unseen) == 1 and "'c' (1 row(s), e.g. 'r')" in unseen[0] and "'b'" not in unseen[0], unseen
+    assert any("categorical column 'b': none of its 20 values" in str(w.message) for w in caught)
+
+
+def test_predict_warns_once_over_its_chunks_with_the_input_totals():
+    X = _table(80)
+    y = (X["a"] > 0).astype(int)
+    clf = TabFormerClassifier(**SMALL).fit(X, y)
+    clf.inference_chunk_rows = 4
+    T = X.iloc[:12].assign(b=["x", "NEW"] * 6)
+    messages = _of(_caught(lambda: clf.predict(T)), UnseenCategoryWarning)
+    assert len(messages) == 1 and "'b' (6 row(s), e.g. 'NEW')" in messages[0], messages
+
+
+def test_a_continued_fit_that_grows_new_categories_does_not_warn_about_them():
+    X = _table(80)
+    y = (X["a"] > 0).astype(int)
+    clf = TabFormerClassifier(**SMALL, new_categories="grow").fit(X, y)
+    assert not _of(_caught(lambda: clf.partial_fit(X.assign(b="NEW"), y)), UnseenCategoryWarning)
+    assert not _of(_caught(lambda: clf.predict(X.iloc[:3].assign(b="NEW"))), UnseenCategoryWarning)  # learned now
