@@ -4,6 +4,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
+import pytest
 import torch
 
 from tabformer import TabFormerClassifier
@@ -76,3 +77,63 @@ def test_a_continued_fit_that_grows_new_categories_does_not_warn_about_them():
     clf = TabFormerClassifier(**SMALL, new_categories="grow").fit(X, y)
     assert not _of(_caught(lambda: clf.partial_fit(X.assign(b="NEW"), y)), UnseenCategoryWarning)
     assert not _of(_caught(lambda: clf.predict(X.iloc[:3].assign(b="NEW"))), UnseenCategoryWarning)  # learned now
+
+
+# ----------------------------------------------------------------------------- numbers far outside the fitted range
+def _incomes(n=80, seed=0):
+    rng = np.random.default_rng(seed)
+    X = pd.DataFrame({"income": rng.gamma(2, 20, n), "b": rng.choice(["x", "y"], n)})  # in thousands
+    return X, (X["income"] > 40).astype(int)
+
+
+def _far(caught):
+    return [str(w.message) for w in caught if "far outside the range fit saw" in str(w.message)]
+
+
+@pytest.mark.parametrize("transform", ["quantile", "standard", None])
+def test_numbers_far_outside_the_fitted_range_warn_naming_the_column_and_the_range(transform):
+    X, _ = _incomes()
+    tokenizer = TabularTokenizer(numeric_transform=transform).fit(X)
+    dollars = X.iloc[:10].assign(income=X["income"].iloc[:10] * 1000)
+    messages = _far(_caught(lambda: tokenizer.transform(dollars)))
+    low, high = X["income"].min(), X["income"].max()
+    assert len(messages) == 1 and "numeric column 'income': 10 of its 10 values" in messages[0], messages
+    assert f"first: {dollars['income'].iloc[0]:g}" in messages[0] and f"fitted range {low:g} to {high:g}" in messages[0]
+    assert "units" in messages[0] and ("nearest training extreme" in messages[0]) == (transform == "quantile")
+
+
+def test_far_numbers_warn_from_a_tenth_of_the_values_on_and_not_within_a_range_width():
+    X, _ = _incomes()
+    tokenizer = TabularTokenizer().fit(X)
+    low, high = X["income"].min(), X["income"].max()
+    assert _far(_caught(lambda: tokenizer.transform(X.iloc[:1].assign(income=high * 50))))  # one row to score
+    assert _far(_caught(lambda: tokenizer.transform(X.iloc[:1].assign(income=low - 1.01 * (high - low)))))  # below
+    one_in_11 = X.iloc[:11].assign(income=[high * 50, *X["income"].iloc[1:11]])
+    assert not _far(_caught(lambda: tokenizer.transform(one_in_11)))  # 1 of 11: under a tenth
+    assert not _far(_caught(lambda: tokenizer.transform(X.iloc[:5].assign(income=2 * high - low - 1e-9))))  # not far
+    assert not _far(_caught(lambda: tokenizer.transform(X.iloc[:5].assign(income=np.nan))))  # missing is no number
+
+
+def test_a_date_far_after_the_fitted_ones_is_not_read_as_a_change_of_units():
+    X = pd.DataFrame({"when": pd.date_range("2020-01-01", periods=40, freq="D"), "a": np.arange(40.0)})
+    tokenizer = TabularTokenizer().fit(X)
+    assert not _far(_caught(lambda: tokenizer.transform(X.assign(when=X["when"] + pd.Timedelta(days=3650)))))
+
+
+def test_far_numbers_warn_after_save_and_load_and_a_model_saved_without_the_range_loads_silent(tmp_path):
+    import json
+
+    import tabformer
+
+    X, y = _incomes()
+    TabFormerClassifier(**SMALL).fit(X, y).save(tmp_path / "m")
+    dollars = X.iloc[:10].assign(income=X["income"].iloc[:10] * 1000)
+    loaded = tabformer.load(tmp_path / "m")
+    assert len(_far(_caught(lambda: loaded.predict(dollars)))) == 1
+    config = json.loads((tmp_path / "m" / "config.json").read_text())
+    del config["tokenizer"]["fitted"]["numeric_range_"]  # as models saved before it existed
+    (tmp_path / "m" / "config.json").write_text(json.dumps(config))
+    older = tabformer.load(tmp_path / "m")
+    assert not hasattr(older.tokenizer_, "numeric_range_")
+    np.testing.assert_array_equal(older.predict_proba(dollars), loaded.predict_proba(dollars))
+    assert not _far(_caught(lambda: older.predict(dollars)))

@@ -4,6 +4,10 @@
   training row holds that id, so its embedding is the random initial one and such rows are
   answered through noise (a review measured P(1) of 0.07 to 0.35 by seed alone):
   :class:`UnseenCategoryWarning`, one message naming every such column.
+- Numbers far outside a column's fitted range (income fitted in thousands, predicted in
+  dollars): the quantile transform reads each as the nearest training extreme, so every such
+  row answered as the training maximum, silently. "Far" is beyond the fitted ``[min, max]`` by
+  more than its width; a column is named when at least :data:`FAR_SHARE` of its values are.
 
 Within :meth:`ColumnWarnings.gathering <tabformer.tokenizers._columns.ColumnWarnings.gathering>`
 (a chunked predict) the counts add up over the input's chunks; :func:`one_input` gathers
@@ -17,10 +21,22 @@ import warnings
 
 import numpy as np
 import pandas as pd
+from sklearn.preprocessing import QuantileTransformer
 
 from ._columns import MIN_VALUES_ALL_UNSEEN, ColumnWarnings, gathering_warnings
 
-__all__ = ["UnseenCategoryWarning", "add_unseen_categories", "not_a_number", "one_input"]
+__all__ = [
+    "FAR_SHARE",
+    "UnseenCategoryWarning",
+    "add_far_numbers",
+    "add_unseen_categories",
+    "fitted_range",
+    "not_a_number",
+    "one_input",
+]
+
+#: a numeric column is warned about when at least this share of its present values lie far outside the fitted range
+FAR_SHARE = 0.1
 
 
 class UnseenCategoryWarning(UserWarning):
@@ -44,6 +60,7 @@ class _Tally:
 
     def __init__(self):
         self.unseen = {}  # column -> [rows holding a category fit never saw, the first such value]
+        self.far = {}  # column -> {"far", "present", "first", "low", "high", "clamped"}
 
     def warn(self, gathered: ColumnWarnings, stacklevel: int) -> None:
         # a column none of whose (>= MIN_VALUES_ALL_UNSEEN) values is a category gets ColumnWarnings' own warning
@@ -57,6 +74,21 @@ class _Tally:
                 "tokenizer__category_dropout=0.02 (tokenizer__table__category_dropout in a mixed model) to train the 'unseen' "
                 'id; see docs/defaults.md, "Tables: categories fit never saw"',
                 UnseenCategoryWarning,
+                stacklevel=stacklevel,
+            )
+        for column, t in self.far.items():
+            if not t["far"] or t["far"] < FAR_SHARE * t["present"]:
+                continue
+            reads = (
+                "the quantile transform reads each as the nearest training extreme"
+                if t["clamped"]
+                else "the model reads them beyond any value it trained on"
+            )
+            warnings.warn(
+                f"numeric column {column!r}: {t['far']} of its {t['present']} values lie far outside the range fit saw "
+                f"(first: {t['first']:g}; fitted range {t['low']:g} to {t['high']:g}): {reads}. Were its units changed "
+                "(thousands at fit, units now)? Pass the column in the units it had at fit",
+                UserWarning,
                 stacklevel=stacklevel,
             )
 
@@ -85,6 +117,52 @@ def add_unseen_categories(values: pd.Series, codes: np.ndarray, column) -> None:
         return
     rows, example = tally.unseen.get(column, (0, values[new].iloc[0]))
     tally.unseen[column] = (rows + int(new.sum()), example)
+
+
+def fitted_range(numbers: np.ndarray) -> np.ndarray:
+    """Each column's smallest and largest training value (missing ones ignored).
+
+    Parameters
+    ----------
+    numbers : ndarray of shape (n_samples, n_numeric)
+        NaN where missing; every column holds a number.
+
+    Returns
+    -------
+    ndarray of shape (n_numeric, 2)
+    """
+    if not numbers.shape[1]:
+        return np.empty((0, 2))
+    return np.stack([np.nanmin(numbers, axis=0), np.nanmax(numbers, axis=0)], axis=1)
+
+
+def add_far_numbers(raw: np.ndarray, ranges, columns: list, scaler) -> None:
+    """Count each column's values far outside its fitted range (beyond ``[min, max]`` by more than ``max - min``).
+
+    Parameters
+    ----------
+    raw : ndarray of shape (n_samples, n_columns)
+        The chunk's numbers, in the user's units; NaN where missing.
+    ranges : ndarray of shape (n_columns, 2), or None
+        Each column's fitted ``[min, max]``; None (a tokenizer saved before they were kept) checks nothing.
+    columns : list
+        The columns' names as the user labels them; None for a column not to check (a datetime's parts).
+    scaler : the tokenizer's fitted scaler, or None
+        A quantile transform reads such a value as the nearest training extreme; other scalings extrapolate.
+    """
+    tally = _tally()
+    if tally is None or ranges is None:
+        return
+    clamped = isinstance(scaler, QuantileTransformer)
+    for j, column in enumerate(columns):
+        if column is None:
+            continue
+        (low, high), values = (float(bound) for bound in ranges[j]), raw[:, j]
+        with np.errstate(over="ignore", invalid="ignore"):
+            far = (values > high + (high - low)) | (values < low - (high - low))
+        t = tally.far.setdefault(column, {"far": 0, "present": 0, "first": None, "low": low, "high": high, "clamped": clamped})
+        t["far"], t["present"] = t["far"] + int(far.sum()), t["present"] + int((~np.isnan(values)).sum())
+        t["first"] = float(values[far][0]) if t["first"] is None and far.any() else t["first"]
 
 
 def not_a_number(values: pd.Series) -> str:

@@ -34,7 +34,7 @@ from ._columns import (
 from ._datetimes import datetime_parts, expand_datetimes, is_tz_aware, part_owners
 from ._labels import check_listed, check_same_columns, internal_names
 from ._numbers import check_scaled_numbers, fit_bin_edges, fit_scaler, legacy_duration_units, numeric_block
-from ._predict_checks import add_unseen_categories, not_a_number, one_input
+from ._predict_checks import add_far_numbers, add_unseen_categories, fitted_range, not_a_number, one_input
 from .base import BaseTokenizer, expecting_name, register_tokenizer
 
 MISSING_ID, UNSEEN_ID, FIRST_CATEGORY_ID = 0, 1, 2
@@ -121,6 +121,9 @@ class TabularTokenizer(BaseTokenizer):
         its missing token was never trained. A continued fit that trains it sets it True.
     scaler_ : QuantileTransformer, StandardScaler or None
         Scaling fitted on the numeric block (``None`` without numeric columns or transform).
+    numeric_range_ : ndarray of shape (n_numeric, 2)
+        Each numeric column's smallest and largest training value. ``transform`` warns about a column
+        whose values lie far outside it (by more than its width), as after a change of units.
     bin_edges_ : ndarray of shape (n_numeric, n_bins + 1)
         Piecewise embedding only: each column's bin edges, scaled (see ``tokenizers._numbers``).
     n_tokens_ : int
@@ -226,7 +229,7 @@ class TabularTokenizer(BaseTokenizer):
         for j, column in enumerate(self.numeric_columns_):
             if np.isnan(numbers[:, j]).all():
                 raise ValueError(f"numeric column {self._named(column)!r} holds no numbers at fit time (all missing)")
-        self.scaler_ = fit_scaler(numbers, self.numeric_transform)
+        self.scaler_, self.numeric_range_ = fit_scaler(numbers, self.numeric_transform), fitted_range(numbers)
         if self.numeric_embedding == "piecewise":
             scaled = numbers if self.scaler_ is None else self.scaler_.transform(numbers)
             self.bin_edges_ = fit_bin_edges(scaled, y, int(self.n_bins), sample_weight)
@@ -297,7 +300,9 @@ class TabularTokenizer(BaseTokenizer):
             ids[values.isna().to_numpy()] = MISSING_ID
             cat_ids[:, j] = ids
         raw = numeric_block(frame, self.numeric_columns_, self._named, legacy_duration_units(self))
-        missing = np.isnan(raw)
+        missing, dates = np.isnan(raw), part_owners(getattr(self, "datetime_parts_", {}))  # a date's parts: not checked
+        names = [None if c in dates else self._named(c) for c in self.numeric_columns_]
+        add_far_numbers(raw, getattr(self, "numeric_range_", None), names, self.scaler_)
         numbers = raw if self.scaler_ is None else self.scaler_.transform(raw)
         with np.errstate(over="ignore", invalid="ignore"):  # named by the check below
             numbers = np.where(missing, 0.0, numbers).astype(np.float32)
