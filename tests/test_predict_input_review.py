@@ -137,3 +137,14 @@ def test_far_numbers_warn_after_save_and_load_and_a_model_saved_without_the_rang
     assert not hasattr(older.tokenizer_, "numeric_range_")
     np.testing.assert_array_equal(older.predict_proba(dollars), loaded.predict_proba(dollars))
     assert not _far(_caught(lambda: older.predict(dollars)))
+
+
+# ----------------------------------------------------------------------------- errors that name the column
+def test_a_number_past_float32_unscaled_is_named_at_fit_before_the_piecewise_trees():
+    X, y = _incomes(200)  # from 128 rows on, the piecewise bins come from trees, whose float32 check named no column
+    X["big"] = np.abs(np.random.default_rng(1).normal(size=len(X))) * 1e39 + 1e39
+    named = r"numeric column 'big' holds \S+ \(row 0\), which is not finite once scaled to a float32 token"
+    with pytest.raises(ValueError, match=named):
+        TabularTokenizer(numeric_transform=None, numeric_embedding="piecewise").fit(X, y)
+    with pytest.raises(ValueError, match=named):
+        TabFormerClassifier(**SMALL, tokenizer__numeric_transform=None).fit(X, y)

@@ -14,12 +14,12 @@ from ._columns import numeric_values
 
 __all__ = [
     "MIN_ROWS_PER_BIN",
-    "check_scaled_numbers",
     "RangeQuantileTransformer",
     "RangeStandardScaler",
     "fit_bin_edges",
     "fit_scaler",
     "numeric_block",
+    "scaled_tokens",
     "legacy_duration_units",
 ]
 
@@ -240,13 +240,32 @@ def _tree_thresholds(x: np.ndarray, target: np.ndarray, weights, n_bins: int, se
     return np.sort(fitted.tree_.threshold[fitted.tree_.feature >= 0])
 
 
-def check_scaled_numbers(scaled: np.ndarray, raw: np.ndarray, columns: list, transform) -> None:
-    """Refuse numbers that are not finite as float32 tokens once scaled: one inf token makes the loss and predictions NaN.
+def scaled_tokens(scaled: np.ndarray, raw: np.ndarray, columns: list, transform) -> np.ndarray:
+    """The float32 tokens of ``scaled`` (0 where ``raw`` is missing); refuse one that is not finite, naming its column.
 
-    A value past float32's 3.4e38 (``numeric_transform=None``), or a spread that overflows the
-    standard scaler (from about 1e154), would otherwise surface as a non-finite gradient blamed on the learning rate.
+    One inf token makes the loss and predictions NaN. A value past float32's 3.4e38
+    (``numeric_transform=None``), or a spread that overflows the standard scaler (from about
+    1e154), would otherwise surface as a non-finite gradient blamed on the learning rate, or, at
+    fit, as scikit-learn's "Input X contains infinity" from the piecewise embedding's trees.
+
+    Parameters
+    ----------
+    scaled : ndarray of shape (n_samples, n_numeric)
+        The numbers once scaled (float64).
+    raw : ndarray of shape (n_samples, n_numeric)
+        The same numbers as given, NaN where missing.
+    columns : list
+        The columns' names, for the message.
+    transform : str or None
+        ``numeric_transform``, for the message.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_numeric), float32
     """
-    bad = ~np.isfinite(scaled)
+    with np.errstate(over="ignore", invalid="ignore"):  # named below
+        tokens = np.where(np.isnan(raw), 0.0, scaled).astype(np.float32)
+    bad = ~np.isfinite(tokens)
     if bad.any():
         row, j = (int(i) for i in np.argwhere(bad)[0])
         raise ValueError(
@@ -254,3 +273,4 @@ def check_scaled_numbers(scaled: np.ndarray, raw: np.ndarray, columns: list, tra
             f"float32 token (numeric_transform={transform!r}); rescale the column (e.g. divide it by a power of ten or take "
             "its log), or use numeric_transform='quantile'"
         )
+    return tokens

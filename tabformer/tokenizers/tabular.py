@@ -33,7 +33,7 @@ from ._columns import (
 )
 from ._datetimes import datetime_parts, expand_datetimes, is_tz_aware, part_owners
 from ._labels import check_listed, check_same_columns, internal_names
-from ._numbers import check_scaled_numbers, fit_bin_edges, fit_scaler, legacy_duration_units, numeric_block
+from ._numbers import fit_bin_edges, fit_scaler, legacy_duration_units, numeric_block, scaled_tokens
 from ._predict_checks import add_far_numbers, add_unseen_categories, fitted_range, not_a_number, one_input
 from .base import BaseTokenizer, expecting_name, register_tokenizer
 
@@ -188,7 +188,7 @@ class TabularTokenizer(BaseTokenizer):
         ValueError
             If a setting is invalid, a named column does not exist or is listed twice, a
             column is neither numeric nor categorical, or a numeric column holds no
-            number, a non-numeric value or an infinite value.
+            number, a non-numeric or infinite value, or (piecewise) one past float32 once scaled.
         """
         if self.numeric_transform not in ("quantile", "standard", None):
             raise ValueError(f"numeric_transform must be 'quantile', 'standard' or None, got {self.numeric_transform!r}")
@@ -232,6 +232,8 @@ class TabularTokenizer(BaseTokenizer):
         self.scaler_, self.numeric_range_ = fit_scaler(numbers, self.numeric_transform), fitted_range(numbers)
         if self.numeric_embedding == "piecewise":
             scaled = numbers if self.scaler_ is None else self.scaler_.transform(numbers)
+            # named here: the trees' own check ("Input X contains infinity ... float32") names no column
+            scaled_tokens(scaled, numbers, [self._named(c) for c in self.numeric_columns_], self.numeric_transform)
             self.bin_edges_ = fit_bin_edges(scaled, y, int(self.n_bins), sample_weight)
         elif hasattr(self, "bin_edges_"):
             del self.bin_edges_
@@ -303,10 +305,8 @@ class TabularTokenizer(BaseTokenizer):
         missing, dates = np.isnan(raw), part_owners(getattr(self, "datetime_parts_", {}))  # a date's parts: not checked
         names = [None if c in dates else self._named(c) for c in self.numeric_columns_]
         add_far_numbers(raw, getattr(self, "numeric_range_", None), names, self.scaler_)
-        numbers = raw if self.scaler_ is None else self.scaler_.transform(raw)
-        with np.errstate(over="ignore", invalid="ignore"):  # named by the check below
-            numbers = np.where(missing, 0.0, numbers).astype(np.float32)
-        check_scaled_numbers(numbers, raw, [self._named(c) for c in self.numeric_columns_], self.numeric_transform)
+        scaled = raw if self.scaler_ is None else self.scaler_.transform(raw)
+        numbers = scaled_tokens(scaled, raw, [self._named(c) for c in self.numeric_columns_], self.numeric_transform)
         return {"cat_ids": cat_ids, "num_values": numbers, "num_missing": missing}
 
     def add_categories(self, X) -> dict:
