@@ -148,3 +148,18 @@ def test_a_number_past_float32_unscaled_is_named_at_fit_before_the_piecewise_tre
         TabularTokenizer(numeric_transform=None, numeric_embedding="piecewise").fit(X, y)
     with pytest.raises(ValueError, match=named):
         TabFormerClassifier(**SMALL, tokenizer__numeric_transform=None).fit(X, y)
+
+
+@pytest.mark.parametrize("tz", ["Europe/Paris", None])
+def test_an_all_nat_datetime_column_reads_as_missing_as_an_all_none_one_does(tz):
+    X = pd.DataFrame({"d": pd.date_range("2020-01-01", periods=40, freq="h", tz=tz), "a": np.arange(40.0)})
+    tokenizer = TabularTokenizer().fit(X)
+    nats = [pd.Series([pd.NaT] * 5, dtype=dtype) for dtype in ("datetime64[ns]", "datetime64[us]", "datetime64[ns, UTC]")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the untrained missing token: UntrainedMissingWarning
+        expected = tokenizer.transform(X.iloc[:5].assign(d=None))
+        for missing in [pd.NaT, *nats]:
+            got = tokenizer.transform(X.iloc[:5].assign(d=missing))
+            for key in expected:
+                np.testing.assert_array_equal(got[key], expected[key])
+    assert expected["num_missing"][:, :-1].all()  # every part of the date is missing

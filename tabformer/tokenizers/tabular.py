@@ -365,8 +365,8 @@ class TabularTokenizer(BaseTokenizer):
             frame = frame.set_axis([f"x{i}" for i in range(frame.shape[1])], axis=1)
         for column in frame.columns:
             before, now = self.column_families_[column], _dtype_family(frame[column].dtype)
-            if before == "datetime" and now != "datetime" and frame[column].isna().all():
-                # A record with no date (None, NaN, a null Parquet column) is a missing datetime, not a new kind.
+            if before == "datetime" and frame[column].isna().all():
+                # A record with no date (None, NaN, NaT in any time zone, a null Parquet column) is a missing fitted date.
                 missing = pd.Series(pd.NaT, index=frame.index, dtype=getattr(self, "column_dtypes_", {}).get(column))
                 frame, now = frame.assign(**{column: missing}), "datetime"
             if before != now and not frame[column].isna().all():
