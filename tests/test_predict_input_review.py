@@ -163,3 +163,16 @@ def test_an_all_nat_datetime_column_reads_as_missing_as_an_all_none_one_does(tz)
             for key in expected:
                 np.testing.assert_array_equal(got[key], expected[key])
     assert expected["num_missing"][:, :-1].all()  # every part of the date is missing
+
+
+def test_a_numeric_column_of_category_numbers_at_predict_is_refused_with_the_fix():
+    X, _ = _incomes()
+    tokenizer = TabularTokenizer().fit(X)
+    T = X.iloc[:5].assign(income=X["income"].iloc[:5].astype(object))
+    expected = tokenizer.transform(X.iloc[:5])["num_values"]
+    np.testing.assert_array_equal(tokenizer.transform(T)["num_values"], expected)  # object numbers are numbers
+    convert = r"convert it \(X\['income'\] = X\['income'\]\.astype\(float\)"
+    with pytest.raises(ValueError, match=r"numbers held as dtype category: " + convert + r"\)$"):
+        tokenizer.transform(T.astype({"income": "category"}))
+    with pytest.raises(ValueError, match=r"numbers written as text: convert them \(pd.to_numeric\)"):
+        tokenizer.transform(T.astype({"income": str}))

@@ -165,13 +165,17 @@ def add_far_numbers(raw: np.ndarray, ranges, columns: list, scaler) -> None:
         t["first"] = float(values[far][0]) if t["first"] is None and far.any() else t["first"]
 
 
-def not_a_number(values: pd.Series) -> str:
-    """Why numbers at fit read as strings now: one "n/a" or "$1,000" in a CSV's 10,000 rows makes the whole column text."""
+def not_a_number(values: pd.Series, column) -> str:
+    """Why numbers at fit read as categories now, and the fix: one "n/a" or "$1,000" in a CSV's 10,000 rows makes the
+    whole column text; floats kept in an object column (after a ``concat``, a row-wise build) are numbers all the same."""
     present = values.dropna()
     for row, value in present.items():
         try:
             float(value)
         except (TypeError, ValueError):
             return f"; row {row!r} holds {value!r}, which is not a number"
-    texts = all(isinstance(value, str) for value in present)
-    return "; its values are numbers written as text: convert them (pd.to_numeric)" if texts else ""
+    if all(isinstance(value, str) for value in present):
+        return "; its values are numbers written as text: convert them (pd.to_numeric)"
+    every = ", or X = X.infer_objects() for every such column" if values.dtype == object else ""
+    convert = f"X[{column!r}] = X[{column!r}].astype(float)"
+    return f"; its values are numbers held as dtype {values.dtype}: convert it ({convert}{every})"

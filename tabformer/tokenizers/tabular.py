@@ -371,7 +371,7 @@ class TabularTokenizer(BaseTokenizer):
                 frame, now = frame.assign(**{column: missing}), "datetime"
             if before != now and not frame[column].isna().all():
                 fitted = getattr(self, "column_dtypes_", {}).get(column, before)
-                which = not_a_number(frame[column]) if (before, now) == ("numeric", "categorical") else ""
+                which = not_a_number(frame[column], self._named(column)) if (before, now) == ("numeric", "categorical") else ""
                 raise ValueError(
                     f"column {self._named(column)!r} changed kind between fit and predict: it was {before} (dtype {fitted}) "
                     f"at fit, it is {now} (dtype {frame[column].dtype}) now{which}"
