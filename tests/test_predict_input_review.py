@@ -41,7 +41,7 @@ def test_new_categories_warn_once_naming_columns_rows_and_the_fix():
     messages = _of(_caught(lambda: tokenizer.transform(T)), UnseenCategoryWarning)
     assert len(messages) == 1, messages  # one message for the call, not one per column
     assert "'b' (6 row(s), e.g. 'NEW')" in messages[0] and "'c' (2 row(s), e.g. 'r')" in messages[0]
-    assert "tokenizer__category_dropout=0.02" in messages[0] and "categories fit never saw" in messages[0]
+    assert "tokenizer__category_dropout=0.1" in messages[0] and "categories fit never saw" in messages[0]
     assert not _of(_caught(lambda: tokenizer.transform(X)), UnseenCategoryWarning)  # only known ones
     assert not _of(_caught(lambda: tokenizer.transform(T.assign(b=None, c=None))), UnseenCategoryWarning)  # missing
 

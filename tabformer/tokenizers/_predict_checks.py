@@ -71,7 +71,7 @@ class _Tally:
             warnings.warn(
                 f"categorical column(s) {listed} hold categories fit never saw: they read their column's 'unseen' id, which "
                 "no training row trained (category_dropout=0), so those rows are answered through a random embedding. Set "
-                "tokenizer__category_dropout=0.02 (tokenizer__table__category_dropout in a mixed model) to train the 'unseen' "
+                "tokenizer__category_dropout=0.1 (tokenizer__table__category_dropout in a mixed model) to train the 'unseen' "
                 'id; see docs/defaults.md, "Tables: categories fit never saw"',
                 UnseenCategoryWarning,
                 stacklevel=stacklevel,
