@@ -302,7 +302,8 @@ def _describe(config: dict, folder: Path) -> str:
             )
         )
     files = [folder / name for name in [CONFIG_FILE, *config.get("files", [])]]
-    lines.append("  files:      " + ", ".join(f"{p.relative_to(folder)} ({_size(p)})" for p in files if p.is_file()))
+    inside = [p for p in files if p.resolve().is_relative_to(folder.resolve())]  # a tampered list may name any file
+    lines.append("  files:      " + ", ".join(f"{p.relative_to(folder)} ({_size(p)})" for p in inside if p.is_file()))
     return "\n".join(lines)
 
 

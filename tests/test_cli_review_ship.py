@@ -146,3 +146,17 @@ def test_predict_on_cuda_without_a_gpu_says_to_use_the_cpu(many_classes, monkeyp
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert main(["predict", str(many_classes / "m"), str(many_classes / "rows.csv"), "--device", "cuda"]) == 2
     assert "use --device cpu" in capsys.readouterr().err
+
+
+def test_info_lists_no_file_outside_the_folder(many_classes, tmp_path, capsys):
+    # The files line joined config.json's "files" to the folder as written: "../secret.txt" had its size printed.
+    import json
+
+    model = _copy(many_classes, tmp_path)
+    (tmp_path / "secret.txt").write_text("x" * 1234)
+    config = json.loads((model / "config.json").read_text())
+    config["files"] = [*config["files"], "../secret.txt"]
+    (model / "config.json").write_text(json.dumps(config))
+    main(["info", str(model)])
+    out = capsys.readouterr().out
+    assert "files:" in out and "secret" not in out and "config.json" in out
