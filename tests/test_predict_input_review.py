@@ -46,6 +46,21 @@ def test_new_categories_warn_once_naming_columns_rows_and_the_fix():
     assert not _of(_caught(lambda: tokenizer.transform(T.assign(b=None, c=None))), UnseenCategoryWarning)  # missing
 
 
+def test_new_categories_do_not_warn_after_masked_cell_pretraining_trained_the_unseen_id():
+    # masked_cells hides a category as its column's unseen id, so pretraining trains that id: the warning said
+    # "which no training row trained" of a classifier fine-tuned from such an encoder.
+    from tabformer import TabFormerPretrainer
+
+    X = _table(80)
+    y = np.where(X["a"] > 0, "pos", "neg")
+    T = X.iloc[:12].assign(b=["NEW"] * 6 + ["x"] * 6)
+    pre = TabFormerPretrainer(objective="masked_cells", **SMALL).fit(X)
+    tuned = TabFormerClassifier(encoder=pre.encoder_, ensemble_size=1, **SMALL).fit(X, y)
+    assert not _of(_caught(lambda: tuned.predict(T)), UnseenCategoryWarning)
+    scratch = TabFormerClassifier(ensemble_size=1, **SMALL).fit(X, y)
+    assert len(_of(_caught(lambda: scratch.predict(T)), UnseenCategoryWarning)) == 1
+
+
 def test_new_categories_do_not_warn_when_category_dropout_trains_the_unseen_id():
     X = _table()
     tokenizer = TabularTokenizer(category_dropout=0.02).fit(X)

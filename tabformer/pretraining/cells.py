@@ -245,6 +245,9 @@ class MaskedCellModeling(BaseEstimator):  # an estimator so that saving keeps ce
             ``n`` items; the first call also fits ``center_`` and ``scale_``.
         """
         self._check(tokenizer)
+        # A hidden category reads the unseen id, so pretraining trains it: a classifier on this tokenizer does not
+        # read categories fit never saw through a random row, and predict does not warn that it does.
+        tokenizer.unseen_trained_ = True
         if getattr(self, "center_", None) is None:
             self.center_, self.scale_ = _standardisation(batch)
         return MaskedCellDataset(batch, self.mask_prob, self.center_, self.scale_, random_state)

@@ -295,7 +295,7 @@ class TabularTokenizer(BaseTokenizer):
             codes = category_index(categories, values, column).astype(np.int64)
             check_unseen_kind(values, codes, categories, column, getattr(self, "category_kinds_", [None] * (j + 1))[j])
             warn_if_all_unseen(values, codes, categories, column)
-            if not float(self.category_dropout):  # the unseen id is untrained: say so for new categories
+            if not float(self.category_dropout) and not getattr(self, "unseen_trained_", False):  # untrained: say so
                 add_unseen_categories(values, codes, column)
             ids = codes + FIRST_CATEGORY_ID
             ids[codes < 0] = UNSEEN_ID
