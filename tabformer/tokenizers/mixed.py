@@ -33,7 +33,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ..nn.embedders.mixed import SEPARATOR, segment_arrays
 from ._column_hints import listed_columns, warn_odd_columns
-from ._columns import warn_rows_without_input
+from ._columns import UntrainedMissingWarning, warn_once, warn_rows_without_input
 from ._labels import column_list
 from ._mixed_cells import check_frame, column_values, fit_on_present_cells, missing_placeholder, with_column_context
 from ._mixed_templates import route_pairs, routes_for, template, templates_for
@@ -84,6 +84,10 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         Column names seen in ``fit``.
     n_features_in_ : int
         Number of columns seen in ``fit``.
+    had_missing_ : dict of str to bool
+        Whether each text and image column missed a cell at fit. ``transform`` warns
+        (``UntrainedMissingWarning``) for one that had none and misses cells now, unless
+        ``segment_dropout`` trained rows without an input.
 
     Examples
     --------
@@ -257,7 +261,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
         frame = self._check_frame(X)
         self.feature_names_in_ = np.asarray(frame.columns, dtype=object)
         self.n_features_in_ = frame.shape[1]
-        self.transformers_, self.segments_, self.column_kinds_ = [], [], {}
+        self.transformers_, self.segments_, self.column_kinds_, self.had_missing_ = [], [], {}, {}
         for name, tokenizer, columns in self._routing(frame):
             kind = self.segment_kind(tokenizer)
             if kind == "table":
@@ -273,6 +277,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
                 for column in columns:
                     self.segments_.append((f"{name}:{column}", name, column))
                     self.column_kinds_[column] = kind
+                    self.had_missing_[column] = any(v is None for v in column_values(frame, column, kind))
             self.transformers_.append((name, tokenizer, columns))
         self.column_kinds_ = {c: self.column_kinds_[c] for c in frame.columns}
         # Detection hands the table explicit lists, silencing its own warnings (a routed table warned itself).
@@ -310,7 +315,7 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
                 f"X does not have the columns seen in fit: missing {missing}, unexpected {extra}. "
                 f"Fitted columns: {list(self.feature_names_in_)}"
             )
-        batch, segments = {}, iter(self.segments_)
+        batch, segments, untrained = {}, iter(self.segments_), []
         for name, tokenizer, columns in self.transformers_:
             kind = self.segment_kind(tokenizer)
             if kind == "table":
@@ -326,6 +331,15 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
                 out = with_column_context([column], lambda t=tokenizer, v=values: t.transform(v), name)
                 batch.update({f"{key}{SEPARATOR}{k}": v for k, v in out.items()})
                 batch[f"{key}{SEPARATOR}present"] = present
+                if not present.all() and getattr(self, "had_missing_", {}).get(column) is False:
+                    untrained.append(column)
+        if untrained and not float(self.segment_dropout):  # once per input, not per chunk of a chunked predict
+            warn_once(
+                f"text/image column(s) {untrained} miss cells now but missed none in the rows fit read: those rows are read "
+                "without that input, as no training row was. Train on rows that miss it too, or set segment_dropout "
+                "(tokenizer__segment_dropout=0.1 on an estimator) to train rows without an input",
+                UntrainedMissingWarning,
+            )
         if not any(self.segment_kind(tokenizer) == "table" for _, tokenizer, _ in self.transformers_):
             warn_rows_without_input([batch[key] for key in batch if key.endswith(f"{SEPARATOR}present")])
         return batch
