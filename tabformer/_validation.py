@@ -110,9 +110,10 @@ def numbers_as_numbers(frame: pd.DataFrame) -> pd.DataFrame:
     """
     converted = {}
     for position, (_, values) in enumerate(frame.items()):
-        if values.dtype == object and pd.api.types.infer_dtype(values, skipna=True) in _NUMBER_KINDS:
+        kind = pd.api.types.infer_dtype(values, skipna=True) if values.dtype == object else None
+        if kind in _NUMBER_KINDS:
             missing = values.isna()
-            whole = pd.api.types.infer_dtype(values, skipna=True) == "integer" and not missing.any()
+            whole = kind == "integer" and not missing.any()
             converted[position] = values.astype("int64") if whole else values.where(~missing, np.nan).astype("float64")
     if not converted:
         return frame

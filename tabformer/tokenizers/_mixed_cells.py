@@ -4,6 +4,7 @@ where present (errors naming the frame's row), and what a missing text or image 
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import numpy as np
 import pandas as pd
@@ -51,10 +52,11 @@ def with_column_context(columns, call, name="text"):
         raise ValueError(f"column(s) {columns}: {error}") from None
 
 
-def fit_on_present_cells(tokenizer, frame: pd.DataFrame, columns: list, kind: str) -> None:
+def fit_on_present_cells(tokenizer, frame: pd.DataFrame, columns: list, kind: str) -> dict:
     """Fit a text or image sub-tokenizer on the present cells of ``columns``, one after another.
 
     Its errors count the values it was given ("image 7"); they name the frame's row and column instead.
+    Returns each column's count of present cells.
     """
     cells = [
         (column, row, value)
@@ -69,6 +71,8 @@ def fit_on_present_cells(tokenizer, frame: pd.DataFrame, columns: list, kind: st
         with_column_context(columns, lambda: tokenizer.fit(values))
     except ValueError as error:
         raise ValueError(_at_rows(str(error), [(column, row) for column, row, _ in cells])) from None
+    counts = Counter(column for column, _, _ in cells)
+    return {column: counts[column] for column in columns}
 
 
 def _at_rows(message: str, cells: list) -> str:

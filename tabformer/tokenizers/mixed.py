@@ -273,11 +273,11 @@ class MixedTokenizer(_BaseComposition, BaseTokenizer):
                     {c: "datetime" if c in dates else "categorical" if c in categorical else "numeric" for c in columns}
                 )
             else:
-                fit_on_present_cells(tokenizer, frame, columns, kind)
+                present = fit_on_present_cells(tokenizer, frame, columns, kind)
                 for column in columns:
                     self.segments_.append((f"{name}:{column}", name, column))
                     self.column_kinds_[column] = kind
-                    self.had_missing_[column] = any(v is None for v in column_values(frame, column, kind))
+                    self.had_missing_[column] = present[column] < len(frame)
             self.transformers_.append((name, tokenizer, columns))
         self.column_kinds_ = {c: self.column_kinds_[c] for c in frame.columns}
         # Detection hands the table explicit lists, silencing its own warnings (a routed table warned itself).
