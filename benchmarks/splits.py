@@ -107,7 +107,7 @@ def load_tweets(limit: int | None = 4000):
     X = pd.DataFrame(
         {
             "text": frame["text"].astype(str),
-            "hour": created.dt.hour.astype(str),
+            "hour": created.dt.hour.astype(str).astype("category"),  # codes: read as categories, not numbers
             "weekday": created.dt.day_name(),
             "retweet_count": frame["retweet_count"].astype(float),
             "favorite_count": frame["favorite_count"].astype(float),

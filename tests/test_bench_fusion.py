@@ -39,6 +39,8 @@ def test_bench_fusion_prints_every_row(capsys):
     assert "| tabformer, early fusion (fusion='early') |" in out and "R²" in out
 
 
+# The tweets' hour is a code: cast to category, so fit does not warn that it holds numbers written as strings
+@pytest.mark.filterwarnings("error:column 'hour' holds numbers written as strings")
 def test_bench_fusion_adds_a_variant_row_beside_the_selected_ones():
     bench = _bench()
     argv = ["--dataset", "tweets", "--limit", "120", "--seeds", "1", "--epochs", "1", "--no-classic"]
