@@ -178,3 +178,16 @@ def test_tag_type_message_shows_numpy_words_and_tags_as_plain_values():
         match=r"y\[0\]\[3\] \(the tag of word 'Paris'\) is str \('1'\) where y\[0\]\[0\] \(of word 'John'\) is int \(1\)",
     ):
         TabFormerTagger(**FAST).fit(words, y)
+
+
+@pytest.mark.parametrize(
+    "classes, message", [([0, 1, "1"], r"0 is int and '1' is str"), ([0, 1, 1.0], r"0 is int and 1.0 is float")]
+)
+def test_partial_fit_classes_mixing_types_are_refused(classes, message):
+    # classes=[0, 1, "1"] listed "1" once (1 and "1" merged as str) and trained as if y's 1 were declared
+    from tabformer import TabFormerTagger
+
+    y = [[1 if word in ("John", "Mary") else 0 for word in words] for words in _WORDS]
+    with pytest.raises(ValueError, match=r"classes mixes tag types: " + message + r".*one type"):
+        TabFormerTagger(**FAST).partial_fit(_WORDS, y, classes=classes)
+    assert TabFormerTagger(**FAST).partial_fit(_WORDS, y, classes=[0, 1, 2]).classes_.tolist() == ["0", "1", "2"]

@@ -12,7 +12,7 @@ from scipy.sparse import issparse
 
 from .._warnings import user_stacklevel
 
-__all__ = ["check_sentences", "check_sentence_weights", "check_tag_types", "warn_cut_words"]
+__all__ = ["check_class_types", "check_sentences", "check_sentence_weights", "check_tag_types", "warn_cut_words"]
 
 
 def check_sentences(X, what="X") -> list:
@@ -87,6 +87,23 @@ def check_tag_types(sentences: list, tags: list) -> None:
                     f"({_plain(tag0)!r}). Tags are compared as str, so 1 and '1' would be one tag, 1 and 1.0 two: make "
                     "every tag one type, e.g. [[str(tag) for tag in tags] for tags in y]"
                 )
+
+
+def check_class_types(classes: list) -> None:
+    """Refuse ``partial_fit(classes=...)`` listing tags of more than one type, as :func:`check_tag_types` refuses y.
+
+    Parameters
+    ----------
+    classes : list
+        The tags ``partial_fit`` was given.
+    """
+    kinds = [_tag_kind(tag) for tag in classes]
+    for tag, kind in zip(classes, kinds):
+        if kind != kinds[0]:
+            raise ValueError(
+                f"classes mixes tag types: {_plain(classes[0])!r} is {kinds[0]} and {_plain(tag)!r} is {kind}. Tags are "
+                "compared as str, so 1 and '1' would be one tag, 1 and 1.0 two: list every tag as one type"
+            )
 
 
 def _plain(value):

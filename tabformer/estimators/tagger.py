@@ -36,7 +36,7 @@ from ._params import (
     check_fit_params,
     check_params,
 )
-from ._sentences import check_sentence_weights, check_sentences, check_tag_types, warn_cut_words
+from ._sentences import check_class_types, check_sentence_weights, check_sentences, check_tag_types, warn_cut_words
 from ._weights import check_sample_weight, with_weights
 
 __all__ = ["TabFormerTagger"]
@@ -249,6 +249,7 @@ class TabFormerTagger(FineTuningNet):
         """
         check_sentence_weights(sample_weight)
         if classes is not None:  # a later call compares them with classes_, which are the tags' str
+            check_class_types(list(classes))
             classes = np.unique(np.asarray(list(classes), dtype=object).astype(str))
         return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight, **fit_params)
 
