@@ -115,7 +115,7 @@ def test_tagger_input_errors():
         TabFormerTagger(max_epochs=1, **SMALL).fit([["a", "b", "c"]], [["O", "O"]])
     with pytest.raises(ValueError, match="list of words"):
         TabFormerTagger(max_epochs=1, **SMALL).fit(["a b c"], [["O", "O", "O"]])
-    with pytest.raises(ValueError, match="needs y"):
+    with pytest.raises(ValueError, match="requires y to be passed"):
         TabFormerTagger(max_epochs=1, **SMALL).fit(sentences)
 
 

@@ -191,3 +191,9 @@ def test_partial_fit_classes_mixing_types_are_refused(classes, message):
     with pytest.raises(ValueError, match=r"classes mixes tag types: " + message + r".*one type"):
         TabFormerTagger(**FAST).partial_fit(_WORDS, y, classes=classes)
     assert TabFormerTagger(**FAST).partial_fit(_WORDS, y, classes=[0, 1, 2]).classes_.tolist() == ["0", "1", "2"]
+
+
+def test_tagger_tags_say_y_is_required():
+    from tabformer import TabFormerTagger
+
+    assert TabFormerTagger().__sklearn_tags__().target_tags.required

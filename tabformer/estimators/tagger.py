@@ -125,9 +125,14 @@ class TabFormerTagger(FineTuningNet):
         """
         return construct(TokenClassificationHead, self.get_params_for("head"), "head", d_model, len(self.classes_))
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.required = True  # fit needs the tags (sklearn's checks and meta-estimators read this)
+        return tags
+
     def _check_tags(self, X, y):
         if y is None:
-            raise ValueError("TabFormerTagger needs y: one list of tags per sentence")
+            raise ValueError("TabFormerTagger requires y to be passed, but the target y is None: one list of tags per sentence")
         tags = check_sentences(y, "y")
         if len(tags) != len(X):
             raise ValueError(f"X has {len(X)} sentences but y has {len(tags)} tag lists")
