@@ -77,17 +77,19 @@ def _as_fitted(frame: pd.DataFrame, dtypes: dict) -> pd.DataFrame:
     return frame
 
 
-def _empty_cells_as_text(frame: pd.DataFrame, path: Path, sep: str, texts, skip_blank_lines: bool = True) -> pd.DataFrame:
-    """``frame`` with the empty cells of its text columns (``texts``: a set, or a function of ``frame``) as ``""``."""
+def _texts_as_written(frame: pd.DataFrame, path: Path, sep: str, texts, skip_blank_lines: bool = True) -> pd.DataFrame:
+    """``frame`` with its text columns (``texts``: a set, or a function of ``frame``) as written: an empty cell is ``""``.
+
+    pandas' NA strings are texts here, as in a target and a tagger's sentences: the review or survey answer "None",
+    "NA" or "null" was read as missing, which a text model refuses and a mixed one read as no text at all (while
+    ``predict`` on the same strings in Python read them).
+    """
     columns = [c for c in (texts(frame) if callable(texts) else texts) if c in frame.columns]
     if not columns:
         return frame
-    # Read as written: "NA" or "null" stay missing, only a cell with nothing in it is an empty text.
     raw = pd.read_csv(path, sep=sep, usecols=columns, dtype=str, keep_default_na=False, skip_blank_lines=skip_blank_lines)
     for column in columns:
-        empty = (raw[column] == "").to_numpy()
-        if empty.any():
-            frame[column] = frame[column].astype(object).where(~empty, "")
+        frame[column] = raw[column].to_numpy(dtype=object)
     return frame
 
 
@@ -173,7 +175,7 @@ def _read_file(
         frame = _parse_dates(frame) if parse_dates else _as_fitted(frame, fitted)
         if target in frame.columns:
             frame[target] = _target_as_written(path, sep, target, blank_lines)
-        return _empty_cells_as_text(frame, path, sep, texts, blank_lines)
+        return _texts_as_written(frame, path, sep, texts, blank_lines)
     raise CLIError(f"cannot read {path}: unknown file type {suffix or '(none)'!r}; use .csv, .tsv, .parquet or .txt")
 
 
@@ -332,7 +334,8 @@ def read_data(
     :func:`category_kinds`) make a CSV read back as fit saw it; ``images`` (see
     :func:`image_columns`) names the columns whose relative paths start at the data's folder.
     ``parse_dates`` (a training file) reads a CSV's ISO 8601 date columns as datetimes. The
-    empty cells of the ``texts`` columns (a set, or a function of the frame read) are ``""``.
+    ``texts`` columns (a set, or a function of the frame read) are read as written: ``"NA"`` is a
+    text, an empty cell the empty text ``""``.
     ``as_written`` reads every CSV cell as its text, with no NA strings nor numbers (a tagger's sentences).
     A CSV's ``target`` column (a training file's) is read as written: only an empty cell is missing.
     """

@@ -1,5 +1,8 @@
 """The command line as a review of the shipped version found it: each test failed, or answered wrong, before its fix."""
 
+import io
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -160,3 +163,46 @@ def test_info_lists_no_file_outside_the_folder(many_classes, tmp_path, capsys):
     main(["info", str(model)])
     out = capsys.readouterr().out
     assert "files:" in out and "secret" not in out and "config.json" in out
+
+
+_ANSWERS = ["None", "NA", "null", "N/A"]  # texts pandas reads as missing by default
+
+
+def _texts(n):
+    rng = np.random.default_rng(1)
+    good, bad = ["great fun", "loved it", "superb cast"], ["dull plot", "awful pacing", "boring mess"]
+    labels = rng.integers(0, 2, n)
+    return [f"{rng.choice(good if label else bad)} {i}" for i, label in enumerate(labels)], labels
+
+
+def test_a_text_spelled_as_a_pandas_na_string_is_a_text_at_fit_and_predict(tmp_path, capsys):
+    # A text model refused the review "NA" as "missing text (None/NaN)", at fit and predict, advising to replace it
+    # with '' (which would have destroyed the text).
+    texts, labels = _texts(60)
+    texts[7], texts[9] = "NA", ""
+    pd.DataFrame({"review": texts, "label": labels}).to_csv(tmp_path / "train.csv", index=False)
+    fit = ["fit", str(tmp_path / "train.csv"), "--target", "label", "--out", str(tmp_path / "m"), "--set", "tokenizer=wordpiece"]
+    assert main([*fit, *TINY]) == 0, capsys.readouterr().err
+    pd.DataFrame({"review": ["great fun", "", *_ANSWERS]}).to_csv(tmp_path / "new.csv", index=False)
+    capsys.readouterr()
+    assert main(["predict", str(tmp_path / "m"), str(tmp_path / "new.csv"), "--proba"]) == 0, capsys.readouterr().err
+    assert len(pd.read_csv(io.StringIO(capsys.readouterr().out))) == 6
+
+
+def test_a_mixed_models_texts_read_by_the_cli_as_predict_reads_them(tmp_path, capsys):
+    # A mixed model read "None", "NA", "null" as missing texts: the CLI gave them one answer (and an
+    # UntrainedMissingWarning) where predict on the same strings gave each its own.
+    texts, labels = _texts(80)
+    stars = np.random.default_rng(2).normal(size=80)
+    pd.DataFrame({"review": texts, "stars": stars, "label": labels}).to_csv(tmp_path / "train.csv", index=False)
+    assert main(["fit", str(tmp_path / "train.csv"), "--target", "label", "--out", str(tmp_path / "m"), *TINY]) == 0
+    new = pd.DataFrame({"review": _ANSWERS, "stars": [0.0] * 4})
+    new.to_csv(tmp_path / "new.csv", index=False)
+    model = load(tmp_path / "m")
+    capsys.readouterr()
+    assert model.tokenizer_.column_kinds_["review"] == "text"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no UntrainedMissingWarning: nothing is missing
+        assert main(["predict", str(tmp_path / "m"), str(tmp_path / "new.csv"), "--proba"]) == 0
+    cli = pd.read_csv(io.StringIO(capsys.readouterr().out))
+    np.testing.assert_allclose(cli.filter(like="proba_").to_numpy(), model.predict_proba(new), atol=1e-5)
