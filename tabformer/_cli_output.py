@@ -8,6 +8,13 @@ import pandas as pd
 from ._cli_input import CLIError
 
 
+def _words(cell) -> list:
+    """A tagger's sentence: a cell of space-separated words, or a Parquet list of words (a dataset's ``tokens``)."""
+    if isinstance(cell, (list, tuple, np.ndarray)):
+        return list(cell)  # already split: str() made ["Alice"] the one word "['Alice']", and pd.isna raised on longer ones
+    return [] if pd.isna(cell) else str(cell).split()  # a Parquet null: no words, not "nan"
+
+
 def predictions(estimator, X, proba: bool) -> pd.DataFrame:
     """The frame ``tabformer predict`` writes for ``estimator`` on the rows ``X``.
 
@@ -15,7 +22,7 @@ def predictions(estimator, X, proba: bool) -> pd.DataFrame:
     ----------
     estimator : a fitted classifier, regressor, tagger or pretrainer
     X : DataFrame or list
-        The rows as the CLI read them (a tagger: one column of space-separated words).
+        The rows as the CLI read them (a tagger: one column of space-separated words, or of word lists).
     proba : bool
         ``--proba``: classifiers add a ``proba_<label>`` column per class; a tagger a
         ``proba_<tag>`` column per tag, each cell the sentence's per-word probabilities,
@@ -35,7 +42,7 @@ def predictions(estimator, X, proba: bool) -> pd.DataFrame:
         if isinstance(X, pd.DataFrame) and X.shape[1] != 1:
             raise CLIError(f"a tagger reads one column of space-separated words; the file has {list(X.columns)}")
         column = X.iloc[:, 0] if isinstance(X, pd.DataFrame) else pd.Series(X)
-        sentences = [[] if pd.isna(text) else str(text).split() for text in column]  # a Parquet null: no words, not "nan"
+        sentences = [_words(cell) for cell in column]
         if not proba:
             return pd.DataFrame({"tags": [" ".join(tags) for tags in estimator.predict(sentences)]})
         per_word = estimator.predict_proba(sentences)  # predict is its argmax: one pass gives both

@@ -63,3 +63,21 @@ def test_proba_on_a_tagger_writes_each_words_probabilities(tagger, tmp_path, cap
     for i, rows in enumerate(expected):
         written = np.array([[float(v) for v in str(out.loc[i, f"proba_{tag}"]).split()] for tag in model.classes_]).T
         assert written.shape == rows.shape and np.allclose(written.reshape(rows.shape), rows, atol=1e-5)
+
+
+def test_a_parquet_column_of_word_lists_is_read_as_its_words(tagger, tmp_path, capsys):
+    # A Parquet `tokens` column (lists of words, as datasets store tagging data) failed with numpy's "truth value
+    # of an array is ambiguous", and a one-word list was read as the word "['alice']".
+    pytest.importorskip("pyarrow")
+    from tabformer import load
+
+    sentences = [["alice"], ["bob", "visits", "paris"], []]
+    pd.DataFrame({"tokens": sentences}).to_parquet(tmp_path / "words.parquet")
+    capsys.readouterr()
+    assert main(["predict", str(tagger), str(tmp_path / "words.parquet")]) == 0
+    out = pd.read_csv(pd.io.common.StringIO(capsys.readouterr().out), keep_default_na=False)
+    assert [row.split() for row in out["tags"]] == load(tagger).predict(sentences)
+    pd.DataFrame({"tokens": [["alice"], ["paris"]]}).to_parquet(tmp_path / "one.parquet")  # it read "['alice']"
+    assert main(["predict", str(tagger), str(tmp_path / "one.parquet")]) == 0
+    out = pd.read_csv(pd.io.common.StringIO(capsys.readouterr().out), keep_default_na=False)
+    assert [row.split() for row in out["tags"]] == load(tagger).predict([["alice"], ["paris"]])
