@@ -55,8 +55,10 @@ def test_a_tagger_of_integer_or_pos_tags_continues_weighs_and_scores():
     pos = [["NNP", "VBZ", "NNP"]] * 40
     assert 0.0 <= TabFormerTagger(**TAGGER).fit(SENTENCES, pos).score(SENTENCES, pos) <= 1.0
     bio = [["B-PER", "O", "B-LOC"]] * 40
-    with pytest.raises(ValueError, match="is not BIO"):  # BIO tags keep the entity F1, which reads BIO only
+    with pytest.raises(ValueError, match="none of the tags fit saw"):  # POS tags on a BIO tagger: none is a fitted tag
         TabFormerTagger(**TAGGER).fit(SENTENCES, bio).score(SENTENCES, pos)
+    with pytest.raises(ValueError, match="is not BIO"):  # BIO tags keep the entity F1, which reads BIO only
+        TabFormerTagger(**TAGGER).fit(SENTENCES, bio).score(SENTENCES, [["B-PER", "NNP", "B-LOC"]] * 40)
 
 
 def test_resolved_params_show_the_early_stopping_the_user_routed():

@@ -197,3 +197,16 @@ def test_tagger_tags_say_y_is_required():
     from tabformer import TabFormerTagger
 
     assert TabFormerTagger().__sklearn_tags__().target_tags.required
+
+
+def test_tagger_score_refuses_y_whose_tags_fit_never_saw_in_any_word():
+    # Tags 1.0 on a fit of int tags 1 read "1.0" != "1": score returned 0.0 with no word of warning
+    from tabformer import TabFormerTagger
+
+    y = [[1 if word in ("John", "Mary") else 0 for word in words] for words in _WORDS]
+    tagger = TabFormerTagger(**FAST).fit(_WORDS, y)
+    as_floats = [[float(tag) for tag in row] for row in y]
+    with pytest.raises(ValueError, match=r"y holds none of the tags fit saw: y has \['0.0', '1.0'\], fit saw \['0', '1'\]"):
+        tagger.score(_WORDS, as_floats)
+    assert 0.0 <= tagger.score(_WORDS, y) <= 1.0
+    assert not TabFormerTagger().__sklearn_tags__().input_tags.allow_nan

@@ -128,6 +128,7 @@ class TabFormerTagger(FineTuningNet):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.required = True  # fit needs the tags (sklearn's checks and meta-estimators read this)
+        tags.input_tags.allow_nan = False  # a NaN word is refused, naming it
         return tags
 
     def _check_tags(self, X, y):
@@ -380,9 +381,9 @@ class TabFormerTagger(FineTuningNet):
         -------
         score : float
             :func:`~tabformer.metrics.entity_f1` when every fitted tag is ``"O"``,
-            ``"B-<type>"`` or ``"I-<type>"`` (BIO), or also ``"E-<type>"``, ``"S-<type>"`` (BIOES, IOBES)
-            (:func:`~tabformer.metrics.tag_scheme`); else word accuracy (POS tags, integer tags),
-            which is what a grid search over a POS tagger needs. A tag set almost BIO
+            ``"B-<type>"`` or ``"I-<type>"`` (BIO), or also ``"E-<type>"``, ``"S-<type>"`` (BIOES, IOBES),
+            or ``"L-<type>"``, ``"U-<type>"`` (BILOU) (:func:`~tabformer.metrics.tag_scheme`); else word
+            accuracy (POS tags, integer tags), which is what a grid search over a POS tagger needs. A tag set almost BIO
             (``"0"`` for ``"O"``, ``"b-per"``) gets word accuracy too: fit warns, naming the tags.
         """
         if sample_weight is not None:
@@ -391,6 +392,12 @@ class TabFormerTagger(FineTuningNet):
         X = check_sentences(X)
         # y read as fit reads it: a one-column DataFrame of tag lists was one "sentence", its column name.
         tags = self._check_tags(X, y)
+        given = {str(tag) for row in tags for tag in row}
+        if given and given.isdisjoint(self.classes_):  # float tags 1.0 on a fit of int 1: every word scored wrong
+            raise ValueError(
+                f"y holds none of the tags fit saw: y has {sorted(given)[:5]}, fit saw {self.classes_.tolist()[:5]}. Tags "
+                "are compared as str, so 1.0 is not 1: pass y's tags as fit's were (e.g. int, not float)"
+            )
         predicted = self.predict(X)
         if tag_scheme(self.classes_) is not None:
             return entity_f1(tags, predicted)
