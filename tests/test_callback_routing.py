@@ -129,3 +129,29 @@ def test_a_built_in_replaced_by_yours_is_reported_as_not_running(pos_neg_table, 
         assert net.history[:, "event_lr"] == [0.01, 0.005]
     else:  # it stops on valid_loss: the holdout stays
         assert net.resolved_params_["validation_fraction"] and "valid_loss" in net.history[-1]
+
+
+@pytest.mark.parametrize(
+    "setting", [{"callbacks__early_stoping__patience": 10}, {"callbacks__mine": _Marker()}, {"callbacks__valid_auc__name": "x"}]
+)
+def test_a_setting_for_a_callback_the_estimator_has_not_is_refused(pos_neg_table, setting):
+    # skorch applies callbacks__<name>... only to a callback of that name and ignored these: the fit ran as if unset
+    X, y = pos_neg_table
+    (key,) = setting
+    with pytest.raises(ValueError, match=rf"{key} names no callback of this TabFormerClassifier.*'valid_acc'"):
+        _small(**setting).fit(X, y)
+
+
+def test_a_setting_for_a_callback_of_the_users_or_one_removed_is_read(pos_neg_table):
+    X, y = pos_neg_table
+    net = _small(callbacks=[("mine", _Marker())], callbacks__print_log=None).fit(X, y)
+    assert dict(net.callbacks_)["mine"].epochs == 2 and "print_log" not in dict(net.callbacks_)
+
+
+def test_a_parameter_the_routed_callback_has_not_is_named_with_its_setting(pos_neg_table):
+    # skorch said "Invalid parameter 'warmup' for estimator <...CosineLR object at 0x7f...>", naming neither the setting
+    X, y = pos_neg_table
+    with pytest.raises(ValueError, match=r"callbacks__lr_scheduler__warmup: this fit's lr_scheduler callback is a CosineLR, "):
+        _small(lr_schedule="cosine", callbacks__lr_scheduler__warmup=3).fit(X, y)
+    with pytest.raises(ValueError, match=r"callbacks__print_log__width: .* PrintLog, which has no parameter 'width' \(it takes"):
+        _small(callbacks__print_log__width=3).fit(X, y)

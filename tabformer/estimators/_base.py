@@ -37,7 +37,7 @@ from ._categories import adopt_new_categories, continued_tokens, pretrained_toke
 from ._classes import check_same_classes
 from ._distributed import DistributedMixin
 from ._epoch import EpochMixin
-from ._fit_checks import check_before_training
+from ._fit_checks import check_before_training, check_callback_names, named_callback_error
 from ._inference import POOLINGS, InferenceMixin
 from ._input_kind import check_input_kind, check_tokens
 from ._params import (
@@ -248,7 +248,11 @@ class TabFormerNet(
         you passed: it raised ``TypeError`` at the first epoch. A copy with
         ``batches_per_epoch="count"`` runs instead (your instance is left as it is).
         """
-        super().initialize_callbacks()
+        try:
+            super().initialize_callbacks()
+        except ValueError as error:  # skorch named neither the setting nor the schedule this fit has
+            raise named_callback_error(self, error) from None
+        check_callback_names(self)  # skorch ignored a typo such as callbacks__early_stoping__patience
         self.callbacks_ = scores_before_stopping(self, self.callbacks_)  # early stopping may watch a score of yours
         self.callbacks_ = checkpoints_last(self.callbacks_)  # it saves (and resumes) every other callback's epoch-end state
         if isinstance(NeuralNet.get_params_for(self, "iterator_train").get("batch_size", self.batch_size), str):

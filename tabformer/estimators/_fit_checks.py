@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 from numbers import Integral
 
 import numpy as np
@@ -14,7 +15,14 @@ from ._params import check_training_memory
 from ._user_callbacks import user_callbacks
 from ._util import encoder_settings
 
-__all__ = ["check_before_training", "check_positions", "check_predict_nonlinearity", "check_scorer_labels"]
+__all__ = [
+    "check_before_training",
+    "check_callback_names",
+    "named_callback_error",
+    "check_positions",
+    "check_predict_nonlinearity",
+    "check_scorer_labels",
+]
 
 
 def check_before_training(estimator, data) -> None:
@@ -134,3 +142,52 @@ def check_scorer_labels(estimator) -> None:
             "(from sklearn.metrics) as its scoring"
             + (f", or {averaged!r}, its average over the classes" if averaged in get_scorer_names() else "")
         )
+
+
+def check_callback_names(net) -> None:
+    """Refuse a ``callbacks__<name>`` or ``callbacks__<name>__<param>`` setting that names no callback of ``net``.
+
+    skorch applies such settings only to a callback of that name and ignores the rest, so a typo
+    (``callbacks__early_stoping__patience=10``) trained as if it were not there. ``lr_scheduler`` and
+    ``early_stopping`` are checked at ``fit`` (``check_routed_builtins``), which says why they are absent.
+
+    Parameters
+    ----------
+    net : TabFormerNet, with ``callbacks_`` initialized
+    """
+    names = {name for name, _ in net.callbacks_}
+    for key in sorted(key for key in vars(net) if key.startswith("callbacks__")):
+        name = key.split("__")[1]
+        removed = key == f"callbacks__{name}" and vars(net)[key] is None
+        if name in names or name in ("lr_scheduler", "early_stopping") or removed:
+            continue
+        raise ValueError(
+            f"{key} names no callback of this {type(net).__name__}, so nothing would read it (skorch ignores it); "
+            f"its callbacks are {sorted(names)}. Check the name, or add yours with callbacks=[({name!r}, <callback>)]"
+        )
+
+
+def named_callback_error(net, error: ValueError) -> ValueError:
+    """skorch's "Invalid parameter 'warmup' for estimator <...CosineLR object at 0x7f...>", with the setting named.
+
+    Parameters
+    ----------
+    net : TabFormerNet
+    error : ValueError
+        What skorch's ``initialize_callbacks`` raised.
+
+    Returns
+    -------
+    ValueError
+        Naming the ``callbacks__<name>__<param>`` key, the callback's class and what it takes; ``error``
+        itself where it is not about a routed parameter.
+    """
+    found = re.match(r"Invalid parameter '(\w+)' for estimator <([\w.]+) object.*Valid parameters are: (\[.*\])", str(error))
+    keys = [key for key in vars(net) if found and key.startswith("callbacks__") and key.endswith(f"__{found[1]}")]
+    if not keys:
+        return error
+    name, kind = keys[0].split("__")[1], found[2].rsplit(".", 1)[-1]
+    hint = "; lr_schedule chooses the built-in schedule ('warmup_linear' takes warmup)" if name == "lr_scheduler" else ""
+    return ValueError(
+        f"{keys[0]}: this fit's {name} callback is a {kind}, which has no parameter {found[1]!r} (it takes {found[3]}){hint}"
+    )
