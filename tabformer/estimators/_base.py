@@ -17,6 +17,7 @@ import os
 
 import numpy as np
 import torch
+from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
 from skorch import NeuralNet
 from skorch.callbacks import ProgressBar
@@ -428,6 +429,8 @@ class TabFormerNet(
         elif self.random_state is None:
             self._drawn_seed = self._shared_seed()  # None outside a launched job: the global RNGs decide, as ever
         return seeded_torch(self._continued_seed() if continued else self._fit_seed(), self._resolved_device())
+
+    __repr__ = BaseEstimator.__repr__  # scikit-learn's: the settings (see _repr), not skorch's module tree
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "tokenizer_") and bool(getattr(self, "initialized_", False)) and hasattr(self, "module_")
