@@ -34,3 +34,14 @@ def test_a_frame_of_image_cells_still_reads_as_it_was_fitted():
     frame = pd.DataFrame({"img": list(IMAGES), "x": np.arange(40.0)})
     clf = TabFormerClassifier(**SMALL).fit(frame, Y)
     assert clf.predict(frame.iloc[:3]).shape == (3,)
+
+
+def test_texts_to_a_table_model_name_both_kinds():
+    # scikit-learn's "Expected 2D array, got 1D array instead ... Reshape your data" pointed the wrong way
+    table = pd.DataFrame({"a": np.arange(40.0), "b": list("xy") * 20})
+    reg = TabFormerRegressor(**SMALL).fit(table, np.arange(40.0))
+    with pytest.raises(ValueError, match=r"fitted on a table, but X is a list of 2 texts: pass the same kind"):
+        reg.predict(["the cat sat", "on the mat"])
+    with pytest.raises(ValueError, match=r"fitted on a table, but X is an array of 2 texts"):
+        reg.predict(np.array(["the cat sat", "on the mat"], dtype=object))
+    assert reg.predict(table.iloc[:2]).shape == (2,)

@@ -59,7 +59,10 @@ def _fitted_on(tokenizer) -> str | None:
     return {"image": "images", "text": "texts", "mixed": "a DataFrame", "table": "a table"}.get(tokenizer.kind)
 
 
-def _shown(X) -> str:
+def _shown(X, texts: bool = False) -> str:
+    if texts:
+        kind = "array" if isinstance(X, np.ndarray) else type(X).__name__
+        return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} of {len(X)} texts"
     shape = getattr(X, "shape", None)
     if isinstance(X, pd.DataFrame):
         return f"a DataFrame with columns {list(X.columns)[:8]}"
@@ -99,5 +102,10 @@ def check_input_kind(tokenizer, X, owner: str) -> None:
     mismatch = looks_like_images(X) if fitted != "images" else isinstance(X, pd.DataFrame)
     if mismatch and fitted == "texts" and _all_str(X):
         return  # str ending in .jpg are texts to a text model ("nice pic.jpg", file names): it reads them as at fit
-    if mismatch:
-        raise ValueError(f"this {owner} was fitted on {fitted}, but X is {_shown(X)}: pass the same kind of input as to fit")
+    # Texts to a table or DataFrame model: scikit-learn's "Expected 2D array, got 1D array ... reshape" misled
+    # Types, not np.ndim(X): an array-like of the user's may refuse numpy's functions (scikit-learn's NotAnArray does)
+    one_dim = isinstance(X, (list, tuple, pd.Series)) or (isinstance(X, np.ndarray) and X.ndim == 1)
+    texts = not mismatch and fitted in ("a table", "a DataFrame") and one_dim and len(X) > 0 and _all_str(X)
+    if mismatch or texts:
+        shown = _shown(X, texts)
+        raise ValueError(f"this {owner} was fitted on {fitted}, but X is {shown}: pass the same kind of input as to fit")
