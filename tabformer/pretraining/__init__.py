@@ -17,6 +17,9 @@ Its protocol keeps the pretrainer generic over modalities:
     pretrainer's ``get_loss`` calls it.
 ``drop_last`` (optional class attribute)
     ``True`` asks the training loader to drop the last, smaller batch.
+``min_batch_rows`` (optional class attribute, default 1)
+    The rows a batch needs (SimCLR: 2, the other rows being the negatives); the pretrainer
+    refuses a holdout or training set that would leave a batch with fewer.
 """
 
 from . import cells, mlm, simclr  # noqa: F401  (register objective="masked_cells", "mlm" and "simclr")
