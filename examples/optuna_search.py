@@ -1,7 +1,7 @@
 """Hyper-parameter search with Optuna, pruning bad trials after each epoch.
 
 Run with ``python examples/optuna_search.py`` (about a minute on a laptop CPU) after
-``pip install "tabformer[search]"`` (Optuna and optuna-integration).
+``pip install optuna optuna-integration`` (the clone's ``[search]`` extra).
 
 ``objective`` builds a ``TabFormerClassifier`` from the trial's suggestions and hands it
 optuna-integration's ``SkorchPruningCallback``: at the end of every epoch the callback

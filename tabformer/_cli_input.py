@@ -152,7 +152,7 @@ def _read_file(
         try:
             import pyarrow  # noqa: F401
         except ImportError:
-            raise CLIError(f"reading {path} needs pyarrow: pip install 'tabformer[parquet]'") from None
+            raise CLIError(f"reading {path} needs pyarrow: pip install pyarrow") from None
         return _parquet_dates(pd.read_parquet(path), path, dtypes, parse_dates)
     if suffix == ".txt":
         # Every line is a row, blank ones too (an empty text): the output lines up with the input's.

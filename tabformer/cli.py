@@ -8,7 +8,7 @@
     tabformer info churn-model/
     tabformer export churn-model/ --onnx churn.onnx
 
-Data files are ``.csv``, ``.tsv``, ``.parquet`` (needs pyarrow: ``tabformer[parquet]``) or
+Data files are ``.csv``, ``.tsv``, ``.parquet`` (needs pyarrow: ``pip install pyarrow``) or
 ``.txt`` (one text per line); a folder holds image files (one row each) or data files (their
 rows, concatenated). Image columns hold file paths, relative to the data file's folder (or
 ``--image-root``). ``--set key=value`` sets any estimator parameter, routed ones included;

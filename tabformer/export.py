@@ -200,7 +200,7 @@ def export_onnx(estimator, path, *, opset: int = 17, example=None):
 
     Notes
     -----
-    Needs ``onnx`` (``pip install 'tabformer[onnx]'``); run the model with ``onnxruntime``.
+    Needs ``onnx`` (``pip install onnx onnxruntime``, or the clone's ``[onnx]`` extra); run the model with ``onnxruntime``.
     """
     if not isinstance(opset, int) or opset < MIN_OPSET:  # else a 160-line TorchScript dump, then torch's advice of 12 or 13
         raise ValueError(
@@ -209,7 +209,7 @@ def export_onnx(estimator, path, *, opset: int = 17, example=None):
     try:
         import onnx
     except ImportError:
-        raise ImportError("export_onnx needs the onnx package: pip install 'tabformer[onnx]'") from None
+        raise ImportError("export_onnx needs the onnx package: pip install onnx onnxruntime") from None
     if not estimator.__sklearn_is_fitted__():
         raise ValueError(f"This {type(estimator).__name__} is not fitted yet: export_onnx exports a fitted module")
     spec = estimator.tokenizer_.embedder_spec()

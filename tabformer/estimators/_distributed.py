@@ -54,9 +54,7 @@ class DistributedMixin:
             from accelerate import Accelerator
             from accelerate.utils import DistributedDataParallelKwargs
         except ImportError:  # pragma: no cover - depends on the environment
-            raise ImportError(
-                "distributed training needs Hugging Face Accelerate: pip install 'tabformer[distributed]'"
-            ) from None
+            raise ImportError("distributed training needs Hugging Face Accelerate: pip install accelerate") from None
         kwargs = dict(setting) if isinstance(setting, dict) else {}
         device = resolve_device(self.__dict__.get("device", "auto"))
         kwargs.setdefault("cpu", torch.device(device).type == "cpu")

@@ -80,9 +80,8 @@ SHARED_PARAMS_DOC = """
     random_state : int, RandomState instance or None, default=None
         Seeds weight init, shuffling and the validation split (a ``RandomState`` draws a
         new seed at every ``fit``, as in scikit-learn). With an int, CPU fits repeat exactly,
-        except that a WordPiece vocabulary trained in ``fit`` can differ in a few tokens
-        between fits (an upstream ``tokenizers`` issue; ``tokenizer__vocab_file`` with a
-        vocabulary saved by ``save_vocabulary`` is exact). An int leaves the global torch
+        a WordPiece vocabulary trained in ``fit`` included (``tokenizer__vocab_file`` with a
+        vocabulary saved by ``save_vocabulary`` pins one across ``tokenizers`` versions). An int leaves the global torch
         RNG as it was; ``None`` draws from the global torch and NumPy RNGs and moves them on,
         so that every fit differs (``torch.manual_seed`` before ``fit`` repeats one).
     train_split : "auto", callable or None, default="auto"
@@ -125,7 +124,8 @@ RESOLVED_ATTRIBUTES_DOC = """    resolved_params_ : dict
         left ``"auto"`` or unset: ``lr``, ``max_epochs``, ``batch_size``,
         ``lr_schedule``, ``patience``, ``monitor``, and the routed settings the recipe
         adds (e.g. ``encoder__d_model`` for text); see the Notes. ``get_params`` still
-        returns what you passed.
+        returns what you passed. Where ``out_of_fold`` is True (members on folds), no row
+        is held out: ``validation_fraction`` there only says that early stopping is on.
     pretrained_weights_ : str or None
         The folder of the default pretrained weights ``fit`` started from (texts:
         all-MiniLM-L6-v2 where installed; see the Notes), or ``None``.
@@ -175,7 +175,7 @@ RECIPES_NOTES_DOC = """
                                                                                 0.1 (regressors:
                                                                                 no dropout),
                                                                                 mean pooling
-    image, from scratch     1e-3, warmup_linear    40 (pat. 8)   64             ~16 patches, +-2
+    image: stem or patches  1e-3, warmup_linear    40 (pat. 8)   64             ~16 patches, +-2
                                                                                 pixel shifts,
                                                                                 pre-LN, 4 layers;
                                                                                 under 16 px a
@@ -183,7 +183,8 @@ RECIPES_NOTES_DOC = """
                                                                                 classifiers:
                                                                                 label smoothing
                                                                                 0.1
-    image, pretrained       3e-4, warmup_linear    40 (pat. 8)   64
+    image, your encoder=    3e-4, warmup_linear    40 (pat. 8)   64             a pretrainer's
+                                                                                (SimCLR) encoder
     probe, image            1e-2, warmup_linear    40 (no stop)  64             mean pooling
     probe, text             3e-3, warmup_linear    3-10 (no      32             as text,
                                                    stop)                        pretrained
