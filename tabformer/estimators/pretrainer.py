@@ -217,6 +217,7 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         return self
 
     def _continued_data(self, X, y):
+        self._check_same_objective()
         self._update_objective()
         self._check_batch_rows(num_samples(X), self.resolved_params_["objective"])  # before an epoch trains, as fit
         return self.objective_.make_dataset(self.tokenize(X), self.tokenizer_, self._continued_seed()), None
@@ -235,6 +236,21 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
     def _validation_from_tokens(self, valid):
         seed = self._fit_seed()
         return self.objective_.make_dataset(valid.X, self.tokenizer_, UNSEEDED_SCORE_SEED if seed is None else seed)
+
+    def _check_same_objective(self) -> None:
+        """A continued fit (``partial_fit``, ``warm_start``) trains the fitted objective and its head: an ``objective``
+        set since (``"auto"`` resolved against the fitted tokenizer, as ``fit`` resolves it) that names another is
+        refused, as is an unknown name; the fitted one trained on silently while ``get_params`` said the new one."""
+        fitted = self.resolved_params_["objective"]
+        wanted = resolve_objective(self.objective, self.tokenizer_)
+        get_objective(wanted)  # an unknown name (or not a str) is refused as fit refuses it
+        if wanted != fitted:
+            named = repr(self.objective) + (f" (resolved to {wanted!r})" if wanted != self.objective else "")
+            raise ValueError(
+                f"objective={named}, but this pretrainer was fitted with objective={fitted!r}; a continued fit "
+                "(partial_fit, warm_start=True) keeps its objective and head: fit a new pretrainer for "
+                f"objective={self.objective!r} (or a plain fit with warm_start=False), or set objective={fitted!r} back"
+            )
 
     def _update_objective(self) -> None:
         """``objective__*`` set after a fit reach the continued fit (``partial_fit``, ``warm_start``), as the other

@@ -1,0 +1,60 @@
+"""TabFormerPretrainer review: a continued fit refuses a changed objective."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from tabformer import TabFormerPretrainer
+from tabformer.tokenizers import MixedTokenizer, PatchTokenizer
+
+SMALL = dict(
+    encoder__d_model=16,
+    encoder__n_heads=2,
+    encoder__n_layers=1,
+    max_epochs=1,
+    validation_fraction=None,
+    patience=None,
+    verbose=0,
+    random_state=0,
+)
+RNG = np.random.default_rng(0)
+IMAGES = RNG.random((24, 8, 8)).astype("float32")
+# images, a categorical and a numeric column: both SimCLR and masked-token pretraining apply
+MIXED = pd.DataFrame({"photo": list((IMAGES * 255).astype(np.uint8)), "c": RNG.choice(list("abc"), 24), "x": RNG.normal(size=24)})
+
+
+def mixed_pretrainer(**params):
+    return TabFormerPretrainer(tokenizer=MixedTokenizer(image=PatchTokenizer(patch_size=4)), batch_size=8, **SMALL, **params)
+
+
+@pytest.fixture(scope="module")
+def simclr_fit():
+    return mixed_pretrainer(objective="simclr").fit(MIXED)
+
+
+@pytest.mark.parametrize("how", ["partial_fit", "warm_start"])
+@pytest.mark.parametrize("objective", ["mlm", "auto"])  # "auto" resolves to mlm on this frame (a categorical column)
+def test_a_continued_fit_refuses_a_changed_objective(simclr_fit, how, objective):
+    pre = simclr_fit.set_params(objective=objective, warm_start=how == "warm_start")
+    try:
+        refused = r"objective='(mlm|auto)'.*fitted with objective='simclr'.*keeps its objective and head"
+        with pytest.raises(ValueError, match=refused):
+            pre.partial_fit(MIXED) if how == "partial_fit" else pre.fit(MIXED)
+    finally:
+        pre.set_params(objective="simclr", warm_start=False)
+    assert pre.resolved_params_["objective"] == "simclr"
+
+
+def test_a_continued_fit_refuses_an_unknown_objective(simclr_fit):
+    pre = simclr_fit.set_params(objective="nonsense")
+    try:
+        with pytest.raises(ValueError, match=r"unknown objective 'nonsense'; registered objectives"):
+            pre.partial_fit(MIXED)
+    finally:
+        pre.set_params(objective="simclr")
+
+
+def test_a_continued_fit_keeps_the_same_objective_named_or_auto():
+    pre = mixed_pretrainer(objective="mlm").fit(MIXED)
+    pre.set_params(objective="auto").partial_fit(MIXED)  # "auto" is mlm here: the same objective, trained on
+    assert pre.resolved_params_["objective"] == "mlm" and type(pre.objective_).__name__ == "MaskedTokenModeling"
