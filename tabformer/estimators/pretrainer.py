@@ -11,6 +11,7 @@ encoder, and trains.
 from __future__ import annotations
 
 import copy
+import numbers
 
 import numpy as np
 import torch
@@ -18,6 +19,7 @@ from sklearn.base import TransformerMixin
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import _check_feature_names_in, check_is_fitted
+from skorch import NeuralNet
 from skorch.dataset import Dataset
 
 from ..nn.models import PretrainedEncoder, PretrainingModel
@@ -205,12 +207,14 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
             return self.partial_fit(X, y, **fit_params)
         if self.objective != "auto":
             get_objective(self.objective)  # an unknown name fails before the tokenizer's fit
+            self._check_batch_size(self.objective, resolved=False)  # an explicit batch_size, before the tokenizer's fit
         self._start_accelerator()
         with self._seeded():
             batch = self._fit_tokenizer(X)
             name = resolve_objective(self.objective, self.tokenizer_)
             self.objective_ = construct(get_objective(name), self.get_params_for("objective"), "objective")
             self.resolved_params_["objective"] = name
+            self._check_batch_size(name)
             self._check_batch_rows(num_samples(X), name)
             dataset = self.objective_.make_dataset(batch, self.tokenizer_, self._fit_seed())
             self._train_new_module(dataset, None, **fit_params)
@@ -219,6 +223,7 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
     def _continued_data(self, X, y):
         self._check_same_objective()
         self._update_objective()
+        self._check_batch_size(self.resolved_params_["objective"])
         self._check_batch_rows(num_samples(X), self.resolved_params_["objective"])  # before an epoch trains, as fit
         return self.objective_.make_dataset(self.tokenize(X), self.tokenizer_, self._continued_seed()), None
 
@@ -276,6 +281,23 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
                 "warm_start=True) keeps it: fit a new pretrainer (warm_start=False) for these settings"
             )
         self.objective_ = updated
+
+    def _check_batch_size(self, name: str, resolved: bool = True) -> None:
+        """Refuse a training batch smaller than the objective's ``min_batch_rows`` (SimCLR's NT-Xent raised inside
+        ``train_step``, after the tokenizer's fit, naming neither setting). ``resolved=False``: the user's explicit
+        values only (before the fit resolves ``"auto"``); else the batch size ``get_iterator`` trains with."""
+        needed = getattr(get_objective(name), "min_batch_rows", 1)
+        routed = self.get_params_for("iterator_train") if resolved else NeuralNet.get_params_for(self, "iterator_train")
+        if "batch_size" in routed:
+            setting, value = "iterator_train__batch_size", routed["batch_size"]
+        else:
+            setting, value = "batch_size", self._setting("batch_size") if resolved else self.batch_size
+        # -1 (every row in one batch) is left to _check_batch_rows, which counts the rows
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool) and 0 < value < needed:
+            raise ValueError(
+                f"objective={name!r} needs {setting} >= {needed} (the other rows of a batch are its negatives); got "
+                f"{value}: pass {setting}={needed} or more" + (", or batch_size='auto'" if setting == "batch_size" else "")
+            )
 
     def _check_batch_rows(self, n_rows: int, name: str) -> None:
         """An objective needing ``min_batch_rows`` a batch (SimCLR's negatives) needs them on each side of the split."""
