@@ -366,7 +366,10 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
 
         The masks (or augmented views) are drawn from a fixed seed: the fit's (``random_state``), or
         ``UNSEEDED_SCORE_SEED`` without one, so a fitted model scores the same ``X`` alike every time, and
-        the caller's global torch RNG is left alone.
+        the caller's global torch RNG is left alone. Masked cells and tokens: each row's masks come from
+        (that seed, the row's index in ``X``), and the loss is the mean over all hidden cells (tokens) of
+        ``X``, so the score does not depend on ``iterator_valid__batch_size``. SimCLR's loss is averaged
+        over rows; its negatives are the other rows of a batch, so it does depend on the batch size.
 
         Parameters
         ----------
@@ -381,12 +384,25 @@ class TabFormerPretrainer(TransformerMixin, TabFormerNet):
         seed = self._fit_seed()
         seed = UNSEEDED_SCORE_SEED if seed is None else seed
         dataset = self.objective_.make_dataset(self.tokenize(X), self.tokenizer_, seed)
+        if hasattr(dataset, "seed_rows"):
+            dataset.seed_rows = True  # a row hides the same cells in any batch
+        loss_sum = getattr(self.objective_, "loss_sum", None)
 
         def batch_loss(inputs):
-            return float(self.objective_.loss(self.module_(**inputs))), len(next(iter(inputs.values())))
+            predictions = self.module_(**inputs)
+            if loss_sum is None:  # an objective averaging over rows (SimCLR's anchors)
+                rows = len(next(iter(inputs.values())))
+                return float(self.objective_.loss(predictions)) * rows, rows
+            total, count = loss_sum(predictions)
+            return float(total), int(count)
 
-        losses, sizes = zip(*self.iter_batches(dataset, batch_loss))
-        return -float(np.average(losses, weights=sizes))
+        totals, counts = zip(*self.iter_batches(dataset, batch_loss))
+        if sum(counts) == 0:  # scored 0 (a perfect score) before
+            raise ValueError(
+                f"score found nothing to predict in the {num_samples(X)} rows of X: the objective hid no cell or token "
+                "(no present cell or real token, or too few rows); pass more rows or a larger objective__mask_prob"
+            )
+        return -float(np.sum(totals, dtype=np.float64) / sum(counts))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

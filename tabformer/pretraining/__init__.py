@@ -15,6 +15,13 @@ Its protocol keeps the pretrainer generic over modalities:
 ``loss(predictions) -> scalar Tensor``
     What the head predicted, scored (:mod:`tabformer.pretraining.losses`); the
     pretrainer's ``get_loss`` calls it.
+``loss_sum(predictions) -> (scalar Tensor, int)`` (optional)
+    The summed loss and the number of terms it sums (hidden cells, masked tokens):
+    ``score`` divides the sum over all batches by the count over all batches. Without it,
+    ``score`` averages ``loss`` over the batches weighted by their rows.
+``seed_rows`` (optional attribute of the dataset)
+    ``score`` sets it to True on a dataset that has it: each row's masks then depend on
+    the row's index, not on its batch (:mod:`tabformer.pretraining._draws`).
 ``drop_last`` (optional class attribute)
     ``True`` asks the training loader to drop the last, smaller batch.
 ``min_batch_rows`` (optional class attribute, default 1)

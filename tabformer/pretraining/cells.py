@@ -27,7 +27,8 @@ from torch import nn
 from .._data import TensorDictDataset
 from ..nn.heads import IGNORE_INDEX
 from ..tokenizers.tabular import FIRST_CATEGORY_ID, UNSEEN_ID
-from .losses import masked_cell_loss
+from ._draws import RowSeededMasks
+from .losses import masked_cell_loss, masked_cell_loss_sum
 from .mlm import TokenHead, column_categories, score_masked_categories
 from .registry import register_objective
 from .views import make_generator
@@ -38,7 +39,7 @@ __all__ = ["MaskedCellModeling", "MaskedCellDataset", "MaskedCellHead"]
 TABLE_ARRAYS = ("cat_ids", "num_values", "num_missing")
 
 
-class MaskedCellDataset(TensorDictDataset):
+class MaskedCellDataset(RowSeededMasks, TensorDictDataset):
     """Table tokens with fresh hidden cells at every access.
 
     Batches carry the tokenizer's arrays with the hidden cells replaced (``cat_ids`` holds UNSEEN_ID ``1``,
@@ -55,7 +56,9 @@ class MaskedCellDataset(TensorDictDataset):
     center, scale : ndarray of shape (n_numeric,)
         What standardises the numeric targets: ``(value - center) / scale``.
     random_state : int or None, default=None
-        Seed of the masks (a private generator; the global torch RNG is untouched).
+        Seed of the masks (a private generator; the global torch RNG is untouched). With ``seed_rows = True`` (set by
+        ``TabFormerPretrainer.score``) each row's masks come from (this seed, the row's index) instead, the same in any
+        batch (:mod:`tabformer.pretraining._draws`).
 
     Examples
     --------
@@ -77,8 +80,9 @@ class MaskedCellDataset(TensorDictDataset):
     def __getitems__(self, indices):
         X, y = super().__getitems__(indices)
         cat_ids, values, missing = X["cat_ids"], X["num_values"], X["num_missing"].bool()
-        hide_cat = (cat_ids >= FIRST_CATEGORY_ID) & (torch.rand(cat_ids.shape, generator=self.generator) < self.mask_prob)
-        hide_num = ~missing & (torch.rand(values.shape, generator=self.generator) < self.mask_prob)
+        draws = self.draws(indices)
+        hide_cat = (cat_ids >= FIRST_CATEGORY_ID) & (draws.rand(cat_ids.shape) < self.mask_prob)
+        hide_num = ~missing & (draws.rand(values.shape) < self.mask_prob)
         targets = torch.where(hide_num, (values - self.center) / self.scale, torch.zeros_like(values))
         return {
             "cat_ids": cat_ids.masked_fill(hide_cat, UNSEEN_ID),
@@ -285,3 +289,19 @@ class MaskedCellModeling(BaseEstimator):  # an estimator so that saving keeps ce
         """
         categorical, numeric = predictions
         return masked_cell_loss(categorical, numeric, self.numeric_weight)
+
+    def loss_sum(self, predictions) -> tuple[torch.Tensor, int]:
+        """Summed loss over the hidden cells and their number, which ``score`` adds up over the batches of ``X``.
+
+        Parameters
+        ----------
+        predictions : tuple
+            The head's output (see :meth:`MaskedCellHead.forward`).
+
+        Returns
+        -------
+        total : scalar Tensor
+        count : int
+        """
+        categorical, numeric = predictions
+        return masked_cell_loss_sum(categorical, numeric, self.numeric_weight)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-__all__ = ["nt_xent_loss", "masked_token_loss", "masked_cell_loss"]
+__all__ = ["nt_xent_loss", "masked_token_loss", "masked_token_loss_sum", "masked_cell_loss", "masked_cell_loss_sum"]
 
 
 def nt_xent_loss(z1: torch.Tensor, z2: torch.Tensor, temperature: float = 0.5) -> torch.Tensor:
@@ -59,6 +59,28 @@ def masked_token_loss(predictions) -> torch.Tensor:
     loss : scalar Tensor
         0 (with a gradient path) when nothing was masked in the batch.
     """
+    total, count = masked_token_loss_sum(predictions)
+    return total if count == 0 else total / count
+
+
+def masked_token_loss_sum(predictions) -> tuple[torch.Tensor, int]:
+    """Summed cross-entropy over every masked position, and the number of positions.
+
+    What ``TabFormerPretrainer.score`` adds up over batches, so that it averages over all masked positions of ``X``
+    (a mean of per-batch means weighed batches by rows instead, and a batch masking nothing as a perfect one).
+
+    Parameters
+    ----------
+    predictions : list of (logits (n_i, V_i), target (n_i,))
+        As :func:`masked_token_loss`.
+
+    Returns
+    -------
+    total : scalar Tensor
+        Sum of the cross-entropies (0, with a gradient path, when nothing was masked).
+    count : int
+        Number of masked positions.
+    """
     total, count = None, 0
     for logits, target in predictions:
         if len(target):
@@ -66,8 +88,8 @@ def masked_token_loss(predictions) -> torch.Tensor:
             total = part if total is None else total + part
             count += len(target)
     if total is None:
-        return sum(logits.sum() for logits, _ in predictions) * 0.0  # nothing masked in this batch
-    return total / count
+        return sum(logits.sum() for logits, _ in predictions) * 0.0, 0  # nothing masked in this batch
+    return total, count
 
 
 def masked_cell_loss(categorical, numeric, numeric_weight: float = 1.0) -> torch.Tensor:
@@ -94,12 +116,33 @@ def masked_cell_loss(categorical, numeric, numeric_weight: float = 1.0) -> torch
     >>> float(masked_cell_loss([], (torch.tensor([1.0, 0.0]), torch.tensor([0.0, 0.0]))))
     0.5
     """
+    total, count = masked_cell_loss_sum(categorical, numeric, numeric_weight)
+    if count == 0:
+        return total * 0.0  # nothing hidden in this batch; the empty sums keep the gradient path
+    return total / count
+
+
+def masked_cell_loss_sum(categorical, numeric, numeric_weight: float = 1.0) -> tuple[torch.Tensor, int]:
+    """Summed loss over the hidden cells of a table, and the number of hidden cells.
+
+    What ``TabFormerPretrainer.score`` adds up over batches (see :func:`masked_token_loss_sum`).
+
+    Parameters
+    ----------
+    categorical, numeric, numeric_weight
+        As :func:`masked_cell_loss`.
+
+    Returns
+    -------
+    total : scalar Tensor
+        ``sum of cross-entropies + numeric_weight * sum of squared errors`` (0 when nothing was hidden).
+    count : int
+        ``n_c + n_n``, the number of hidden cells.
+    """
     predicted, target = numeric
     total = numeric_weight * F.mse_loss(predicted.float(), target.float(), reduction="sum")
     count = len(target)
     for logits, labels in categorical:
         total = total + F.cross_entropy(logits.float(), labels, reduction="sum")
         count += len(labels)
-    if count == 0:
-        return total * 0.0  # nothing hidden in this batch; the empty sums keep the gradient path
-    return total / count
+    return total, count

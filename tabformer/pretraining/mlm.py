@@ -18,7 +18,7 @@ from torch import nn
 from ..nn.embedders.mixed import SEPARATOR
 from ..nn.heads import IGNORE_INDEX
 from ..tokenizers.tabular import FIRST_CATEGORY_ID
-from .losses import masked_token_loss
+from .losses import masked_token_loss, masked_token_loss_sum
 from .registry import register_objective
 from .views import LABELS, MaskedTokenDataset, MixedMaskedTokenDataset
 
@@ -376,3 +376,18 @@ class MaskedTokenModeling:
         loss : scalar Tensor
         """
         return masked_token_loss(predictions)
+
+    def loss_sum(self, predictions) -> tuple[torch.Tensor, int]:
+        """Summed cross-entropy over the masked positions and their number, which ``score`` adds up over the batches.
+
+        Parameters
+        ----------
+        predictions : list of (Tensor of shape (n_i, V_i), long Tensor of shape (n_i,))
+            The head's output.
+
+        Returns
+        -------
+        total : scalar Tensor
+        count : int
+        """
+        return masked_token_loss_sum(predictions)

@@ -23,6 +23,7 @@ from ..nn.heads import IGNORE_INDEX
 from ..tokenizers.base import MASK, SPECIAL_TOKENS
 from ..tokenizers.tabular import FIRST_CATEGORY_ID, UNSEEN_ID
 from ._crops import crop_text
+from ._draws import Draws, RowSeededMasks
 
 __all__ = [
     "image_augmentation",
@@ -184,33 +185,35 @@ def mask_tokens(ids, candidates, vocab_size, mask_prob, mask_token_prob, random_
     mask_prob, mask_token_prob, random_token_prob : float
         A candidate is chosen with probability ``mask_prob`` (one at least, in a row that has any); a chosen id
         becomes ``[MASK]`` (``mask_token_prob``), a random id (``random_token_prob``) or stays.
-    generator : torch.Generator
+    generator : torch.Generator or Draws
+        Where the random numbers come from (a :class:`~tabformer.pretraining._draws.Draws` may draw them per row).
 
     Returns
     -------
     ids, labels : long Tensor of shape (B, T)
         The corrupted ids; the original id at chosen positions and ``IGNORE_INDEX`` elsewhere.
     """
+    draws = generator if isinstance(generator, Draws) else Draws(generator)
     ids = ids.clone()
-    draw = torch.rand(ids.shape, generator=generator)
+    draw = draws.rand(ids.shape)
     chosen = candidates & (draw < mask_prob)
     # Departs from BERT: a row with candidates but none drawn gets one, chosen uniformly. Short texts
     # often draw none (a 4-word text at 15%: half the time), and a batch or holdout with nothing
     # masked scored a loss of 0, which early stopping kept as its best epoch.
     none_drawn = candidates.any(dim=1) & ~chosen.any(dim=1)
-    if none_drawn.any():
-        pick = torch.rand(ids.shape, generator=generator).masked_fill(~candidates, -1.0).argmax(dim=1)
+    if none_drawn.any() or draws.per_row:  # per row, every row draws alike whatever its batch mates drew
+        pick = draws.rand(ids.shape).masked_fill(~candidates, -1.0).argmax(dim=1)
         rows = none_drawn.nonzero().squeeze(1)
         chosen[rows, pick[rows]] = True
     labels = torch.where(chosen, ids, torch.full_like(ids, IGNORE_INDEX))
-    kind = torch.rand(ids.shape, generator=generator)
+    kind = draws.rand(ids.shape)
     ids[chosen & (kind < mask_token_prob)] = MASK
     random = chosen & (kind >= mask_token_prob) & (kind < mask_token_prob + random_token_prob)
-    replacement = torch.randint(N_SPECIAL, int(vocab_size), ids.shape, generator=generator)
+    replacement = draws.randint(N_SPECIAL, int(vocab_size), ids.shape)
     return torch.where(random, replacement, ids), labels
 
 
-class MaskedTokenDataset(TensorDictDataset):
+class MaskedTokenDataset(RowSeededMasks, TensorDictDataset):
     """Tokenized rows that come out with fresh masks at every access.
 
     Batches carry ``input_ids`` (corrupted), the other tokenizer arrays, and ``mlm_labels`` (original id at chosen
@@ -239,9 +242,8 @@ class MaskedTokenDataset(TensorDictDataset):
         X, y = super().__getitems__(indices)
         ids = X["input_ids"]
         candidates = X["attention_mask"].bool() & (ids >= N_SPECIAL)
-        ids, labels = mask_tokens(
-            ids, candidates, self.vocab_size, self.mask_prob, self.mask_token_prob, self.random_token_prob, self.generator
-        )
+        probabilities = (self.mask_prob, self.mask_token_prob, self.random_token_prob)
+        ids, labels = mask_tokens(ids, candidates, self.vocab_size, *probabilities, self.draws(indices))
         return dict(X, input_ids=ids, mlm_labels=labels), y
 
 
@@ -354,7 +356,7 @@ class MixedTwoViewDataset(TensorDictDataset):
         return out
 
 
-class MixedMaskedTokenDataset(TensorDictDataset):
+class MixedMaskedTokenDataset(RowSeededMasks, TensorDictDataset):
     """Mixed rows with fresh masks at every access: text words and categorical cells.
 
     - every text segment: BERT's masking of its real, non-special tokens (:func:`mask_tokens`: ``mask_prob`` chosen; of
@@ -405,7 +407,7 @@ class MixedMaskedTokenDataset(TensorDictDataset):
 
     def __getitems__(self, indices):
         X, y = super().__getitems__(indices)
-        X = dict(X)
+        X, draws = dict(X), self.draws(indices)
         for key, vocab_size in self.text_segments:
             arrays = segment_arrays(X, key)
             ids = arrays["input_ids"]
@@ -413,12 +415,12 @@ class MixedMaskedTokenDataset(TensorDictDataset):
             if "present" in arrays:
                 candidates &= arrays["present"].bool()[:, None]
             ids, labels = mask_tokens(
-                ids, candidates, vocab_size, self.mask_prob, self.mask_token_prob, self.random_token_prob, self.generator
+                ids, candidates, vocab_size, self.mask_prob, self.mask_token_prob, self.random_token_prob, draws
             )
             X[f"{key}{SEPARATOR}input_ids"], X[f"{key}{SEPARATOR}{LABELS}"] = ids, labels
         for key in self.table_segments:
             cat_ids = X[f"{key}{SEPARATOR}cat_ids"]
-            chosen = (cat_ids >= FIRST_CATEGORY_ID) & (torch.rand(cat_ids.shape, generator=self.generator) < self.mask_prob)
+            chosen = (cat_ids >= FIRST_CATEGORY_ID) & (draws.rand(cat_ids.shape) < self.mask_prob)
             X[f"{key}{SEPARATOR}cat_ids"] = cat_ids.masked_fill(chosen, UNSEEN_ID)
             X[f"{key}{SEPARATOR}{LABELS}"] = torch.where(chosen, cat_ids, torch.full_like(cat_ids, IGNORE_INDEX))
         return X, y
