@@ -21,6 +21,17 @@ TINY = dict(
     batch_size=32,
     verbose=0,
 )
+#: a pretrainer's one-epoch fit with no holdout, seeded (the pretrainer tests' settings)
+PRETRAINER_SMALL = dict(
+    encoder__d_model=16,
+    encoder__n_heads=2,
+    encoder__n_layers=1,
+    max_epochs=1,
+    validation_fraction=None,
+    patience=None,
+    verbose=0,
+    random_state=0,
+)
 
 
 @pytest.fixture(autouse=True)

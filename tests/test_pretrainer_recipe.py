@@ -4,20 +4,12 @@ a table's batch size."""
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import PRETRAINER_SMALL
 
 from tabformer import TabFormerPretrainer
 from tabformer.estimators._image_recipes import auto_patch_size
 
-SMALL = dict(
-    encoder__d_model=16,
-    encoder__n_heads=2,
-    encoder__n_layers=1,
-    max_epochs=1,
-    validation_fraction=None,
-    patience=None,
-    random_state=0,
-    verbose=0,
-)
+SMALL = PRETRAINER_SMALL
 IMAGES_30 = np.random.default_rng(0).random((8, 30, 30)).astype("float32")
 
 

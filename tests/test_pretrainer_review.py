@@ -4,20 +4,12 @@ refused before any training."""
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import PRETRAINER_SMALL
 
 from tabformer import TabFormerPretrainer
 from tabformer.tokenizers import MixedTokenizer, PatchTokenizer
 
-SMALL = dict(
-    encoder__d_model=16,
-    encoder__n_heads=2,
-    encoder__n_layers=1,
-    max_epochs=1,
-    validation_fraction=None,
-    patience=None,
-    verbose=0,
-    random_state=0,
-)
+SMALL = PRETRAINER_SMALL
 RNG = np.random.default_rng(0)
 IMAGES = RNG.random((24, 8, 8)).astype("float32")
 # images, a categorical and a numeric column: both SimCLR and masked-token pretraining apply

@@ -12,20 +12,12 @@ import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import PRETRAINER_SMALL
 
 from tabformer import TabFormerPretrainer
 from tabformer.pretraining._draws import Draws, row_seed
 
-SMALL = dict(
-    encoder__d_model=16,
-    encoder__n_heads=2,
-    encoder__n_layers=1,
-    max_epochs=1,
-    validation_fraction=None,
-    patience=None,
-    verbose=0,
-    random_state=0,
-)
+SMALL = PRETRAINER_SMALL
 RNG = np.random.default_rng(0)
 A = RNG.normal(size=80)
 TABLE = pd.DataFrame({"a": A, "b": 2 * A + RNG.normal(size=80) * 0.1, "c": RNG.choice(list("xyz"), 80)})

@@ -4,19 +4,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from conftest import PRETRAINER_SMALL
 
 from tabformer import TabFormerPretrainer
 from tabformer.tokenizers import MixedTokenizer, PatchTokenizer
 
-SMALL = dict(
-    encoder__d_model=16,
-    encoder__n_heads=2,
-    encoder__n_layers=1,
-    max_epochs=1,
-    validation_fraction=None,
-    patience=None,
-    verbose=0,
-)
+SMALL = {k: v for k, v in PRETRAINER_SMALL.items() if k != "random_state"}
 RNG = np.random.default_rng(0)
 TABLE = pd.DataFrame({"a": RNG.normal(size=60), "b": RNG.choice(list("xyz"), 60)})
 TEXTS = ["the cat sat on the mat", "a dog ran in the park", "birds fly over the sea", "fish swim in the lake"] * 10
