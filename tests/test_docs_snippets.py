@@ -67,8 +67,9 @@ SKIPPED = {
     ("docs/scale.md", 4, "SkorchPruningCallback"): "50 Optuna trials; tests/test_optuna_search.py runs the objective",
     ("docs/text.md", 0, "TabFormerTagger().fit"): "the user's texts; tests/test_snippets.py runs it on placeholder texts",
     ("docs/text.md", 1, "aggregate_subwords"): "needs a fitted text classifier; tests/test_snippets.py runs it",
-    ("docs/text.md", 2, "PretrainedEncoder.load"): "needs a saved encoder folder; tests/test_snippets.py runs it",
-    ("docs/text.md", 3, "warmup_linear"): "needs a local BERT folder; tests/test_snippets.py runs it",
+    ("docs/text.md", 2, "KFold"): "the user's sentences; tests/test_snippets.py runs it on placeholder sentences",
+    ("docs/text.md", 3, "PretrainedEncoder.load"): "needs a saved encoder folder; tests/test_snippets.py runs it",
+    ("docs/text.md", 4, "warmup_linear"): "needs a local BERT folder; tests/test_snippets.py runs it",
     ("docs/architecture.md", 0, "register_tokenizer"): "the user's X, y; tests/test_docs_architecture.py runs it",
     ("docs/architecture.md", 1, "register_objective"): "the user's X, y; tests/test_docs_architecture.py runs it",
 }

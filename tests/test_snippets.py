@@ -140,7 +140,7 @@ def _saved_mlm_encoder(scope):
 SETUP = {
     ("docs/text.md", 0): lambda scope: scope.update(folder=_bert_folder()),
     ("docs/text.md", 1): lambda scope: scope.update(clf=_fitted_text_classifier(scope)),
-    ("docs/text.md", 2): _saved_mlm_encoder,
+    ("docs/text.md", 3): _saved_mlm_encoder,
 }
 
 
