@@ -45,3 +45,12 @@ def test_texts_to_a_table_model_name_both_kinds():
     with pytest.raises(ValueError, match=r"fitted on a table, but X is an array of 2 texts"):
         reg.predict(np.array(["the cat sat", "on the mat"], dtype=object))
     assert reg.predict(table.iloc[:2]).shape == (2,)
+
+
+def test_texts_to_an_image_model_say_they_are_no_image_files():
+    # a text read as a path said only "file 'the cat sat on the mat' does not exist"
+    clf = TabFormerClassifier(tokenizer__patch_size=4, **SMALL).fit(IMAGES, Y)
+    with pytest.raises(ValueError, match=r"file 'the cat sat' does not exist \(no image file's name: a text\?"):
+        clf.predict(["the cat sat", "on the mat"])
+    with pytest.raises(ValueError, match=r"file 'missing.png' does not exist$"):
+        clf.predict(["missing.png"])

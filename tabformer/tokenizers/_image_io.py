@@ -109,7 +109,9 @@ def _read_item(item, index: int, colour: bool | None) -> np.ndarray:
                 image.load()
                 return _pil_to_array(image, colour)
         except FileNotFoundError:
-            raise ValueError(f"image {index}: file {str(path)!r} does not exist") from None
+            # A text given to an image model read as a path; name the likelier mix-up where the name is no image file's
+            hint = "" if is_path(str(path)) else " (no image file's name: a text? this model reads images or their paths)"
+            raise ValueError(f"image {index}: file {str(path)!r} does not exist{hint}") from None
         except (UnidentifiedImageError, OSError) as error:
             raise ValueError(f"image {index}: file {str(path)!r} cannot be read as an image ({error})") from None
     array = item.detach().cpu().numpy() if isinstance(item, torch.Tensor) else np.asarray(item)
