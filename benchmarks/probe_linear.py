@@ -3,6 +3,7 @@
     python benchmarks/probe_linear.py                        # all 7 datasets, ~45 min on 1 core
     python benchmarks/probe_linear.py --data digits rt       # a few minutes
     python benchmarks/probe_linear.py --lrs 1e-3 3e-3 1e-2   # the rates compared beside the defaults
+    python benchmarks/probe_linear.py --lrs --head-activation identity   # the defaults with no ReLU in the head
 
 For each dataset a frozen pretrained encoder reads ``--labels`` labelled training rows,
 and every row of the table is ``TabFormerClassifier(encoder=..., freeze_encoder=True)``
@@ -17,8 +18,10 @@ scored on a validation split of the **training** data (the test splits are never
 Rows: ``defaults`` (what ``fit`` resolves now, the probe recipe of
 ``tabformer/estimators/_probe.py``), ``fine-tuning recipe`` (the recipe a trainable
 encoder gets, which probes used before), then ``lr=<rate>`` over the grid with the probe
-recipe otherwise (no holdout, the whole decay). Each with the embedder trained
-(``freeze_embedder=False``, the default) and frozen. ``LogisticRegression`` on the
+recipe otherwise (no holdout, the whole decay), and ``defaults, head <name>`` for each
+``--head-activation`` (the defaults with ``head__activation=<name>``: ``identity`` makes the
+probe linear in the strict sense; the default head is ``Linear(ReLU(LayerNorm(h)))``).
+Each with the embedder trained (``freeze_embedder=False``, the default) and frozen. ``LogisticRegression`` on the
 frozen encoder's CLS and mean outputs (standardised) is the reference a probe should reach.
 """
 
@@ -137,6 +140,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", nargs="+", default=[*IMAGES, *TEXTS, "adult"])
     parser.add_argument("--lrs", nargs="*", type=float, default=[1e-3, 3e-3, 1e-2, 3e-2])
+    heads = ["identity", "relu", "gelu"]
+    parser.add_argument("--head-activation", nargs="*", default=[], choices=heads, help="rows of the defaults with this head")
     parser.add_argument("--labels", type=int, default=500)
     parser.add_argument("--unlabelled", type=int, default=5000)
     parser.add_argument("--pretrain-epochs", type=int, default=20)
@@ -152,7 +157,9 @@ def main(argv=None):
         X_lab, y_lab, unlabelled, X_val, y_val = splits(X, y, args.labels, args.seed)
         encoder = encoder_for(name, kind, unlabelled, args)
         reference = make_pipeline(StandardScaler(), LogisticRegression(max_iter=3000)).fit(features(encoder, X_lab), y_lab)
-        rows = [("defaults", {}), ("fine-tuning recipe", FINE_TUNING[kind])]
+        rows = [("defaults", {})]
+        rows += [(f"defaults, head {name}", dict(head__activation=name)) for name in args.head_activation]
+        rows += [("fine-tuning recipe", FINE_TUNING[kind])]
         rows += [(f"lr={lr:g}", dict(lr=lr)) for lr in args.lrs]
         print(f"\n{name} ({kind}; {len(y_lab)} labels, {len(y_val)} validation rows)", flush=True)
         print("| setting | embedder trained | embedder frozen | seconds |\n|---|---|---|---|")

@@ -50,8 +50,10 @@ class ClassificationHead(nn.Module):
         Width of an optional hidden layer before the output layer.
     dropout : float, default=0.0
         Dropout before the output layer; ``0`` builds no dropout module.
-    activation : {"relu", "gelu"}, default="relu"
-        Activation after the LayerNorm (and after the hidden layer).
+    activation : {"relu", "gelu", "identity"}, default="relu"
+        Activation after the LayerNorm (and after the hidden layer). ``"identity"`` applies
+        none: without ``hidden`` the head is then affine in its (normalised) input, a
+        linear probe in the strict sense.
     pooling : {"cls", "mean"}, default="cls"
         What the head reads: the CLS output, or the mean of the outputs of CLS and every
         real token (padding excluded). Sentence-embedding models such as
@@ -74,7 +76,7 @@ class ClassificationHead(nn.Module):
         pooling: str = "cls",
     ):
         super().__init__()
-        activations = {"relu": nn.ReLU, "gelu": nn.GELU}
+        activations = {"relu": nn.ReLU, "gelu": nn.GELU, "identity": nn.Identity}
         if activation not in activations:
             raise ValueError(f"head activation must be one of {sorted(activations)}, got {activation!r}")
         if pooling not in ("cls", "mean"):
@@ -134,8 +136,8 @@ class RegressionHead(ClassificationHead):
         Width of an optional hidden layer before the output layer.
     dropout : float, default=0.0
         Dropout before the output layer.
-    activation : {"relu", "gelu"}, default="relu"
-        Activation after the LayerNorm (and after the hidden layer).
+    activation : {"relu", "gelu", "identity"}, default="relu"
+        Activation after the LayerNorm (and after the hidden layer); ``"identity"``: none.
     pooling : {"cls", "mean"}, default="cls"
         Read the CLS output or the mean over CLS and the real tokens.
     """
