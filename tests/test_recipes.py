@@ -337,6 +337,11 @@ def test_text_and_table_probes_get_their_kinds_rates():
     probe = TabFormerClassifier(encoder=encoder, freeze_encoder=True, max_epochs=1, verbose=0).fit(texts, labels)
     assert probe.resolved_params_["lr"] == 3e-3 and probe.resolved_params_["patience"] is None
     assert probe.module_.head.pooling == "mean"  # the pretrained text recipe's, kept
+    # a linear probe: no ReLU in the head (ahead on two sets of names over three seeds, level on the third)
+    assert probe.resolved_params_["head__activation"] == "identity"
+    assert not any(isinstance(m, (torch.nn.ReLU, torch.nn.GELU)) for m in probe.module_.head.modules())
+    mine = TabFormerClassifier(encoder=encoder, freeze_encoder=True, max_epochs=1, verbose=0, head__activation="relu")
+    assert any(isinstance(m, torch.nn.ReLU) for m in mine.fit(texts, labels).module_.head.modules())  # yours wins
     table = pd.DataFrame({"a": np.arange(60.0) % 7, "b": list("xyz") * 20})
     table_encoder = TabFormerPretrainer(max_epochs=1, validation_fraction=None, **small).fit(table).encoder_
     table_probe = TabFormerClassifier(encoder=table_encoder, freeze_encoder=True, max_epochs=1, verbose=0)

@@ -187,7 +187,8 @@ RECIPES_NOTES_DOC = """
                                                                                 (SimCLR) encoder
     probe, image            1e-2, warmup_linear    40 (no stop)  64             mean pooling
     probe, text             3e-3, warmup_linear    3-10 (no      32             as text,
-                                                   stop)                        pretrained
+                                                   stop)                        pretrained; head
+                                                                                without ReLU
     tagger, pretrained      1e-4, cosine           3 (pat. 2)    32
     tagger, from scratch    1e-3, cosine           40 (pat. 3)   32             cased 30k
                                                                                 WordPiece, d 256
