@@ -81,9 +81,10 @@ SHARED_PARAMS_DOC = """
         Seeds weight init, shuffling and the validation split (a ``RandomState`` draws a
         new seed at every ``fit``, as in scikit-learn). With an int, CPU fits repeat exactly,
         a WordPiece vocabulary trained in ``fit`` included (``tokenizer__vocab_file`` with a
-        vocabulary saved by ``save_vocabulary`` pins one across ``tokenizers`` versions). An int leaves the global torch
-        RNG as it was; ``None`` draws from the global torch and NumPy RNGs and moves them on,
-        so that every fit differs (``torch.manual_seed`` before ``fit`` repeats one).
+        vocabulary saved by ``save_vocabulary`` pins one across ``tokenizers`` versions). An
+        int leaves the global torch RNG as it was; ``None`` draws from the global torch and
+        NumPy RNGs and moves them on, so that every fit differs (``torch.manual_seed``
+        before ``fit`` repeats one).
     train_split : "auto", callable or None, default="auto"
         skorch's ``train_split``; ``"auto"`` uses ``validation_fraction``. A callable gets
         the tokenized rows and encoded targets (``skorch.dataset.ValidSplit`` works);

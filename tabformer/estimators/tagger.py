@@ -383,8 +383,9 @@ class TabFormerTagger(FineTuningNet):
             :func:`~tabformer.metrics.entity_f1` when every fitted tag is ``"O"``,
             ``"B-<type>"`` or ``"I-<type>"`` (BIO), or also ``"E-<type>"``, ``"S-<type>"`` (BIOES, IOBES),
             or ``"L-<type>"``, ``"U-<type>"`` (BILOU) (:func:`~tabformer.metrics.tag_scheme`); else word
-            accuracy (POS tags, integer tags), which is what a grid search over a POS tagger needs. A tag set almost BIO
-            (``"0"`` for ``"O"``, ``"b-per"``) gets word accuracy too: fit warns, naming the tags.
+            accuracy (POS tags, integer tags), which is what a grid search over a POS tagger
+            needs. A tag set almost BIO (``"0"`` for ``"O"``, ``"b-per"``) gets word accuracy
+            too: fit warns, naming the tags.
         """
         if sample_weight is not None:
             raise ValueError("TabFormerTagger.score does not support sample_weight")
