@@ -88,6 +88,16 @@ def _gpu_for_cuda_tests(request, monkeypatch):
         monkeypatch.setattr(torch.cuda, "is_available", _CUDA_IS_AVAILABLE)
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """One torch thread for a module's tests, restored after: tiny models on a shared 2-core box run
+    several times faster without thread contention. Use with ``pytest.mark.usefixtures("one_torch_thread")``."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture
 def tiny():
     """Settings that keep a fit to well under a second."""

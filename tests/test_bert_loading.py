@@ -127,15 +127,7 @@ def test_load_bert_rejects_a_folder_without_weights(tmp_path):
         load_bert(tmp_path / "nope")
 
 
-@pytest.fixture(scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-def test_from_pretrained_fine_tunes_classifier_and_tagger(folder, one_thread):
+def test_from_pretrained_fine_tunes_classifier_and_tagger(folder, one_torch_thread):
     from tabformer import TabFormerClassifier, TabFormerTagger
 
     texts = ["a wonderful film", "an awful film", "truly great", "truly bad"] * 3

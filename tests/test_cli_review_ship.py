@@ -15,12 +15,7 @@ TINY = ["--quiet", "--set", "max_epochs=1", "--set", "encoder__d_model=16", "--s
 TINY += ["--set", "encoder__n_layers=1", "--set", "ensemble_size=1"]
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest: one torch thread, restored after
 
 
 def _fit(folder, target, values, *extra):

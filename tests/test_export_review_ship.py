@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import torch
 from conftest import TINY, make_table
 
 from tabformer import TabFormerRegressor
@@ -14,12 +13,7 @@ ort = pytest.importorskip("onnxruntime")
 SMALL = dict(TINY, max_epochs=1, ensemble_size=1, random_state=0)
 
 
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest: one torch thread, restored after
 
 
 def _session(estimator, path):

@@ -14,13 +14,7 @@ from tabformer.pretraining import OBJECTIVES, register_objective
 from tabformer.pretraining.views import MaskedTokenDataset
 from tabformer.tokenizers.base import MASK, PAD, SEP
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest: one torch thread, restored after
 
 
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "a", "mat", "log", "red", "big", "small", "quickly", "slowly", "house", "tree"]

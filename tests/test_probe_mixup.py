@@ -5,9 +5,9 @@ import sys
 
 import numpy as np
 import pytest
-import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "benchmarks"))
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest: one torch thread, restored after
 
 TEXTS = ["red apple pie", "green apple tart", "blue sky blue sea", "grey sky rain", "apple juice", "sky at night"] * 8
 LABELS = ["food", "food", "sky", "sky", "food", "sky"] * 8
@@ -18,7 +18,6 @@ TINY = dict(tokenizer="wordpiece", encoder__d_model=16, encoder__n_heads=2, enco
 def test_mixup_mixes_every_training_batch_and_leaves_predict_alone(kind):
     from probe_mixup import MixupClassifier
 
-    torch.set_num_threads(1)
     plain = MixupClassifier(**TINY, random_state=0, verbose=0).fit(TEXTS, LABELS)
     mixed = MixupClassifier(**TINY, random_state=0, verbose=0, mixup_kind=kind, mixup_alpha=1.0).fit(TEXTS, LABELS)
     batches = sum(len(epoch["batches"]) for epoch in mixed.history)  # training batches only (no holdout here)

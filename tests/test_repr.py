@@ -1,9 +1,11 @@
 """The estimators' repr is scikit-learn's: the class and the settings that differ from its defaults."""
 
 import numpy as np
-import torch
+import pytest
 
 from tabformer import TabFormerClassifier, TabFormerPretrainer, TabFormerRegressor, TabFormerTagger
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest: one torch thread, restored after
 
 
 def test_repr_names_the_settings_routed_ones_too():
@@ -22,7 +24,6 @@ def test_repr_names_the_settings_routed_ones_too():
 def test_a_fitted_estimator_shows_its_settings_not_its_module_tree(pos_neg_table):
     # after fit, a notebook printed the whole module (40 lines for five small members) for clf.fit(X, y)
     X, y = pos_neg_table
-    torch.set_num_threads(1)
     settings = dict(encoder__d_model=16, encoder__n_heads=2, encoder__n_layers=1, max_epochs=1, verbose=0, random_state=0)
     clf = TabFormerClassifier(**settings).fit(X, y)
     shown = " ".join(repr(clf).split())  # scikit-learn wraps long lines

@@ -4,19 +4,12 @@ import pickle
 
 import numpy as np
 import pytest
-import torch
 
 from tabformer import TabFormerTagger
 from tabformer.metrics import bio_entities, entity_f1
 from tabformer.nn.heads import IGNORE_INDEX
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest: one torch thread, restored after
 
 
 NAMES = ["alice", "bob", "carol", "dave"]

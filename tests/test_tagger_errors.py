@@ -6,7 +6,6 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from tabformer import TabFormerTagger
 
@@ -26,15 +25,10 @@ TINY = dict(
 SENTENCES = [["alice", "visits", "paris"], ["bob", "stays", "home"]] * 4
 TAGS = [["B-PER", "O", "B-LOC"], ["B-PER", "O", "O"]] * 4
 
-pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning"),
+    pytest.mark.usefixtures("one_torch_thread"),  # conftest: one torch thread, restored after
+]
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,6 @@ A BIOES tagger was scored by word accuracy: one answering "O" everywhere scored 
 import warnings
 
 import pytest
-import torch
 
 from tabformer import TabFormerTagger
 from tabformer.metrics import bio_entities, entity_f1, is_bio_tag, tag_scheme
@@ -26,12 +25,7 @@ TINY = dict(
 )
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest: one torch thread, restored after
 
 
 def test_tag_scheme_is_read_from_the_tag_set():

@@ -47,13 +47,7 @@ SMALL = dict(
 )
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # Tiny models on a shared 2-core box run ~10x faster on one thread (no contention).
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest: one torch thread, restored after
 
 
 @pytest.fixture(scope="module")

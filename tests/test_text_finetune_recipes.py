@@ -2,18 +2,11 @@
 
 import numpy as np
 import pytest
-import torch
 
 from tabformer import TabFormerClassifier, TabFormerPretrainer, TabFormerRegressor
 from tabformer.estimators._text_finetune import OWN_TEXT_ENCODER
 
-
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")  # conftest: one torch thread, restored after
 
 
 WORDS = ["the", "cat", "dog", "sat", "ran", "on", "a", "mat", "log", "red", "big", "small", "quickly", "slowly", "house", "tree"]
